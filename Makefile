@@ -1,0 +1,55 @@
+# ragforge — newcomer commands: `make setup`, `make demo`, `make test`.
+GO      ?= go
+BIN     ?= bin/ragforge
+SHARED  ?= ../shared
+APT_PKGS = libfaiss-dev libopenblas-dev
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  = -X github.com/ragforge/ragforge/internal/version.Version=$(VERSION)
+# The pure-Go GoMLX backend unless the user asks for XLA.
+export GOMLX_BACKEND ?= go
+
+.PHONY: setup build test test-short bench demo demo-ap fmt vet clean
+
+## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS) and the Go modules.
+setup:
+	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	else echo "apt packages present: $(APT_PKGS)"; fi
+	$(GO) mod download
+
+## build: the ragforge binary in bin/.
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/ragforge
+
+## test: every test; tests needing ../shared skip with a message when it is missing.
+test:
+	$(GO) test -count=1 -timeout 30m ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+## bench: Go benchmarks and the model benchmark.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+	$(BIN) bench models
+
+## demo: the main job on the sample corpus embedded in the binary (no ../shared, no network).
+demo: build
+	$(BIN) demo
+
+## demo-ap: the same stages on the real anatomical-pathology corpus in ../shared.
+demo-ap: build
+	@test -d $(SHARED)/data/ap_protocols || { echo "demo-ap needs $(SHARED)/data (not found)"; exit 1; }
+	$(BIN) demo --corpus $(SHARED)/data/ap_protocols --qa $(SHARED)/data/ap_protocols_qa/dev.csv
+
+fmt:
+	gofmt -l -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin ragforge-demo

@@ -1,0 +1,165 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func f(v float64) *float64 { return &v }
+
+// echoServer answers completions like vLLM with echo: one token per word.
+func echoServer(t *testing.T, promptOnlyGenerated bool) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req CompletionRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		var lp Logprobs
+		if promptOnlyGenerated {
+			// llama.cpp / Ollama: only the generated token.
+			lp = Logprobs{Tokens: []string{" x"}, TokenLogprobs: []*float64{f(-0.5)}, TextOffset: []int{len(req.Prompt)}}
+		} else {
+			words := strings.SplitAfter(req.Prompt, " ")
+			off := 0
+			for i, wd := range words {
+				lp.Tokens = append(lp.Tokens, wd)
+				lp.TextOffset = append(lp.TextOffset, off)
+				off += len(wd)
+				if i == 0 {
+					lp.TokenLogprobs = append(lp.TokenLogprobs, nil)
+				} else {
+					lp.TokenLogprobs = append(lp.TokenLogprobs, f(-float64(i)))
+				}
+			}
+			lp.Tokens = append(lp.Tokens, "!")
+			lp.TokenLogprobs = append(lp.TokenLogprobs, f(-9))
+			lp.TextOffset = append(lp.TextOffset, off)
+		}
+		json.NewEncoder(w).Encode(CompletionResponse{Choices: []CompletionChoice{{Text: "!", Logprobs: &lp}}})
+	}))
+}
+
+func TestTargetLogprobs(t *testing.T) {
+	srv := echoServer(t, false)
+	defer srv.Close()
+	c := New(srv.URL, Options{})
+	// tokens: "Q: " "a " "b " "c" → prompt "Q: a " is 2 tokens, target "b c" 2 tokens.
+	got, err := c.TargetLogprobs(context.Background(), "Q: a ", "b c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{-2, -3}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("got %v want %v", got, want)
+	}
+}
+
+func TestTargetLogprobsDetectsGeneratedOnly(t *testing.T) {
+	srv := echoServer(t, true)
+	defer srv.Close()
+	c := New(srv.URL, Options{})
+	_, err := c.TargetLogprobs(context.Background(), "Q: a ", "b c")
+	if !errors.Is(err, ErrNoPromptLogprobs) {
+		t.Fatalf("want ErrNoPromptLogprobs, got %v", err)
+	}
+}
+
+func TestRetriesOn500ThenSucceeds(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) < 3 {
+			http.Error(w, `{"error":"busy"}`, 503)
+			return
+		}
+		json.NewEncoder(w).Encode(ChatResponse{Choices: []ChatChoice{{Message: Message{Role: "assistant", Content: "ok"}}}})
+	}))
+	defer srv.Close()
+	c := New(srv.URL+"/v1", Options{Backoff: time.Millisecond})
+	text, err := c.ChatText(context.Background(), "", "hi", 8, 0)
+	if err != nil || text != "ok" || calls.Load() != 3 {
+		t.Fatalf("text %q err %v calls %d", text, err, calls.Load())
+	}
+}
+
+func TestNoRetryOn400(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, `{"error":"bad"}`, 400)
+	}))
+	defer srv.Close()
+	c := New(srv.URL, Options{Backoff: time.Millisecond})
+	_, err := c.ChatText(context.Background(), "", "hi", 8, 0)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != 400 || calls.Load() != 1 {
+		t.Fatalf("err %v calls %d", err, calls.Load())
+	}
+}
+
+func TestTimeoutIsRetriedThenReported(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	c := New(srv.URL, Options{Timeout: 30 * time.Millisecond, MaxRetries: 2, Backoff: time.Millisecond})
+	_, err := c.ChatText(context.Background(), "", "hi", 8, 0)
+	if err == nil || calls.Load() != 3 {
+		t.Fatalf("err %v calls %d", err, calls.Load())
+	}
+}
+
+func TestEmptyAndInvalidUTF8AnswersAreErrors(t *testing.T) {
+	for _, content := range []string{"  ", "\xff\xfe"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			json.NewEncoder(w).Encode(ChatResponse{Choices: []ChatChoice{{Message: Message{Content: content}}}})
+		}))
+		c := New(srv.URL, Options{})
+		if _, err := c.ChatText(context.Background(), "", "hi", 8, 0); err == nil {
+			t.Errorf("content %q: want error", content)
+		}
+		srv.Close()
+	}
+}
+
+func TestConcurrencyLimit(t *testing.T) {
+	var inFlight, peak atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		inFlight.Add(-1)
+		json.NewEncoder(w).Encode(EmbeddingResponse{Data: []EmbeddingData{{Index: 0, Embedding: []float32{1}}}})
+	}))
+	defer srv.Close()
+	c := New(srv.URL, Options{Concurrency: 2})
+	done := make(chan error)
+	for i := 0; i < 8; i++ {
+		go func() { _, err := c.Embeddings(context.Background(), []string{"a"}); done <- err }()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if peak.Load() > 2 {
+		t.Fatalf("peak in flight %d > 2", peak.Load())
+	}
+}
