@@ -1,0 +1,370 @@
+package bert
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/safetensors"
+)
+
+// Prefix is the parameter-name prefix HF task models (BertForMaskedLM,
+// BertForSequenceClassification, ...) put before the BertModel names.
+const Prefix = "bert."
+
+// WeightsFile is the single-file checkpoint name written by Save.
+const WeightsFile = safetensors.WeightsName
+
+// ignoredPrefixes are checkpoint tensors Load skips on purpose: the MLM / NSP
+// pre-training heads (BertForPreTraining, BertForMaskedLM) and the
+// position_ids buffer older transformers versions saved. Everything else that
+// is not a BertModel (or classifier) parameter is an error.
+var ignoredPrefixes = []string{"cls.predictions.", "cls.seq_relationship.", "embeddings.position_ids"}
+
+// paramSpec is one HF parameter and the shape config.json implies for it.
+type paramSpec struct {
+	name  string
+	shape []int
+	kind  initKind
+}
+
+type initKind int
+
+const (
+	initNormal    initKind = iota // N(0, initializer_range): Linear and Embedding weights
+	initEmbedding                 // N(0, initializer_range) with the padding row zeroed
+	initZeros                     // biases, LayerNorm bias
+	initOnes                      // LayerNorm weight
+)
+
+// group names the optional parts of a checkpoint.
+const (
+	groupCore       = "core"
+	groupPooler     = "pooler"
+	groupClassifier = "classifier"
+)
+
+// paramSpecs lists the parameters per group in HF naming (without "bert.").
+func paramSpecs(c Config) map[string][]paramSpec {
+	h, in := c.HiddenSize, c.IntermediateSize
+	dense := func(name string, out, inp int) []paramSpec {
+		return []paramSpec{{name + ".weight", []int{out, inp}, initNormal}, {name + ".bias", []int{out}, initZeros}}
+	}
+	ln := func(name string) []paramSpec {
+		return []paramSpec{{name + ".weight", []int{h}, initOnes}, {name + ".bias", []int{h}, initZeros}}
+	}
+	core := []paramSpec{
+		{"embeddings.word_embeddings.weight", []int{c.VocabSize, h}, initEmbedding},
+		{"embeddings.position_embeddings.weight", []int{c.MaxPositionEmbeddings, h}, initNormal},
+		{"embeddings.token_type_embeddings.weight", []int{c.TypeVocabSize, h}, initNormal},
+	}
+	core = append(core, ln("embeddings.LayerNorm")...)
+	for i := 0; i < c.NumHiddenLayers; i++ {
+		p := fmt.Sprintf("encoder.layer.%d.", i)
+		for _, qkv := range []string{"query", "key", "value"} {
+			core = append(core, dense(p+"attention.self."+qkv, h, h)...)
+		}
+		core = append(core, dense(p+"attention.output.dense", h, h)...)
+		core = append(core, ln(p+"attention.output.LayerNorm")...)
+		core = append(core, dense(p+"intermediate.dense", in, h)...)
+		core = append(core, dense(p+"output.dense", h, in)...)
+		core = append(core, ln(p+"output.LayerNorm")...)
+	}
+	return map[string][]paramSpec{
+		groupCore:       core,
+		groupPooler:     dense("pooler.dense", h, h),
+		groupClassifier: dense("classifier", c.NumLabels, h),
+	}
+}
+
+// scopeAndName maps an HF parameter name to its context scope and variable
+// name: "a.b.weight" → ("/a/b", "weight").
+func scopeAndName(hfName string) (scope, name string) {
+	i := strings.LastIndexByte(hfName, '.')
+	return "/" + strings.ReplaceAll(hfName[:i], ".", "/"), hfName[i+1:]
+}
+
+// hfName is the inverse of scopeAndName.
+func hfName(scope, name string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(scope, "/"), "/", ".") + "." + name
+}
+
+// Model is a BERT encoder whose weights are variables of Ctx.
+//
+// HasPooler is false for checkpoints saved without BertPooler
+// (add_pooling_layer=False); HasClassifier is true when the checkpoint holds
+// a BertForSequenceClassification head ("classifier.weight"
+// [num_labels, hidden], "classifier.bias" [num_labels]).
+//
+// Forward, Embed and Score may be called from several goroutines.
+type Model struct {
+	Config        Config
+	Backend       backends.Backend
+	Ctx           *context.Context
+	HasPooler     bool
+	HasClassifier bool
+
+	mu    sync.Mutex
+	execs map[string]*context.Exec
+}
+
+// newModel creates the context and fills it with the given tensors (HF names
+// without prefix, all validated).
+func newModel(backend backends.Backend, cfg Config, values map[string]*tensors.Tensor, pooler, classifier bool) *Model {
+	ctx := context.New()
+	for name, t := range values {
+		scope, vname := scopeAndName(name)
+		ctx.InAbsPath(scope).VariableWithValue(vname, t)
+	}
+	return &Model{Config: cfg, Backend: backend, Ctx: ctx, HasPooler: pooler, HasClassifier: classifier,
+		execs: map[string]*context.Exec{}}
+}
+
+// Load reads an HF BERT checkpoint directory: config.json plus
+// model.safetensors (or a sharded model.safetensors.index.json).
+//
+// Accepted layouts: BertModel names ("embeddings.*", "encoder.*",
+// "pooler.*") and task-model names with the "bert." prefix (stripped), with
+// an optional BertForSequenceClassification head "classifier.{weight,bias}"
+// (no prefix). The pooler and the classifier are optional, but each must be
+// complete. MLM/NSP heads ("cls.predictions.*", "cls.seq_relationship.*")
+// and the "embeddings.position_ids" buffer are ignored on purpose.
+//
+// Errors name the file and tensor: a missing tensor, an unexpected tensor, a
+// tensor whose shape disagrees with config.json (both shapes given), a
+// non-F32 dtype, or an invalid config.
+func Load(backend backends.Backend, dir string) (*Model, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(dir, ConfigFile)
+	raw, err := safetensors.LoadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bert: load %s: %w", dir, err)
+	}
+	file := weightsPath(dir)
+
+	// Strip the "bert." prefix; a name present with and without it is ambiguous.
+	byName := map[string]*safetensors.Tensor{}
+	origName := map[string]string{}
+	for name, t := range raw {
+		n := strings.TrimPrefix(name, Prefix)
+		if prev, dup := origName[n]; dup {
+			return nil, fmt.Errorf("bert: load %s: tensors %q and %q name the same parameter", file, prev, name)
+		}
+		byName[n], origName[n] = t, name
+	}
+
+	specs := paramSpecs(cfg)
+	has := func(group string) (bool, error) {
+		found := 0
+		var missing string
+		for _, s := range specs[group] {
+			if _, ok := byName[s.name]; ok {
+				found++
+			} else if missing == "" {
+				missing = s.name
+			}
+		}
+		switch {
+		case found == len(specs[group]):
+			return true, nil
+		case found == 0 && group != groupCore:
+			return false, nil
+		}
+		return false, fmt.Errorf("bert: load %s: missing tensor %q (config %s wants shape %v)",
+			file, missing, cfgPath, shapeOf(specs[group], missing))
+	}
+	values := map[string]*tensors.Tensor{}
+	groups := map[string]bool{}
+	for _, group := range []string{groupCore, groupPooler, groupClassifier} {
+		ok, err := has(group)
+		if err != nil {
+			return nil, err
+		}
+		groups[group] = ok
+		if !ok {
+			continue
+		}
+		for _, s := range specs[group] {
+			t := byName[s.name]
+			if !slices.Equal(t.Shape, s.shape) {
+				return nil, fmt.Errorf("bert: load %s: tensor %q: shape %v in checkpoint, config %s wants %v",
+					file, origName[s.name], t.Shape, cfgPath, s.shape)
+			}
+			v, err := t.Float32()
+			if err != nil {
+				return nil, fmt.Errorf("bert: load %s: tensor %q: %w", file, origName[s.name], err)
+			}
+			values[s.name] = tensors.FromFlatDataAndDimensions(v, s.shape...)
+		}
+	}
+	if groups[groupClassifier] && !groups[groupPooler] {
+		return nil, fmt.Errorf("bert: load %s: classifier present but pooler missing (tensor %q): BertForSequenceClassification classifies the pooler output",
+			file, "pooler.dense.weight")
+	}
+	var unexpected []string
+	for n := range byName {
+		if _, ok := values[n]; ok || ignored(n) {
+			continue
+		}
+		unexpected = append(unexpected, origName[n])
+	}
+	if len(unexpected) > 0 {
+		sort.Strings(unexpected)
+		return nil, fmt.Errorf("bert: load %s: unexpected tensor %q shape %v (%d unexpected in all; not a BertModel/classifier parameter for config %s)",
+			file, unexpected[0], raw[unexpected[0]].Shape, len(unexpected), cfgPath)
+	}
+	return newModel(backend, cfg, values, groups[groupPooler], groups[groupClassifier]), nil
+}
+
+func ignored(name string) bool {
+	for _, p := range ignoredPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func shapeOf(specs []paramSpec, name string) []int {
+	for _, s := range specs {
+		if s.name == name {
+			return s.shape
+		}
+	}
+	return nil
+}
+
+// weightsPath names the checkpoint file for error messages.
+func weightsPath(dir string) string {
+	p := filepath.Join(dir, WeightsFile)
+	if _, err := os.Stat(p); err != nil {
+		if idx := filepath.Join(dir, safetensors.WeightsIndexName); fileExists(idx) {
+			return idx
+		}
+	}
+	return p
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// NewRandom creates a model with HF BertPreTrainedModel._init_weights
+// initialisation: Linear and Embedding weights ~ N(0, initializer_range),
+// the pad_token_id row of word_embeddings zero, biases 0, LayerNorm weight 1
+// and bias 0. The pooler is always created; the classifier
+// ([NumLabels, HiddenSize]) only when withClassifier. The same seed gives
+// the same weights.
+func NewRandom(backend backends.Backend, cfg Config, withClassifier bool, seed int64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("bert: new random: %w", err)
+	}
+	if withClassifier && cfg.NumLabels <= 0 {
+		return nil, fmt.Errorf("bert: new random: field %q: classifier needs num_labels > 0, got %d", "num_labels", cfg.NumLabels)
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6265727421))
+	specs := paramSpecs(cfg)
+	groups := []string{groupCore, groupPooler}
+	if withClassifier {
+		groups = append(groups, groupClassifier)
+	}
+	values := map[string]*tensors.Tensor{}
+	for _, g := range groups {
+		for _, s := range specs[g] {
+			n := 1
+			for _, d := range s.shape {
+				n *= d
+			}
+			v := make([]float32, n)
+			switch s.kind {
+			case initNormal, initEmbedding:
+				for i := range v {
+					v[i] = float32(rng.NormFloat64() * cfg.InitializerRange)
+				}
+				if s.kind == initEmbedding {
+					clear(v[cfg.PadTokenID*cfg.HiddenSize : (cfg.PadTokenID+1)*cfg.HiddenSize])
+				}
+			case initOnes:
+				for i := range v {
+					v[i] = 1
+				}
+			}
+			values[s.name] = tensors.FromFlatDataAndDimensions(v, s.shape...)
+		}
+	}
+	return newModel(backend, cfg, values, true, withClassifier), nil
+}
+
+// Save writes dir/config.json and dir/model.safetensors (metadata
+// {"format": "pt"}, tensors sorted by name, F32) from the current variable
+// values. A model without classifier is written with BertModel names (no
+// prefix, architectures ["BertModel"] if unset); a model with classifier is
+// written as BertForSequenceClassification ("bert." prefix on the encoder and
+// pooler, "classifier.*" without, architectures
+// ["BertForSequenceClassification"] if unset), which is what transformers
+// expects for that class. Save→Load→Save reproduces both files byte for byte.
+func (m *Model) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bert: save: %w", err)
+	}
+	cfg := m.Config
+	if len(cfg.Architectures) == 0 {
+		cfg.Architectures = []string{"BertModel"}
+		if m.HasClassifier {
+			cfg.Architectures = []string{"BertForSequenceClassification"}
+		}
+	}
+	specs := paramSpecs(cfg)
+	groups := []string{groupCore}
+	if m.HasPooler {
+		groups = append(groups, groupPooler)
+	}
+	if m.HasClassifier {
+		groups = append(groups, groupClassifier)
+	}
+	var out []*safetensors.Tensor
+	for _, g := range groups {
+		for _, s := range specs[g] {
+			scope, vname := scopeAndName(s.name)
+			v := m.Ctx.GetVariableByScopeAndName(scope, vname)
+			if v == nil {
+				return fmt.Errorf("bert: save %s: variable %q (scope %q) missing from context", dir, s.name, scope)
+			}
+			t, err := v.Value()
+			if err != nil {
+				return fmt.Errorf("bert: save %s: variable %q: %w", dir, s.name, err)
+			}
+			if !slices.Equal(t.Shape().Dimensions, s.shape) {
+				return fmt.Errorf("bert: save %s: variable %q: shape %v, config wants %v", dir, s.name, t.Shape().Dimensions, s.shape)
+			}
+			data, err := tensors.CopyFlatData[float32](t)
+			if err != nil {
+				return fmt.Errorf("bert: save %s: variable %q: %w", dir, s.name, err)
+			}
+			name := s.name
+			if m.HasClassifier && g != groupClassifier {
+				name = Prefix + name
+			}
+			out = append(out, safetensors.FromFloat32(name, s.shape, data))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if err := hf.WriteJSON(filepath.Join(dir, ConfigFile), cfg); err != nil {
+		return fmt.Errorf("bert: save %s: %w", dir, err)
+	}
+	if err := safetensors.WriteFile(filepath.Join(dir, WeightsFile), out, map[string]string{"format": "pt"}); err != nil {
+		return fmt.Errorf("bert: save %s: %w", dir, err)
+	}
+	return nil
+}
