@@ -8,8 +8,8 @@ package data
 
 // Document is one corpus record (a page, an article, a passage).
 //
-// ID is stable across runs (the source's id field, or "<file>:<row>" when the
-// source has none). Text is the raw text as stored; Meta keeps every other
+// ID is stable across runs: the source's id field, or the 0-based record
+// index ("0", "1", ...) when the source has none. Text is the raw text as stored; Meta keeps every other
 // field of the record (for the AP corpus: document_code, category, title,
 // page_number, ...), with JSON-compatible values.
 type Document struct {

@@ -1,0 +1,411 @@
+// Package runs records experiment runs in one SQLite database: each run's
+// kind, configuration, status and versions, its metric series, its artifacts
+// (with sha256 and size) and per-item results that let long stages resume.
+//
+// The database uses WAL journaling, a 10 s busy timeout and foreign keys; all
+// methods are safe for concurrent use by several goroutines (the Store holds
+// one connection, so statements are serialized), and several processes may
+// share a file (the busy timeout waits for their writes).
+package runs
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+)
+
+// Run statuses.
+const (
+	StatusRunning = "running"
+	StatusDone    = "done"
+	StatusFailed  = "failed"
+)
+
+// ErrNotFound is returned (wrapped) when no run matches an id or prefix.
+var ErrNotFound = errors.New("run not found")
+
+// ErrAmbiguous is returned (wrapped) when an id prefix matches several runs.
+var ErrAmbiguous = errors.New("ambiguous run id prefix")
+
+// migrations[i] brings the schema from version i to i+1.
+var migrations = []string{
+	`CREATE TABLE runs (
+		id          TEXT PRIMARY KEY,
+		kind        TEXT NOT NULL,
+		config      TEXT NOT NULL,
+		status      TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed')),
+		error       TEXT NOT NULL DEFAULT '',
+		started_at  TEXT NOT NULL,
+		finished_at TEXT,
+		version     TEXT NOT NULL,
+		backend     TEXT NOT NULL
+	);
+	CREATE INDEX runs_started ON runs (started_at);
+	CREATE TABLE metrics (
+		run_id  TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+		name    TEXT NOT NULL,
+		step    INTEGER NOT NULL,
+		value   REAL NOT NULL,
+		created TEXT NOT NULL
+	);
+	CREATE INDEX metrics_run ON metrics (run_id, name, step);
+	CREATE TABLE artifacts (
+		run_id  TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+		kind    TEXT NOT NULL,
+		path    TEXT NOT NULL,
+		sha256  TEXT NOT NULL,
+		bytes   INTEGER NOT NULL,
+		created TEXT NOT NULL
+	);
+	CREATE INDEX artifacts_run ON artifacts (run_id);
+	CREATE TABLE items (
+		run_id  TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+		kind    TEXT NOT NULL,
+		key     TEXT NOT NULL,
+		json    TEXT NOT NULL,
+		updated TEXT NOT NULL,
+		PRIMARY KEY (run_id, kind, key)
+	);`,
+}
+
+// SchemaVersion is the schema version Open migrates to.
+var SchemaVersion = len(migrations)
+
+const timeFormat = time.RFC3339Nano
+
+// Store is an open run database.
+type Store struct {
+	db   *sql.DB
+	path string
+	now  func() time.Time
+}
+
+// Open opens (creating if needed) the run database at path and migrates its
+// schema to SchemaVersion. Errors name the path; a database whose
+// schema_version is newer than this package knows is an error.
+func Open(path string) (*Store, error) {
+	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_txlock=immediate"
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db, path: path, now: func() time.Time { return time.Now().UTC() }}
+	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) migrate() error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_version: %w", err)
+	}
+	var v int
+	err = tx.QueryRow(`SELECT version FROM schema_version`).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.Exec(`INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+			return fmt.Errorf("init schema_version: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("read schema_version: %w", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than supported %d", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		if _, err := tx.Exec(migrations[i]); err != nil {
+			return fmt.Errorf("migration %d→%d: %w", i, i+1, err)
+		}
+	}
+	if _, err := tx.Exec(`UPDATE schema_version SET version = ?`, len(migrations)); err != nil {
+		return fmt.Errorf("update schema_version: %w", err)
+	}
+	return tx.Commit()
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path returns the database file path given to Open.
+func (s *Store) Path() string { return s.path }
+
+// Check runs SQLite's PRAGMA integrity_check and foreign_key_check and
+// returns an error describing the first problems unless both are clean.
+func (s *Store) Check() error {
+	rows, err := s.db.Query(`PRAGMA integrity_check`)
+	if err != nil {
+		return fmt.Errorf("integrity check %s: %w", s.path, err)
+	}
+	var msgs []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			rows.Close()
+			return fmt.Errorf("integrity check %s: %w", s.path, err)
+		}
+		msgs = append(msgs, m)
+	}
+	rows.Close()
+	if len(msgs) != 1 || msgs[0] != "ok" {
+		return fmt.Errorf("integrity check %s: %s", s.path, strings.Join(msgs, "; "))
+	}
+	var table string
+	var rowid sql.NullInt64
+	var parent string
+	var fkid int
+	err = s.db.QueryRow(`PRAGMA foreign_key_check`).Scan(&table, &rowid, &parent, &fkid)
+	if err == nil {
+		return fmt.Errorf("foreign key check %s: table %s row %d references missing %s", s.path, table, rowid.Int64, parent)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("foreign key check %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Run is a handle on one stored run, returned by Start or Attach.
+type Run struct {
+	ID string
+	s  *Store
+}
+
+// newID returns "YYYYMMDD-HHMMSS-<kind>-<4 hex>", kind lower-cased with
+// characters outside [a-z0-9] turned to '-' and cut to 24 bytes.
+func newID(t time.Time, kind string) (string, error) {
+	var b strings.Builder
+	for _, r := range strings.ToLower(kind) {
+		if b.Len() >= 24 {
+			break
+		}
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	var rnd [2]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s-%s-%s", t.Format("20060102-150405"), b.String(), hex.EncodeToString(rnd[:])), nil
+}
+
+// Start records a new run with status "running". config is stored as JSON
+// (json.Marshal); version is the ragforge version string and backend names
+// the compute backend (e.g. "simplego", "xla:cuda"). The id is
+// "YYYYMMDD-HHMMSS-<kind>-<4 hex>" in UTC; a rare id clash is retried.
+func (s *Store) Start(kind string, config any, version, backend string) (*Run, error) {
+	if kind == "" {
+		return nil, fmt.Errorf("start run: field %q: empty", "kind")
+	}
+	cfg, err := json.Marshal(config)
+	if err != nil {
+		return nil, fmt.Errorf("start run %s: field %q: %w", kind, "config", err)
+	}
+	now := s.now()
+	for attempt := 0; ; attempt++ {
+		id, err := newID(now, kind)
+		if err != nil {
+			return nil, fmt.Errorf("start run %s: id: %w", kind, err)
+		}
+		res, err := s.db.Exec(`INSERT OR IGNORE INTO runs (id, kind, config, status, started_at, version, backend)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, id, kind, string(cfg), StatusRunning, now.Format(timeFormat), version, backend)
+		if err != nil {
+			return nil, fmt.Errorf("start run %s: %w", kind, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return &Run{ID: id, s: s}, nil
+		}
+		if attempt > 16 {
+			return nil, fmt.Errorf("start run %s: could not find a free id", kind)
+		}
+	}
+}
+
+// Attach returns a handle on an existing run (id or unique id prefix) without
+// changing it, e.g. to resume a stage from its stored items.
+func (s *Store) Attach(id string) (*Run, error) {
+	full, err := s.resolve(id)
+	if err != nil {
+		return nil, err
+	}
+	return &Run{ID: full, s: s}, nil
+}
+
+// Metric records value of metric name at step (a training step, epoch or 0).
+// Errors: a non-finite value, an unknown run.
+func (r *Run) Metric(name string, step int, value float64) error {
+	return r.LogMetrics(map[string]float64{name: value}, step)
+}
+
+// LogMetrics records several metrics at one step in one transaction (all or
+// none). Errors: an empty name, a non-finite value, an unknown run.
+func (r *Run) LogMetrics(values map[string]float64, step int) error {
+	names := make([]string, 0, len(values))
+	for n, v := range values {
+		if n == "" {
+			return fmt.Errorf("run %s: metric at step %d: empty name", r.ID, step)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("run %s: metric %q step %d: value %v is not finite", r.ID, n, step, v)
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	now := r.s.now().Format(timeFormat)
+	tx, err := r.s.db.Begin()
+	if err != nil {
+		return fmt.Errorf("run %s: metrics step %d: %w", r.ID, step, err)
+	}
+	defer tx.Rollback()
+	for _, n := range names {
+		if _, err := tx.Exec(`INSERT INTO metrics (run_id, name, step, value, created) VALUES (?, ?, ?, ?, ?)`,
+			r.ID, n, step, values[n], now); err != nil {
+			return fmt.Errorf("run %s: metric %q step %d: %w", r.ID, n, step, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("run %s: metrics step %d: %w", r.ID, step, err)
+	}
+	return nil
+}
+
+// Artifact records the file at path (stored as an absolute path) under kind
+// (e.g. "checkpoint", "trec-run", "report"), with its sha256 (hex) and size in
+// bytes computed now. Errors: the file cannot be read, an unknown run.
+func (r *Run) Artifact(kind, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("run %s: artifact %s: %w", r.ID, path, err)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return fmt.Errorf("run %s: artifact %s: %w", r.ID, path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return fmt.Errorf("run %s: artifact %s: %w", r.ID, path, err)
+	}
+	if _, err := r.s.db.Exec(`INSERT INTO artifacts (run_id, kind, path, sha256, bytes, created) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.ID, kind, abs, hex.EncodeToString(h.Sum(nil)), n, r.s.now().Format(timeFormat)); err != nil {
+		return fmt.Errorf("run %s: artifact %s: %w", r.ID, path, err)
+	}
+	return nil
+}
+
+// Finish marks the run done, or failed with runErr's text when runErr is not
+// nil, and sets finished_at. Errors: the run is unknown or already finished.
+func (r *Run) Finish(runErr error) error {
+	status, msg := StatusDone, ""
+	if runErr != nil {
+		status, msg = StatusFailed, runErr.Error()
+	}
+	res, err := r.s.db.Exec(`UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ? AND status = ?`,
+		status, msg, r.s.now().Format(timeFormat), r.ID, StatusRunning)
+	if err != nil {
+		return fmt.Errorf("run %s: finish: %w", r.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("run %s: finish: not a running run", r.ID)
+	}
+	return nil
+}
+
+// PutItem stores v (as JSON) under (kind, key) for this run, replacing any
+// previous value. See Store.PutItem.
+func (r *Run) PutItem(kind, key string, v any) error { return r.s.PutItem(r.ID, kind, key, v) }
+
+// GetItem reads the item (kind, key) of this run into v. See Store.GetItem.
+func (r *Run) GetItem(kind, key string, v any) (bool, error) { return r.s.GetItem(r.ID, kind, key, v) }
+
+// Items returns this run's items of kind. See Store.Items.
+func (r *Run) Items(kind string) ([]Item, error) { return r.s.Items(r.ID, kind) }
+
+// Item is one stored per-item result.
+type Item struct {
+	Key     string          `json:"key"`
+	JSON    json.RawMessage `json:"json"`
+	Updated time.Time       `json:"updated"`
+}
+
+// PutItem stores v, encoded with json.Marshal, as the item (runID, kind, key),
+// replacing an existing one (the table is unique on run_id, kind, key).
+// Errors: v does not encode, an unknown run.
+func (s *Store) PutItem(runID, kind, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("run %s: item %s/%s: %w", runID, kind, key, err)
+	}
+	if _, err := s.db.Exec(`INSERT INTO items (run_id, kind, key, json, updated) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (run_id, kind, key) DO UPDATE SET json = excluded.json, updated = excluded.updated`,
+		runID, kind, key, string(b), s.now().Format(timeFormat)); err != nil {
+		return fmt.Errorf("run %s: item %s/%s: %w", runID, kind, key, err)
+	}
+	return nil
+}
+
+// GetItem decodes the item (runID, kind, key) into v (json.Unmarshal) and
+// reports whether it exists; v is untouched when it does not.
+func (s *Store) GetItem(runID, kind, key string, v any) (bool, error) {
+	var b string
+	err := s.db.QueryRow(`SELECT json FROM items WHERE run_id = ? AND kind = ? AND key = ?`, runID, kind, key).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("run %s: item %s/%s: %w", runID, kind, key, err)
+	}
+	if err := json.Unmarshal([]byte(b), v); err != nil {
+		return true, fmt.Errorf("run %s: item %s/%s: decode: %w", runID, kind, key, err)
+	}
+	return true, nil
+}
+
+// Items returns every item of kind stored for runID, ordered by key.
+func (s *Store) Items(runID, kind string) ([]Item, error) {
+	rows, err := s.db.Query(`SELECT key, json, updated FROM items WHERE run_id = ? AND kind = ? ORDER BY key`, runID, kind)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: items %s: %w", runID, kind, err)
+	}
+	defer rows.Close()
+	var out []Item
+	for rows.Next() {
+		var it Item
+		var b, upd string
+		if err := rows.Scan(&it.Key, &b, &upd); err != nil {
+			return nil, fmt.Errorf("run %s: items %s: %w", runID, kind, err)
+		}
+		it.JSON = json.RawMessage(b)
+		if it.Updated, err = time.Parse(timeFormat, upd); err != nil {
+			return nil, fmt.Errorf("run %s: item %s/%s: field %q: %w", runID, kind, it.Key, "updated", err)
+		}
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("run %s: items %s: %w", runID, kind, err)
+	}
+	return out, nil
+}
