@@ -147,6 +147,12 @@ func (s *Store) migrate() error {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// DB returns the store's database handle, so other packages (labels, caches)
+// keep their own tables in the same file and share its single connection.
+// Such tables must not be named runs, metrics, artifacts, items or
+// schema_version.
+func (s *Store) DB() *sql.DB { return s.db }
+
 // Path returns the database file path given to Open.
 func (s *Store) Path() string { return s.path }
 
