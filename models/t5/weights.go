@@ -1,0 +1,371 @@
+package t5
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/ragforge/ragforge/models/safetensors"
+)
+
+// WeightsFile is the single-file checkpoint name Save writes.
+const WeightsFile = "model.safetensors"
+
+// Tensor names HF accepts as copies of shared.weight (tied input embeddings).
+var embedAliases = []string{"encoder.embed_tokens.weight", "decoder.embed_tokens.weight"}
+
+// ignoredTensors are names old HF checkpoints carry but T5 never uses (HF
+// _keys_to_ignore_on_load_unexpected); they are skipped, anything else unknown is an error.
+var ignoredTensors = map[string]bool{
+	"decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight": true,
+}
+
+// Model is a T5ForConditionalGeneration whose weights are variables of Ctx,
+// named after the HF parameters (see package doc). Host-level methods compile
+// one executable per padded shape bucket and cache it; they are safe for
+// concurrent use, but ResizeTokenEmbeddings must not run concurrently with them.
+type Model struct {
+	Config  Config
+	Backend backends.Backend
+	Ctx     *context.Context
+
+	mu    sync.Mutex
+	execs map[string]*context.Exec
+}
+
+type paramSpec struct {
+	name  string
+	shape []int
+}
+
+// paramSpecs lists every HF tensor of the model with the shape config.json
+// implies, in sorted name order (the order Save writes).
+func (c Config) paramSpecs() []paramSpec {
+	var ps []paramSpec
+	add := func(name string, shape ...int) { ps = append(ps, paramSpec{name, shape}) }
+	inner := c.NumHeads * c.DKV
+	_, gated, _ := c.activation()
+	attn := func(prefix string, bias bool) {
+		for _, p := range []string{"q", "k", "v"} {
+			add(prefix+"."+p+".weight", inner, c.DModel)
+		}
+		add(prefix+".o.weight", c.DModel, inner)
+		if bias {
+			add(prefix+".relative_attention_bias.weight", c.RelativeAttentionNumBuckets, c.NumHeads)
+		}
+	}
+	ff := func(prefix string) {
+		if gated {
+			add(prefix+".DenseReluDense.wi_0.weight", c.DFF, c.DModel)
+			add(prefix+".DenseReluDense.wi_1.weight", c.DFF, c.DModel)
+		} else {
+			add(prefix+".DenseReluDense.wi.weight", c.DFF, c.DModel)
+		}
+		add(prefix+".DenseReluDense.wo.weight", c.DModel, c.DFF)
+		add(prefix+".layer_norm.weight", c.DModel)
+	}
+	add("shared.weight", c.VocabSize, c.DModel)
+	for i := range c.NumLayers {
+		p := fmt.Sprintf("encoder.block.%d.layer.", i)
+		attn(p+"0.SelfAttention", i == 0)
+		add(p+"0.layer_norm.weight", c.DModel)
+		ff(p + "1")
+	}
+	add("encoder.final_layer_norm.weight", c.DModel)
+	for i := range c.NumDecoderLayers {
+		p := fmt.Sprintf("decoder.block.%d.layer.", i)
+		attn(p+"0.SelfAttention", i == 0)
+		add(p+"0.layer_norm.weight", c.DModel)
+		attn(p+"1.EncDecAttention", false)
+		add(p+"1.layer_norm.weight", c.DModel)
+		ff(p + "2")
+	}
+	add("decoder.final_layer_norm.weight", c.DModel)
+	if !c.TieWordEmbeddings {
+		add("lm_head.weight", c.VocabSize, c.DModel)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].name < ps[j].name })
+	return ps
+}
+
+// scopeOf splits an HF name into a context (relative to ctx) and variable name.
+func scopeOf(ctx *context.Context, hfName string) (*context.Context, string) {
+	parts := strings.Split(hfName, ".")
+	for _, p := range parts[:len(parts)-1] {
+		ctx = ctx.In(p)
+	}
+	return ctx, parts[len(parts)-1]
+}
+
+func newModel(backend backends.Backend, cfg Config) *Model {
+	return &Model{Config: cfg, Backend: backend, Ctx: context.New(), execs: map[string]*context.Exec{}}
+}
+
+// setParam creates (or replaces) the variable for hfName with a float32 value.
+func (m *Model) setParam(name string, shape []int, v []float32) error {
+	return try(func() {
+		c, vn := scopeOf(m.Ctx, name)
+		if old := c.GetVariable(vn); old != nil {
+			if err := m.Ctx.DeleteVariable(old.Scope(), vn); err != nil {
+				panic(err)
+			}
+		}
+		c.Checked(false).VariableWithValue(vn, tensors.FromFlatDataAndDimensions(v, shape...))
+	})
+}
+
+// paramValues returns the float32 data of a model variable.
+func (m *Model) paramValues(name string) ([]float32, []int, error) {
+	c, vn := scopeOf(m.Ctx, name)
+	v := c.GetVariable(vn)
+	if v == nil {
+		return nil, nil, fmt.Errorf("variable %q missing", name)
+	}
+	t, err := v.Value()
+	if err != nil {
+		return nil, nil, fmt.Errorf("variable %q: %w", name, err)
+	}
+	data, err := tensors.CopyFlatData[float32](t)
+	if err != nil {
+		return nil, nil, fmt.Errorf("variable %q: %w", name, err)
+	}
+	return data, t.Shape().Dimensions, nil
+}
+
+// Load reads an HF T5 checkpoint directory: config.json and model.safetensors
+// (or a sharded index, via safetensors.LoadDir). Every tensor the config
+// implies must be present with exactly that shape; encoder/decoder.embed_tokens
+// are accepted as aliases of shared.weight, a tied model may carry
+// lm_head.weight only if it equals shared.weight, and any other tensor is an
+// error. Errors name the file, the tensor and both shapes.
+func Load(backend backends.Backend, dir string) (*Model, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := safetensors.LoadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load t5 %s: %w", dir, err)
+	}
+	file := filepath.Join(dir, WeightsFile)
+	if _, err := os.Stat(file); err != nil {
+		file = filepath.Join(dir, WeightsFile+".index.json")
+	}
+	m := newModel(backend, cfg)
+	used := map[string]bool{}
+	for _, p := range cfg.paramSpecs() {
+		t, ok := ts[p.name]
+		src := p.name
+		if !ok && p.name == "shared.weight" {
+			for _, a := range embedAliases {
+				if t, ok = ts[a]; ok {
+					src = a
+					break
+				}
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("load %s: tensor %q missing (config.json wants shape %v)", file, p.name, p.shape)
+		}
+		used[src] = true
+		if !equalInts(t.Shape, p.shape) {
+			return nil, fmt.Errorf("load %s: tensor %q: shape %v, config.json wants %v", file, src, t.Shape, p.shape)
+		}
+		v, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("load %s: tensor %q: %w", file, src, err)
+		}
+		if err := m.setParam(p.name, p.shape, v); err != nil {
+			return nil, fmt.Errorf("load %s: tensor %q: %w", file, src, err)
+		}
+	}
+	names := make([]string, 0, len(ts))
+	for n := range ts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if used[n] || ignoredTensors[n] {
+			continue
+		}
+		t := ts[n]
+		isAlias := false
+		for _, a := range embedAliases {
+			isAlias = isAlias || n == a
+		}
+		if (isAlias || (n == "lm_head.weight" && cfg.TieWordEmbeddings)) && sameTensor(t, ts, used) {
+			continue
+		}
+		return nil, fmt.Errorf("load %s: unexpected tensor %q shape %v (not used by config.json: feed_forward_proj %q, num_layers %d, num_decoder_layers %d, tie_word_embeddings %v)",
+			file, n, t.Shape, cfg.FeedForwardProj, cfg.NumLayers, cfg.NumDecoderLayers, cfg.TieWordEmbeddings)
+	}
+	return m, nil
+}
+
+// sameTensor reports whether t holds the same bytes as the tensor loaded as shared.weight.
+func sameTensor(t *safetensors.Tensor, ts map[string]*safetensors.Tensor, used map[string]bool) bool {
+	for _, n := range append([]string{"shared.weight"}, embedAliases...) {
+		if s, ok := ts[n]; ok && used[n] {
+			return s.DType == t.DType && equalInts(s.Shape, t.Shape) && bytes.Equal(s.Data, t.Data)
+		}
+	}
+	return false
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// NewRandom builds a model with HF T5PreTrainedModel._init_weights
+// initialisation (f = initializer_factor): layer norms 1·f; shared and lm_head
+// N(0, f); q N(0, f·(d_model·d_kv)^-½); k, v N(0, f·d_model^-½);
+// o N(0, f·(num_heads·d_kv)^-½); relative_attention_bias N(0, f·d_model^-½);
+// wi, wi_0, wi_1 N(0, f·d_model^-½); wo N(0, f·d_ff^-½). Deterministic in seed.
+func NewRandom(backend backends.Backend, cfg Config, seed int64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("t5.NewRandom: %w", err)
+	}
+	m := newModel(backend, cfg)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5457_3500))
+	f := cfg.InitializerFactor
+	for _, p := range cfg.paramSpecs() {
+		n := 1
+		for _, d := range p.shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		std := -1.0
+		switch {
+		case strings.HasSuffix(p.name, "layer_norm.weight"):
+			for i := range v {
+				v[i] = float32(f)
+			}
+		case p.name == "shared.weight" || p.name == "lm_head.weight":
+			std = f
+		case strings.HasSuffix(p.name, ".q.weight"):
+			std = f * math.Pow(float64(cfg.DModel*cfg.DKV), -0.5)
+		case strings.HasSuffix(p.name, ".o.weight"):
+			std = f * math.Pow(float64(cfg.NumHeads*cfg.DKV), -0.5)
+		case strings.HasSuffix(p.name, ".wo.weight"):
+			std = f * math.Pow(float64(cfg.DFF), -0.5)
+		default: // k, v, relative_attention_bias, wi, wi_0, wi_1
+			std = f * math.Pow(float64(cfg.DModel), -0.5)
+		}
+		if std >= 0 {
+			for i := range v {
+				v[i] = float32(rng.NormFloat64() * std)
+			}
+		}
+		if err := m.setParam(p.name, p.shape, v); err != nil {
+			return nil, fmt.Errorf("t5.NewRandom: %s: %w", p.name, err)
+		}
+	}
+	return m, nil
+}
+
+// Save writes dir/config.json and dir/model.safetensors (HF names, sorted,
+// F32, metadata {"format":"pt"}); a tied model writes no lm_head.weight. The
+// directory is created if needed.
+func (m *Model) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save t5: %w", err)
+	}
+	cfgBytes, err := m.Config.MarshalConfig()
+	if err != nil {
+		return fmt.Errorf("save %s: %w", filepath.Join(dir, ConfigFile), err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ConfigFile), cfgBytes, 0o644); err != nil {
+		return fmt.Errorf("save t5: %w", err)
+	}
+	var out []*safetensors.Tensor
+	for _, p := range m.Config.paramSpecs() {
+		v, shape, err := m.paramValues(p.name)
+		if err != nil {
+			return fmt.Errorf("save %s: %w", filepath.Join(dir, WeightsFile), err)
+		}
+		out = append(out, safetensors.FromFloat32(p.name, shape, v))
+	}
+	path := filepath.Join(dir, WeightsFile)
+	if err := safetensors.WriteFile(path, out, map[string]string{"format": "pt"}); err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	return nil
+}
+
+// ResizeTokenEmbeddings follows HF resize_token_embeddings(n): shared.weight
+// (and lm_head.weight when untied) get n rows; the first min(n, old) rows are
+// kept and each new row is the mean of the old rows (HF mean_resizing=True,
+// the default since transformers 4.46, which samples N(mean, 1e-9·Σ); we use
+// the mean itself so the result is deterministic). VocabSize becomes n and
+// compiled executables are dropped. Call it before creating an optimizer.
+func (m *Model) ResizeTokenEmbeddings(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("t5.ResizeTokenEmbeddings: size %d must be > 0", n)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := []string{"shared.weight"}
+	if !m.Config.TieWordEmbeddings {
+		names = append(names, "lm_head.weight")
+	}
+	d := m.Config.DModel
+	for _, name := range names {
+		old, _, err := m.paramValues(name)
+		if err != nil {
+			return fmt.Errorf("t5.ResizeTokenEmbeddings: %w", err)
+		}
+		rows := len(old) / d
+		mean := make([]float64, d)
+		for r := range rows {
+			for j := range d {
+				mean[j] += float64(old[r*d+j])
+			}
+		}
+		v := make([]float32, n*d)
+		copy(v, old[:min(rows, n)*d])
+		for r := rows; r < n; r++ {
+			for j := range d {
+				v[r*d+j] = float32(mean[j] / float64(rows))
+			}
+		}
+		if err := m.setParam(name, []int{n, d}, v); err != nil {
+			return fmt.Errorf("t5.ResizeTokenEmbeddings: %s: %w", name, err)
+		}
+	}
+	m.Config.VocabSize = n
+	m.execs = map[string]*context.Exec{}
+	return nil
+}
+
+// try runs fn and turns a panic (GoMLX graph-building exceptions) into an error.
+func try(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = e
+			} else {
+				err = fmt.Errorf("%v", r)
+			}
+		}
+	}()
+	fn()
+	return nil
+}

@@ -1,0 +1,149 @@
+package bm25
+
+import (
+	"bufio"
+	"flag"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/analyzer.golden")
+
+const goldenPath = "testdata/analyzer.golden"
+
+// analyzerCases are analyzed and compared with testdata/analyzer.golden, one
+// line per case: "<name>\t<term> <term> ...". The golden terms were checked
+// by hand against the tokenizer rules documented on biomedTokenizer and
+// against bleve's stock analyzers.
+var analyzerCases = []struct{ name, analyzer, text string }{
+	{"biomed/receptors", "biomed", "Carcinoma HER2+ (score 3+), ER- e PR-; Ki-67 de 70%."},
+	{"biomed/birads", "biomed", "Lesão BI-RADS 4: pH 7,4; volume 5mL; ≥10 campos; 5,5 cm."},
+	{"biomed/units", "biomed", "Glicemia 110 mg/dL a 37°C, ±2, p<0,05, dor/ardor, pré- e pós-operatório."},
+	{"biomed/fold", "biomed", "Coloração Hematoxilina-Eosina (H&E) ÁGUA d'água 10 µL fim.Início 1.000 10:30"},
+	{"biomed/mixed", "biomed", "HER2+ BI-RADS 70% 5mL pH ≥10 5,5 Coloração"},
+	{"pt/mixed", "pt", "HER2+ BI-RADS 70% 5mL pH ≥10 5,5 Coloração"},
+	{"pt/protocol", "pt", "A coloração de hematoxilina-eosina é realizada nas lâminas após a desparafinação."},
+	{"biomed/protocol", "biomed", "A coloração de hematoxilina-eosina é realizada nas lâminas após a desparafinação."},
+	{"en/mixed", "en", "HER2+ BI-RADS 70% 5mL pH ≥10 5,5 Coloração"},
+	{"standard/mixed", "standard", "HER2+ BI-RADS 70% 5mL pH ≥10 5,5 Coloração"},
+	{"cjk/mixed", "cjk", "HER2+ 乳腺癌 Coloração"},
+	{"biomed/empty", "biomed", " ( ) ; — + "},
+}
+
+func readGolden(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(goldenPath)
+	if err != nil {
+		t.Fatalf("open golden (run go test -run TestAnalyzerGolden -update): %v", err)
+	}
+	defer f.Close()
+	g := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		name, terms, ok := strings.Cut(sc.Text(), "\t")
+		if !ok {
+			t.Fatalf("%s: line %d: no tab", goldenPath, line)
+		}
+		g[name] = terms
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestAnalyzerGolden(t *testing.T) {
+	got := make([]string, 0, len(analyzerCases))
+	for _, c := range analyzerCases {
+		terms, err := Analyze(c.analyzer, c.text)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got = append(got, c.name+"\t"+strings.Join(terms, " "))
+	}
+	if *update {
+		if err := os.WriteFile(goldenPath, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	golden := readGolden(t)
+	if len(golden) != len(analyzerCases) {
+		t.Errorf("%s has %d cases, the table %d", goldenPath, len(golden), len(analyzerCases))
+	}
+	for i, c := range analyzerCases {
+		t.Run(c.name, func(t *testing.T) {
+			want, ok := golden[c.name]
+			if !ok {
+				t.Fatalf("no golden line for %q", c.name)
+			}
+			if _, terms, _ := strings.Cut(got[i], "\t"); terms != want {
+				t.Errorf("Analyze(%q, %q)\n got %q\nwant %q", c.analyzer, c.text, terms, want)
+			}
+		})
+	}
+}
+
+// TestBiomedKeepsNotation checks the brief's examples one by one, by hand.
+func TestBiomedKeepsNotation(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"HER2+", "her2+"},
+		{"(HER2+)", "her2+"},
+		{"BI-RADS", "bi-rads"},
+		{"70%", "70%"},
+		{"70%.", "70%"},
+		{"5mL", "5ml"},
+		{"pH", "ph"},
+		{"≥10", "≥10"},
+		{"5,5", "5,5"},
+		{"Coloração", "coloracao"},
+		{"coloracao", "coloracao"},
+		{"ER-", "er-"},
+		{"mg/dL", "mg/dl"},
+		{"p<0,05", "p 0,05"},
+		{"dor/ardor", "dor ardor"},
+		{"pré-", "pre"},
+		{"a, b", "a b"},
+		{"µL", "μl"},
+	} {
+		terms, err := Analyze(BiomedAnalyzer, c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(terms, " "); got != c.want {
+			t.Errorf("biomed(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestBiomedOffsets(t *testing.T) {
+	in := "Lesão (BI-RADS 4), HER2+."
+	a := newMapping(BiomedAnalyzer).AnalyzerNamed(BiomedAnalyzer)
+	if a == nil {
+		t.Fatal("biomed analyzer not registered")
+	}
+	ts := a.Analyze([]byte(in))
+	want := []struct {
+		start, end, pos int
+	}{{0, 6, 1}, {8, 15, 2}, {16, 17, 3}, {20, 25, 4}} // "Lesão" is 6 bytes: ã is 2
+	if len(ts) != len(want) {
+		t.Fatalf("got %d tokens, want %d", len(ts), len(want))
+	}
+	for i, w := range want {
+		if ts[i].Start != w.start || ts[i].End != w.end || ts[i].Position != w.pos {
+			t.Errorf("token %d %q: [%d,%d) pos %d, want [%d,%d) pos %d",
+				i, ts[i].Term, ts[i].Start, ts[i].End, ts[i].Position, w.start, w.end, w.pos)
+		}
+	}
+}
+
+func TestAnalyzeUnknown(t *testing.T) {
+	if _, err := Analyze("klingon", "x"); err == nil {
+		t.Error("Analyze with an unknown analyzer: no error")
+	}
+	if got := Analyzers(); !slices.Equal(got, []string{"biomed", "cjk", "en", "pt", "standard"}) {
+		t.Errorf("Analyzers() = %v", got)
+	}
+}
