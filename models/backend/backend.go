@@ -32,6 +32,13 @@ func init() {
 	xla.EnableAutoInstall(false)
 }
 
+// DefaultGoOptions configures the pure-Go backend when no options are given.
+// GoMLX v0.26's simplego runs independent ops in parallel by default, and
+// with few cores (2 here) ops that each wait for a worker of the same pool
+// (DotGeneral's small-matrix path) deadlock. Running ops one at a time keeps
+// each op's own parallelism and avoids that.
+const DefaultGoOptions = "ops_sequential"
+
 // Name resolves the backend configuration: the flag when set, else
 // $GOMLX_BACKEND, else "go".
 func Name(flag string) string {
@@ -68,6 +75,9 @@ func New(config string) (backends.Backend, error) {
 	)
 	switch name {
 	case "go", "simplego":
+		if opts == "" {
+			opts = DefaultGoOptions
+		}
 		b, err = simplego.New(opts)
 	case "xla", "stablehlo", "pjrt":
 		b, err = newXLA(opts)

@@ -52,7 +52,7 @@ func fixturesRoot(t testing.TB) string {
 // hold every worker slot while their DotGenerals wait for one).
 func testBackend(t testing.TB) backends.Backend {
 	t.Helper()
-	b, err := backend.New("go:ops_sequential")
+	b, err := backend.New("go")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/infer/retrieve"
+	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/retrieval/eval"
+)
+
+func init() { register(newEvalCmd) }
+
+var evalSubcommands []func(*globals) *cobra.Command
+
+func newEvalCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "eval", Short: "Evaluate retrieval, the filter and answers"}
+	cmd.AddCommand(newEvalRetrievalCmd(g))
+	for _, f := range evalSubcommands {
+		cmd.AddCommand(f(g))
+	}
+	return cmd
+}
+
+type evalRetrievalOptions struct {
+	Corpus    corpusFlags
+	Retriever retrieverFlags
+	QA        string
+	Split     string
+	Ks        string
+	Relevance string
+	Limit     int
+	Out       string
+}
+
+// evalRetrievalResult is what --json prints.
+type evalRetrievalResult struct {
+	RunID     string             `json:"run_id"`
+	Retriever string             `json:"retriever"`
+	Chunks    int                `json:"chunks"`
+	Queries   int                `json:"queries"`
+	Skipped   int                `json:"skipped"`
+	Relevance string             `json:"relevance"`
+	Ks        []int              `json:"ks"`
+	Metrics   map[string]float64 `json:"metrics"`
+	Files     map[string]string  `json:"files"`
+	Seconds   float64            `json:"seconds"`
+}
+
+func newEvalRetrievalCmd(g *globals) *cobra.Command {
+	var o evalRetrievalOptions
+	cmd := &cobra.Command{
+		Use:   "retrieval",
+		Short: "Chunk a corpus, index it, run a query set and report P/R/F1@k, nDCG@10, MRR@10, R-Prec, Recall@100",
+		Long: `Chunk a corpus, index it with the chosen retriever, search every question and
+evaluate. Relevance comes from BEIR qrels (--qa DIR) or, for an AP-style QA CSV
+(Question,Ground_Truth,Context), from a rule: "contains" (the AP paper: the
+normalized reference context is a substring of the chunk or shares >= 5
+consecutive tokens with it) or "span" (the context located in its source
+document; every chunk overlapping it counts).
+
+Writes the per-query metrics (JSONL) and a TREC run file into --out (default
+runs/<run id> beside the database) and stores the run and its metrics.`,
+		Example: `  ragforge eval retrieval --corpus ../shared/data/ap_protocols --qa ../shared/data/ap_protocols_qa/dev.csv \
+    --chunk-size 512 --chunk-overlap 128 --retriever bm25 --k 1,2,4,8 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := runEvalRetrieval(cmd.Context(), g, o)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(g.Out, res)
+			}
+			return nil
+		},
+	}
+	o.Corpus.add(cmd)
+	o.Retriever.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.QA, "qa", "", "questions: AP QA CSV (Question,Ground_Truth,Context) or BEIR dir (queries.jsonl, qrels/<split>.tsv) (required)")
+	f.StringVar(&o.Split, "split", "test", "BEIR qrels split")
+	f.StringVar(&o.Ks, "k", "1,2,4,8", "cutoffs for P/R/F1/nDCG (nDCG@10, MRR@10, R-Prec and Recall@100 are always reported)")
+	f.StringVar(&o.Relevance, "relevance", "contains", "relevance rule for a QA CSV: contains | span")
+	f.IntVar(&o.Limit, "limit", 0, "evaluate only the first N questions (0 = all)")
+	f.StringVar(&o.Out, "out", "", "directory for per-query JSONL and the TREC run (default runs/<run id>)")
+	return cmd
+}
+
+func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (res *evalRetrievalResult, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	start := time.Now()
+	if o.QA == "" {
+		return nil, fmt.Errorf("--qa is required")
+	}
+	ks, err := parseInts(o.Ks, "k")
+	if err != nil {
+		return nil, err
+	}
+	if o.Relevance != "contains" && o.Relevance != "span" {
+		return nil, fmt.Errorf("--relevance %q: want contains or span", o.Relevance)
+	}
+	if err := o.Retriever.validate(); err != nil {
+		return nil, err
+	}
+	st, run, err := startRun(g, "eval-retrieval", o)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	defer func() {
+		if ferr := run.Finish(err); err == nil && ferr != nil {
+			err = ferr
+		}
+	}()
+	docs, chunks, err := o.Corpus.load(g)
+	if err != nil {
+		return nil, err
+	}
+	queries, qrels, err := retrieve.Queries(o.QA, o.Split)
+	if err != nil {
+		return nil, err
+	}
+	if o.Limit > 0 && o.Limit < len(queries) {
+		queries = queries[:o.Limit]
+	}
+	relevance := "qrels"
+	if qrels == nil {
+		relevance = o.Relevance
+		rule := eval.Rule{}
+		if o.Relevance == "span" {
+			rule = eval.SpanRule(docs)
+		}
+		if qrels, err = eval.BuildQrels(queries, chunks, rule); err != nil {
+			return nil, err
+		}
+	}
+	r, closeR, err := o.Retriever.build(g, chunks)
+	if err != nil {
+		return nil, err
+	}
+	defer closeR()
+	depth := max(100, ks[len(ks)-1])
+	bar := progress.New(g.Err, len(queries), "search")
+	runHits, err := retrieve.RunQueries(ctx, r, queries, depth, bar.Func())
+	bar.Finish()
+	if err != nil {
+		return nil, err
+	}
+	if relevance == "qrels" && o.Corpus.ChunkSize > 0 {
+		runHits = retrieve.DocRun(runHits, chunks)
+	}
+	rep, err := eval.Evaluate(runHits, qrels, ks)
+	if err != nil {
+		return nil, err
+	}
+	files, err := writeEvalFiles(g, run, o.Out, rep, runHits, o.Retriever.Mode)
+	if err != nil {
+		return nil, err
+	}
+	if err := run.LogMetrics(rep.Mean, 0); err != nil {
+		return nil, err
+	}
+	if !g.JSON {
+		fmt.Fprintf(g.Out, "run %s: %s over %d chunks, %d questions (%d without relevant chunks skipped), relevance %s\n\n",
+			run.ID, o.Retriever.Mode, len(chunks), len(rep.Queries), len(rep.Skipped), relevance)
+		if err := rep.Table(g.Out, rep.Ks); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(g.Out, "\nper-query metrics: %s\nTREC run: %s\n", files["per_query"], files["trec"])
+	}
+	return &evalRetrievalResult{
+		RunID: run.ID, Retriever: o.Retriever.Mode, Chunks: len(chunks), Queries: len(rep.Queries), Skipped: len(rep.Skipped),
+		Relevance: relevance, Ks: rep.Ks, Metrics: rep.Mean, Files: files, Seconds: time.Since(start).Seconds(),
+	}, nil
+}
+
+func writeEvalFiles(g *globals, run *runs.Run, out string, rep *eval.Report, hits eval.Run, tag string) (map[string]string, error) {
+	dir, err := runDir(g, run.ID, out)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]string{"per_query": filepath.Join(dir, "per_query.jsonl"), "trec": filepath.Join(dir, "run.trec")}
+	write := func(path string, fn func(f *os.File) error) error {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return run.Artifact(filepath.Base(path), path)
+	}
+	if err := write(files["per_query"], func(f *os.File) error { return rep.WritePerQueryJSONL(f) }); err != nil {
+		return nil, err
+	}
+	if err := write(files["trec"], func(f *os.File) error { return eval.WriteTREC(f, hits, "ragforge-"+tag) }); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+var _ = data.Query{}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/infer/retrieve"
+	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/retrieval"
+	"github.com/ragforge/ragforge/retrieval/bm25"
+	"github.com/ragforge/ragforge/retrieval/fusion"
+)
+
+// retrieverFlags choose and configure a retriever.
+type retrieverFlags struct {
+	Mode        string  `json:"mode"`
+	K1          float64 `json:"k1"`
+	B           float64 `json:"b"`
+	Preset      string  `json:"preset"`
+	Analyzer    string  `json:"analyzer"`
+	IndexDir    string  `json:"index_dir,omitempty"`
+	Encoder     string  `json:"encoder,omitempty"`
+	Factory     string  `json:"faiss,omitempty"`
+	DenseWeight float64 `json:"dense_weight"`
+	BM25Weight  float64 `json:"bm25_weight"`
+	Union       bool    `json:"union"`
+}
+
+func (r *retrieverFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&r.Mode, "retriever", "bm25", "retriever: bm25 | dense | hybrid (RRF of dense and BM25)")
+	f.StringVar(&r.Preset, "bm25-preset", "default", "BM25 parameters: default (k1 1.2, b 0.75) | rank_bm25 (k1 1.5, b 0.75, LangChain's BM25Retriever)")
+	f.Float64Var(&r.K1, "bm25-k1", 0, "BM25 k1 (overrides the preset)")
+	f.Float64Var(&r.B, "bm25-b", -1, "BM25 b (overrides the preset)")
+	f.StringVar(&r.Analyzer, "analyzer", "biomed", "BM25 analyzer: biomed | pt | en | cjk | standard")
+	f.StringVar(&r.IndexDir, "bm25-index", "", "persistent BM25 index directory (built if missing; default: in memory)")
+	f.StringVar(&r.Encoder, "encoder", "", "dense encoder: a BERT model directory in HF layout (dense and hybrid)")
+	f.StringVar(&r.Factory, "faiss", "Flat", "FAISS index_factory string for the dense index (Flat, HNSW32, IVF256,Flat)")
+	f.Float64Var(&r.DenseWeight, "dense-weight", fusion.DenseWeight, "RRF weight of the dense retriever (hybrid)")
+	f.Float64Var(&r.BM25Weight, "bm25-weight", fusion.BM25Weight, "RRF weight of BM25 (hybrid)")
+	f.BoolVar(&r.Union, "union", false, "hybrid: return the union of both top-k lists, as the AP paper's ensemble did (up to 2k results)")
+}
+
+func (r *retrieverFlags) validate() error {
+	switch r.Mode {
+	case retrieve.ModeBM25:
+	case retrieve.ModeDense, retrieve.ModeHybrid:
+		if r.Encoder == "" {
+			return fmt.Errorf("--retriever %s needs --encoder DIR (a BERT model in HF layout; `ragforge models init --arch bert` makes one)", r.Mode)
+		}
+	default:
+		return fmt.Errorf("--retriever %q: want bm25, dense or hybrid", r.Mode)
+	}
+	return nil
+}
+
+func (r *retrieverFlags) bm25Config() (bm25.Config, error) {
+	var cfg bm25.Config
+	switch r.Preset {
+	case "default", "":
+		cfg = bm25.DefaultConfig()
+	case "rank_bm25":
+		cfg = bm25.RankBM25Config()
+	default:
+		return cfg, fmt.Errorf("--bm25-preset %q: want default or rank_bm25", r.Preset)
+	}
+	if r.K1 > 0 {
+		cfg.K1 = r.K1
+	}
+	if r.B >= 0 {
+		cfg.B = r.B
+	}
+	cfg.Analyzer = r.Analyzer
+	return cfg, cfg.Validate()
+}
+
+// build returns the retriever and a function that releases it.
+func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retriever, func(), error) {
+	cfg, err := r.bm25Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	bar := progress.New(g.Err, len(chunks), "bm25 index")
+	var idx *bm25.Index
+	if r.IndexDir != "" {
+		idx, err = bm25.Build(r.IndexDir, chunks, cfg, bar.Func())
+	} else {
+		idx, err = bm25.NewMemory(chunks, cfg)
+	}
+	bar.Finish()
+	if err != nil {
+		return nil, nil, err
+	}
+	closeFn := func() { idx.Close() }
+	switch r.Mode {
+	case retrieve.ModeBM25:
+		return idx, closeFn, nil
+	}
+	dense, closeDense, err := buildDense(g, r, chunks)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	closeAll := func() { closeDense(); closeFn() }
+	if r.Mode == retrieve.ModeDense {
+		return dense, closeAll, nil
+	}
+	return &retrieve.Hybrid{Dense: dense, BM25: idx, DenseWeight: r.DenseWeight, BM25Weight: r.BM25Weight, Union: r.Union}, closeAll, nil
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/internal/version"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	DB      string // run store (SQLite)
+	Backend string // GoMLX backend: "go" (default) or "xla[:plugin]"
+	JSON    bool   // machine-readable output
+	Out     io.Writer
+	Err     io.Writer
+}
+
+func defaultDB() string {
+	if v := os.Getenv("RAGFORGE_DB"); v != "" {
+		return v
+	}
+	return "ragforge.db"
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ragforge",
+		Short:         "Train, label, evaluate and serve the models behind medical RAG (RAG² filter, SL-HyDE)",
+		Version:       version.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.DB, "db", defaultDB(), "run store: SQLite database path ($RAGFORGE_DB)")
+	root.PersistentFlags().StringVar(&g.Backend, "backend", "", "GoMLX backend: go (pure Go, default) or xla[:plugin] (needs a PJRT plugin; $GOMLX_BACKEND)")
+	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print JSON instead of tables")
+	root.SetOut(g.Out)
+	root.SetErr(g.Err)
+	for _, add := range commands {
+		root.AddCommand(add(g))
+	}
+	return root
+}
+
+// commands are registered by each command file's init, so each stays in its own file.
+var commands []func(*globals) *cobra.Command
+
+func register(f func(*globals) *cobra.Command) { commands = append(commands, f) }
+
+func execute(args []string, stdout, stderr io.Writer) int {
+	g := &globals{Out: stdout, Err: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(stderr, "ragforge:", err)
+		return 1
+	}
+	return 0
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
