@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/internal/version"
+	"github.com/ragforge/ragforge/models/backend"
 )
 
 // globals are the flags every command shares.
@@ -38,6 +39,18 @@ func newRoot(g *globals) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.DB, "db", defaultDB(), "run store: SQLite database path ($RAGFORGE_DB)")
 	root.PersistentFlags().StringVar(&g.Backend, "backend", "", "GoMLX backend: go (pure Go, default) or xla[:plugin] (needs a PJRT plugin; $GOMLX_BACKEND)")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print JSON instead of tables")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		// Every later backend.New("") follows the flag; an unusable XLA fails here, fast.
+		if g.Backend != "" {
+			if err := os.Setenv(backend.EnvVar, g.Backend); err != nil {
+				return err
+			}
+			if _, err := backend.New(g.Backend); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	root.SetOut(g.Out)
 	root.SetErr(g.Err)
 	for _, add := range commands {

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/t5"
+	"github.com/ragforge/ragforge/models/tokenizer"
+)
+
+func init() { register(newInferCmd) }
+
+func newInferCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "infer", Short: "Run a model once: generate, embed, score"}
+	cmd.AddCommand(newGenerateCmd(g), newEmbedCmd(g), newScoreCmd(g))
+	return cmd
+}
+
+// loadT5 loads a T5 model and its tokenizer from an HF directory.
+func loadT5(g *globals, dir string) (*t5.Model, tokenizer.Tokenizer, error) {
+	be, err := backend.New(g.Backend)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := t5.Load(be, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, tok, nil
+}
+
+func newGenerateCmd(g *globals) *cobra.Command {
+	var (
+		model, input string
+		opt          t5.GenerateOptions
+	)
+	cmd := &cobra.Command{
+		Use:     "generate",
+		Short:   "Generate text with a T5 model (greedy, or sampled with --sample)",
+		Example: `  ragforge infer generate --model work/t5-tiny --input "Which stain shows amyloid?"`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, tok, err := loadT5(g, model)
+			if err != nil {
+				return err
+			}
+			ids := tok.Encode(input, true)
+			mask := make([]int, len(ids))
+			for i := range mask {
+				mask[i] = 1
+			}
+			out, err := m.Generate([][]int{ids}, [][]int{mask}, opt)
+			if err != nil {
+				return err
+			}
+			text := tok.Decode(out[0], true)
+			if g.JSON {
+				return printJSON(g.Out, map[string]any{"text": text, "ids": out[0]})
+			}
+			fmt.Fprintln(g.Out, text)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "", "T5 model directory in HF layout (required)")
+	f.StringVar(&input, "input", "", "input text")
+	f.IntVar(&opt.MaxNewTokens, "max-new-tokens", 32, "maximum number of generated tokens")
+	f.BoolVar(&opt.DoSample, "sample", false, "sample instead of greedy decoding")
+	f.Float64Var(&opt.Temperature, "temperature", 0.7, "sampling temperature")
+	f.Float64Var(&opt.TopP, "top-p", 1.0, "nucleus sampling probability mass")
+	f.Int64Var(&opt.Seed, "seed", 0, "sampling seed")
+	cmd.MarkFlagRequired("model")
+	return cmd
+}
+
+func newEmbedCmd(g *globals) *cobra.Command {
+	var (
+		model, input, pooling string
+		normalize             bool
+	)
+	cmd := &cobra.Command{
+		Use:     "embed",
+		Short:   "Embed text with a BERT encoder (CLS or mean pooling, optional L2 normalization)",
+		Example: `  ragforge infer embed --model work/bert-tiny --input "HER2 scoring" --pooling cls`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			mt, err := hf.ModelType(model)
+			if err != nil {
+				return err
+			}
+			if mt != "bert" {
+				return fmt.Errorf("infer embed: %s is a %q model; embeddings need a BERT encoder", model, mt)
+			}
+			be, err := backend.New(g.Backend)
+			if err != nil {
+				return err
+			}
+			m, err := bert.Load(be, model)
+			if err != nil {
+				return err
+			}
+			tok, err := tokenizer.Load(model)
+			if err != nil {
+				return err
+			}
+			p := bert.Pooling(pooling)
+			if !p.Valid() {
+				return fmt.Errorf("--pooling %q: want cls or mean", pooling)
+			}
+			ids := tok.Encode(input, true)
+			mask := make([]int, len(ids))
+			for i := range mask {
+				mask[i] = 1
+			}
+			vecs, err := m.Embed([][]int{ids}, [][]int{mask}, p, normalize)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(g.Out, map[string]any{"dim": len(vecs[0]), "embedding": vecs[0]})
+			}
+			fmt.Fprintf(g.Out, "dim %d: %v\n", len(vecs[0]), vecs[0])
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "", "BERT model directory in HF layout (required)")
+	f.StringVar(&input, "input", "", "input text")
+	f.StringVar(&pooling, "pooling", "cls", "pooling: cls (BGE) | mean (sentence-transformers mean pooling)")
+	f.BoolVar(&normalize, "normalize", true, "L2-normalize the embedding (cosine = inner product)")
+	cmd.MarkFlagRequired("model")
+	return cmd
+}
+
+// scoreResult is the teacher-forced likelihood of a target.
+type scoreResult struct {
+	Tokens     int       `json:"tokens"`
+	MeanNLL    float64   `json:"mean_nll"`   // nats per target token
+	Perplexity float64   `json:"perplexity"` // exp(mean_nll)
+	LogProbs   []float32 `json:"logprobs"`
+}
+
+func newScoreCmd(g *globals) *cobra.Command {
+	var model, input, target string
+	cmd := &cobra.Command{
+		Use:   "score",
+		Short: "Teacher-forced mean negative log-likelihood and perplexity of --target given --input (T5)",
+		Long: `Scores target (with EOS appended, as T5 labels are) given input, with
+teacher forcing: mean NLL in nats per target token and perplexity = exp(mean
+NLL), the quantity RAG²'s perplexity labels compare.`,
+		Example: `  ragforge infer score --model work/t5-tiny --input "question: ..." --target "answer ..."`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, tok, err := loadT5(g, model)
+			if err != nil {
+				return err
+			}
+			ids := tok.Encode(input, true)
+			mask := make([]int, len(ids))
+			for i := range mask {
+				mask[i] = 1
+			}
+			labels := tok.Encode(target, true)
+			lps, err := m.TokenLogProbs([][]int{ids}, [][]int{mask}, [][]int{labels})
+			if err != nil {
+				return err
+			}
+			var sum float64
+			for _, lp := range lps[0] {
+				sum -= float64(lp)
+			}
+			res := scoreResult{Tokens: len(lps[0]), LogProbs: lps[0]}
+			if res.Tokens > 0 {
+				res.MeanNLL = sum / float64(res.Tokens)
+				res.Perplexity = math.Exp(res.MeanNLL)
+			}
+			if g.JSON {
+				return printJSON(g.Out, res)
+			}
+			fmt.Fprintf(g.Out, "tokens %d  mean NLL %.4f nats  perplexity %.4f\n", res.Tokens, res.MeanNLL, res.Perplexity)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "", "T5 model directory in HF layout (required)")
+	f.StringVar(&input, "input", "", "encoder input text")
+	f.StringVar(&target, "target", "", "target text to score")
+	cmd.MarkFlagRequired("model")
+	return cmd
+}

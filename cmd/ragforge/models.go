@@ -1,0 +1,208 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/inspect"
+	"github.com/ragforge/ragforge/models/t5"
+	"github.com/ragforge/ragforge/models/tokenizer"
+)
+
+func init() { register(newModelsCmd) }
+
+func newModelsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "models", Short: "Create and inspect models in Hugging Face layout"}
+	cmd.AddCommand(newModelsInitCmd(g), newModelsInspectCmd(g))
+	return cmd
+}
+
+type modelsInitOptions struct {
+	Arch, Size, Tokenizer, Out string
+	Seed                       int64
+	Classifier                 bool
+	AddTokens                  []string
+}
+
+func newModelsInitCmd(g *globals) *cobra.Command {
+	var o modelsInitOptions
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Write a randomly initialized T5 or BERT model in HF layout (config.json, model.safetensors, tokenizer files)",
+		Long: `Write a randomly initialized model for training from scratch where no
+checkpoint exists. Sizes:
+  t5   tiny  d_model 64,  d_ff 160 gated-gelu, 2+2 layers, 4 heads, d_kv 16
+       mini  d_model 256, d_ff 1024 gated-gelu, 4+4 layers, 4 heads, d_kv 64
+       small d_model 512, d_ff 1024 gated-gelu, 8+8 layers, 6 heads, d_kv 64
+  bert tiny  hidden 128, 2 layers, 2 heads, intermediate 512
+       mini  hidden 256, 4 layers, 4 heads, intermediate 1024
+       small hidden 512, 4 layers, 8 heads, intermediate 2048
+The vocabulary size is the tokenizer's length (T5: SentencePiece pieces + 100
+sentinels + added tokens).`,
+		Example: `  ragforge models init --arch t5 --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/t5-tiny
+  ragforge models init --arch bert --size tiny --tokenizer ../shared/fixtures/bert-tiny/vocab.txt --out work/bert-tiny`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info, err := modelsInit(g, o)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(g.Out, info)
+			}
+			fmt.Fprintf(g.Out, "wrote %s %s model to %s: %d parameters, vocab %d, tokenizer %s\n",
+				o.Size, o.Arch, o.Out, info.Parameters, info.TokenizerLen, info.Tokenizer)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Arch, "arch", "", "architecture: t5 | bert (required)")
+	f.StringVar(&o.Size, "size", "tiny", "size preset: tiny | mini | small")
+	f.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer: spiece.model, vocab.txt, tokenizer.json, or a directory holding one (required)")
+	f.StringVar(&o.Out, "out", "", "output directory (required)")
+	f.Int64Var(&o.Seed, "seed", 42, "initialization seed")
+	f.BoolVar(&o.Classifier, "classifier", false, "bert: add a 1-label sequence-classification head (cross-encoder)")
+	f.StringSliceVar(&o.AddTokens, "add-tokens", nil, "tokens to add before sizing the vocabulary (e.g. [HELPFUL],[NOT_HELPFUL])")
+	return cmd
+}
+
+// tokenizerDir accepts a tokenizer file or a directory holding one.
+func tokenizerDir(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("tokenizer: %w", err)
+	}
+	if st.IsDir() {
+		return path, nil
+	}
+	base := filepath.Base(path)
+	switch {
+	case strings.HasSuffix(base, ".model"), base == "vocab.txt", base == "tokenizer.json":
+		if base != "spiece.model" && strings.HasSuffix(base, ".model") {
+			// tokenizer.Load looks for spiece.model: stage a copy under that name.
+			tmp, err := os.MkdirTemp("", "ragforge-tok-")
+			if err != nil {
+				return "", err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return "", err
+			}
+			return tmp, os.WriteFile(filepath.Join(tmp, "spiece.model"), b, 0o644)
+		}
+		return filepath.Dir(path), nil
+	}
+	return "", fmt.Errorf("tokenizer %s: want spiece.model, *.model, vocab.txt, tokenizer.json or a directory", path)
+}
+
+func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
+	if o.Out == "" || o.Tokenizer == "" || o.Arch == "" {
+		return nil, fmt.Errorf("--arch, --tokenizer and --out are required")
+	}
+	tdir, err := tokenizerDir(o.Tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.Load(tdir)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.AddTokens) > 0 {
+		tok.AddTokens(o.AddTokens)
+	}
+	be, err := backend.New(g.Backend)
+	if err != nil {
+		return nil, err
+	}
+	vocab := tok.Len()
+	switch o.Arch {
+	case "t5":
+		var cfg t5.Config
+		switch o.Size {
+		case "tiny":
+			cfg = t5.TinyConfig(vocab)
+		case "mini":
+			cfg = t5.MiniConfig(vocab)
+		case "small":
+			cfg = t5.SmallConfig(vocab)
+		default:
+			return nil, fmt.Errorf("--size %q: want tiny, mini or small", o.Size)
+		}
+		m, err := t5.NewRandom(be, cfg, o.Seed)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.Save(o.Out); err != nil {
+			return nil, err
+		}
+	case "bert":
+		var cfg bert.Config
+		switch o.Size {
+		case "tiny":
+			cfg = bert.TinyConfig(vocab)
+		case "mini":
+			cfg = bert.MiniConfig(vocab)
+		case "small":
+			cfg = bert.SmallConfig(vocab)
+		default:
+			return nil, fmt.Errorf("--size %q: want tiny, mini or small", o.Size)
+		}
+		if o.Classifier {
+			cfg.NumLabels = 1
+		}
+		m, err := bert.NewRandom(be, cfg, o.Classifier, o.Seed)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.Save(o.Out); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("--arch %q: want t5 or bert", o.Arch)
+	}
+	if err := tok.Save(o.Out); err != nil {
+		return nil, fmt.Errorf("save tokenizer to %s: %w", o.Out, err)
+	}
+	return inspect.Dir(o.Out)
+}
+
+func newModelsInspectCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "inspect DIR",
+		Short: "Show a model directory's architecture, parameter count, dtypes, tokenizer and added tokens",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			info, err := inspect.Dir(args[0])
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(g.Out, info)
+			}
+			fmt.Fprintf(g.Out, "dir           %s\nmodel_type    %s\narchitectures %v\nparameters    %d (%.2fM)\ntensors       %d\n",
+				info.Dir, info.ModelType, info.Architectures, info.Parameters, float64(info.Parameters)/1e6, info.Tensors)
+			fmt.Fprint(g.Out, "dtypes       ")
+			for _, d := range info.SortedDTypes() {
+				fmt.Fprintf(g.Out, " %s×%d", d, info.DTypes[d])
+			}
+			fmt.Fprintf(g.Out, "\ntokenizer     %s (len %d)\n", orDash(info.Tokenizer), info.TokenizerLen)
+			if len(info.AddedTokens) > 0 {
+				fmt.Fprintf(g.Out, "added tokens  %v\n", info.AddedTokens)
+			}
+			return nil
+		},
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
