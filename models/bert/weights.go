@@ -122,9 +122,17 @@ type Model struct {
 // without prefix, all validated).
 func newModel(backend backends.Backend, cfg Config, values map[string]*tensors.Tensor, pooler, classifier bool) *Model {
 	ctx := context.New()
-	for name, t := range values {
+	// Create variables in name order: optimizers and gradient-norm sums walk
+	// them in creation order, so a map's random order would make identical
+	// runs differ in the last bit.
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
 		scope, vname := scopeAndName(name)
-		ctx.InAbsPath(scope).VariableWithValue(vname, t)
+		ctx.InAbsPath(scope).VariableWithValue(vname, values[name])
 	}
 	return &Model{Config: cfg, Backend: backend, Ctx: ctx, HasPooler: pooler, HasClassifier: classifier,
 		execs: map[string]*context.Exec{}}

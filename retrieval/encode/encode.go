@@ -1,0 +1,184 @@
+// Package encode turns texts into dense vectors for retrieval: the Encoder
+// interface, a BERT bi-encoder (BGE / MedEmbed / MedCPT conventions) with
+// length-bucketed batching, corpus encoding, and a retrieval.Retriever that
+// encodes a query and searches a FAISS index.
+//
+// Vectors are float32 [dim]. With Normalize (the BGE / MedEmbed convention)
+// they have unit L2 norm, so a FAISS inner-product index scores by cosine
+// similarity.
+package encode
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/tokenizer"
+)
+
+// Encoder embeds queries and documents. Both methods return one vector
+// [Dim()] per text, in input order. Queries and documents are separate
+// because asymmetric models encode them differently (BGE's query
+// instruction, MedCPT's two towers).
+type Encoder interface {
+	EncodeQueries(texts []string) ([][]float32, error)
+	EncodeDocs(texts []string) ([][]float32, error)
+	Dim() int
+	Name() string
+}
+
+// Progress is told how many of the texts of the current call are encoded so
+// far (done ≤ total). It is called from the encoding goroutine.
+type Progress func(done, total int)
+
+// BGEQueryInstruction is the instruction BGE v1.5 English models prepend to
+// short queries for passage retrieval (FlagEmbedding
+// query_instruction_for_retrieval). Documents get no instruction.
+const BGEQueryInstruction = "Represent this sentence for searching relevant passages: "
+
+// BERTEncoder is a bi-encoder over a bert.Model: tokenize (WordPiece, [CLS]
+// text [SEP], truncated to MaxLength tokens), run the encoder, pool
+// (Pooling), optionally L2-normalise.
+//
+// Batching: the texts of one call are tokenized, sorted by token length
+// (longest first), cut into batches of BatchSize and run through
+// bert.Model.Embed, which pads each batch to a (BucketBatch, BucketLength)
+// shape and compiles one graph per bucket, so a corpus costs a handful of
+// compilations and little padding. Results are returned in input order.
+//
+// Use NewBERTEncoder for the defaults; the zero values of Pooling, MaxLength
+// and BatchSize are replaced by those defaults at encoding time.
+type BERTEncoder struct {
+	Model     *bert.Model
+	Tokenizer tokenizer.Tokenizer
+	// Pooling is bert.PoolCLS for BGE / MedCPT (default) and bert.PoolMean
+	// for sentence-transformers mean-pooled models.
+	Pooling bert.Pooling
+	// Normalize divides each vector by its L2 norm (BGE, MedEmbed: cosine =
+	// inner product). Default true.
+	Normalize bool
+	// QueryInstruction is prepended to every query text (not to documents),
+	// e.g. BGEQueryInstruction; empty by default.
+	QueryInstruction string
+	// MaxLength is the token limit including [CLS] and [SEP] (512 by
+	// default, the BERT / BGE limit), clamped to max_position_embeddings.
+	MaxLength int
+	// BatchSize is the number of texts per forward pass (default 32).
+	BatchSize int
+	// ModelName is what Name returns ("bert" when empty).
+	ModelName string
+	// Progress, when set, is called after every batch.
+	Progress Progress
+}
+
+// Defaults of BERTEncoder.
+const (
+	DefaultMaxLength = 512
+	DefaultBatchSize = 32
+)
+
+// NewBERTEncoder returns an encoder with the BGE defaults: CLS pooling,
+// normalisation, no query instruction, MaxLength 512, BatchSize 32.
+func NewBERTEncoder(m *bert.Model, tok tokenizer.Tokenizer, name string) *BERTEncoder {
+	return &BERTEncoder{
+		Model: m, Tokenizer: tok, Pooling: bert.PoolCLS, Normalize: true,
+		MaxLength: DefaultMaxLength, BatchSize: DefaultBatchSize, ModelName: name,
+	}
+}
+
+// Dim is the model's hidden size.
+func (e *BERTEncoder) Dim() int { return e.Model.Config.HiddenSize }
+
+// Name is ModelName, or "bert".
+func (e *BERTEncoder) Name() string {
+	if e.ModelName == "" {
+		return "bert"
+	}
+	return e.ModelName
+}
+
+// EncodeQueries embeds QueryInstruction+text for each text.
+func (e *BERTEncoder) EncodeQueries(texts []string) ([][]float32, error) {
+	if e.QueryInstruction == "" {
+		return e.encode("queries", texts)
+	}
+	in := make([]string, len(texts))
+	for i, t := range texts {
+		in[i] = e.QueryInstruction + t
+	}
+	return e.encode("queries", in)
+}
+
+// EncodeDocs embeds each text as is.
+func (e *BERTEncoder) EncodeDocs(texts []string) ([][]float32, error) {
+	return e.encode("docs", texts)
+}
+
+// MaxTokens is the effective token limit: MaxLength (default 512) clamped
+// to the model's max_position_embeddings.
+func (e *BERTEncoder) MaxTokens() int {
+	l := e.MaxLength
+	if l <= 0 {
+		l = DefaultMaxLength
+	}
+	return min(l, e.Model.Config.MaxPositionEmbeddings)
+}
+
+// Tokenize returns the truncated [CLS] text [SEP] ids of each text
+// (MaxTokens tokens at most), as the encoder feeds them to the model.
+func (e *BERTEncoder) Tokenize(texts []string) ([][]int, error) {
+	encs, err := tokenizer.EncodeBatchErr(e.Tokenizer, texts, tokenizer.EncodeOptions{
+		MaxLength: e.MaxTokens(), Truncation: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([][]int, len(encs))
+	for i, enc := range encs {
+		ids[i] = enc.IDs
+	}
+	return ids, nil
+}
+
+func (e *BERTEncoder) encode(what string, texts []string) ([][]float32, error) {
+	if e.Model == nil || e.Tokenizer == nil {
+		return nil, errors.New("encode " + what + ": BERTEncoder needs Model and Tokenizer")
+	}
+	pool := e.Pooling
+	if pool == "" {
+		pool = bert.PoolCLS
+	}
+	bs := e.BatchSize
+	if bs <= 0 {
+		bs = DefaultBatchSize
+	}
+	ids, err := e.Tokenize(texts)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: tokenize: %w", what, err)
+	}
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(ids[order[a]]) > len(ids[order[b]]) })
+	out := make([][]float32, len(texts))
+	for start := 0; start < len(order); start += bs {
+		idx := order[start:min(start+bs, len(order))]
+		batch := make([][]int, len(idx))
+		for j, i := range idx {
+			batch[j] = ids[i]
+		}
+		vecs, err := e.Model.Embed(batch, nil, pool, e.Normalize)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: texts %d..%d of %d (by length): %w", what, start, start+len(idx)-1, len(texts), err)
+		}
+		for j, i := range idx {
+			out[i] = vecs[j]
+		}
+		if e.Progress != nil {
+			e.Progress(start+len(idx), len(texts))
+		}
+	}
+	return out, nil
+}

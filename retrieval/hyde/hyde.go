@@ -1,0 +1,216 @@
+// Package hyde builds query representations from hypothetical documents,
+// following SL-HyDE (Li et al., "AutoMIR: Effective Zero-Shot Medical
+// Information Retrieval without Relevance Labels", §3, Eq. 10–11) and HyDE
+// (Gao et al. 2022): an LLM writes N hypothetical documents d′_1..d′_N for
+// query q, and the retriever searches with
+//
+//	v_q = ( Σ_{k=1..N} e(d′_k) + e(q) ) / (N + 1)          (Eq. 10–11)
+//
+// The paper's ablations are available as modes: document only (the mean of
+// the e(d′_k) without e(q), HyDE's original form without the query) and
+// string concatenation (q and the d′_k joined into one text and encoded
+// once).
+//
+// Normalisation: e(·) of a normalised encoder (BGE, MedEmbed) has unit
+// norm, but an average of unit vectors does not. FAISS inner product equals
+// cosine similarity only for unit vectors, so with normalize the fused
+// vector is L2-normalised again after averaging. This changes no ranking
+// under inner product (it scales all scores of one query by the same
+// positive factor) but keeps scores in [-1, 1] and comparable across
+// queries.
+package hyde
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ragforge/ragforge/retrieval"
+	"github.com/ragforge/ragforge/retrieval/encode"
+)
+
+// Mode selects how query and hypothetical documents are combined.
+type Mode string
+
+const (
+	// ModeFusion is SL-HyDE's Eq. 10–11: mean of e(q) and the e(d′_k). The
+	// default (the zero Mode means ModeFusion).
+	ModeFusion Mode = "fusion"
+	// ModeDocOnly is the ablation "document only": mean of the e(d′_k).
+	ModeDocOnly Mode = "doc_only"
+	// ModeConcat is the ablation "string concatenation": e(q + " " + d′_1 +
+	// " " + ... + d′_N), see ConcatText.
+	ModeConcat Mode = "concat"
+)
+
+// Valid reports whether m is one of the modes (or empty, i.e. ModeFusion).
+func (m Mode) Valid() bool {
+	return m == "" || m == ModeFusion || m == ModeDocOnly || m == ModeConcat
+}
+
+// DefaultN is the default number of hypothetical documents per query: one
+// generation per query, ragforge's setting (HyDE, Gao et al., sampled 8;
+// N is configurable through Config.N).
+const DefaultN = 1
+
+// Fuse combines query and hypothetical-document embeddings, all of the same
+// dimension d:
+//
+//	ModeFusion:  (Σ_k docs[k] + q) / (len(docs) + 1)    (Eq. 10–11)
+//	ModeDocOnly: Σ_k docs[k] / len(docs)
+//	ModeConcat:  q, which must already be e(ConcatText(query, hypos)); docs
+//	             are ignored.
+//
+// With normalize the result is divided by its L2 norm (a zero vector is
+// left as is), see the package doc. Sums are accumulated in float64.
+// It returns a new slice and never modifies its inputs. Errors: an unknown
+// mode, a vector whose length differs from len(q), or ModeDocOnly without
+// documents.
+func Fuse(q []float32, docs [][]float32, mode Mode, normalize bool) ([]float32, error) {
+	d := len(q)
+	acc := make([]float64, d)
+	n := 0
+	add := func(v []float32, what string) error {
+		if len(v) != d {
+			return fmt.Errorf("hyde: fuse: %s has length %d, query %d", what, len(v), d)
+		}
+		for i, x := range v {
+			acc[i] += float64(x)
+		}
+		n++
+		return nil
+	}
+	switch mode {
+	case ModeFusion, "":
+		if err := add(q, "query"); err != nil {
+			return nil, err
+		}
+		fallthrough
+	case ModeDocOnly:
+		for k, v := range docs {
+			if err := add(v, fmt.Sprintf("document %d", k)); err != nil {
+				return nil, err
+			}
+		}
+		if n == 0 {
+			return nil, errors.New("hyde: fuse: document-only mode needs at least one hypothetical document")
+		}
+	case ModeConcat:
+		if err := add(q, "query"); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("hyde: fuse: unknown mode %q", mode)
+	}
+	var ss float64
+	for i := range acc {
+		acc[i] /= float64(n)
+		ss += acc[i] * acc[i]
+	}
+	scale := 1.0
+	if normalize && ss > 0 {
+		scale = 1 / math.Sqrt(ss)
+	}
+	out := make([]float32, d)
+	for i, x := range acc {
+		out[i] = float32(x * scale)
+	}
+	return out, nil
+}
+
+// ConcatText is the text of the "string concatenation" ablation: the query
+// followed by the hypothetical documents, joined by single spaces.
+func ConcatText(query string, hypos []string) string {
+	return strings.Join(append([]string{query}, hypos...), " ")
+}
+
+// Config sets how Encode and Retriever build query vectors.
+type Config struct {
+	Mode Mode
+	// N is the number of hypothetical documents used (the first N given);
+	// 0 means all given. DefaultN is the paper's setting.
+	N int
+	// Normalize re-normalises the fused vector; set it when the encoder
+	// normalises (BGE, MedEmbed) and the index ranks by inner product.
+	Normalize bool
+}
+
+// DefaultConfig is ModeFusion, N = DefaultN, Normalize true (BGE).
+func DefaultConfig() Config { return Config{Mode: ModeFusion, N: DefaultN, Normalize: true} }
+
+// Encode returns the query vector of query given its hypothetical documents
+// hypos: q is embedded with enc.EncodeQueries and the documents with
+// enc.EncodeDocs (ModeFusion, ModeDocOnly), or ConcatText is embedded with
+// EncodeQueries (ModeConcat); then Fuse. Errors: encoder errors and those of
+// Fuse.
+func Encode(enc encode.Encoder, cfg Config, query string, hypos []string) ([]float32, error) {
+	if cfg.N > 0 && len(hypos) > cfg.N {
+		hypos = hypos[:cfg.N]
+	}
+	if !cfg.Mode.Valid() {
+		return nil, fmt.Errorf("hyde: encode: unknown mode %q", cfg.Mode)
+	}
+	if cfg.Mode == ModeConcat {
+		q, err := enc.EncodeQueries([]string{ConcatText(query, hypos)})
+		if err != nil {
+			return nil, fmt.Errorf("hyde: encode concatenation: %w", err)
+		}
+		return Fuse(q[0], nil, ModeConcat, cfg.Normalize)
+	}
+	var q []float32
+	if cfg.Mode != ModeDocOnly {
+		qs, err := enc.EncodeQueries([]string{query})
+		if err != nil {
+			return nil, fmt.Errorf("hyde: encode query: %w", err)
+		}
+		q = qs[0]
+	} else {
+		q = make([]float32, enc.Dim())
+	}
+	var docs [][]float32
+	if len(hypos) > 0 {
+		var err error
+		if docs, err = enc.EncodeDocs(hypos); err != nil {
+			return nil, fmt.Errorf("hyde: encode %d hypothetical documents: %w", len(hypos), err)
+		}
+	}
+	return Fuse(q, docs, cfg.Mode, cfg.Normalize)
+}
+
+// Generator returns hypothetical documents for a query (an LLM call, or a
+// lookup in pre-generated documents).
+type Generator func(query string) ([]string, error)
+
+// Retriever implements retrieval.Retriever with HyDE query vectors: Generate
+// writes the hypothetical documents, Encode fuses them with the query
+// (Config), Index is searched with the result.
+type Retriever struct {
+	Encoder  encode.Encoder
+	Index    encode.VectorSearcher
+	Generate Generator
+	Config   Config
+}
+
+// Search returns the top-k chunks for query, best first. Errors: generator,
+// encoder or index failures, with the query in the message.
+func (r *Retriever) Search(query string, k int) ([]retrieval.Hit, error) {
+	if r.Encoder == nil || r.Index == nil || r.Generate == nil {
+		return nil, errors.New("hyde retriever: Encoder, Index and Generate are required")
+	}
+	hypos, err := r.Generate(query)
+	if err != nil {
+		return nil, fmt.Errorf("hyde retriever: query %q: generate: %w", query, err)
+	}
+	v, err := Encode(r.Encoder, r.Config, query, hypos)
+	if err != nil {
+		return nil, fmt.Errorf("hyde retriever: query %q: %w", query, err)
+	}
+	hits, err := r.Index.Search(v, k)
+	if err != nil {
+		return nil, fmt.Errorf("hyde retriever: query %q: search: %w", query, err)
+	}
+	return hits[0], nil
+}
+
+var _ retrieval.Retriever = (*Retriever)(nil)

@@ -1,0 +1,178 @@
+package retriever
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sort"
+
+	"github.com/ragforge/ragforge/retrieval/encode"
+)
+
+// MineConfig sets hard-negative mining (Eq. 7). Ranks are 0-based positions
+// in the search result, [RankFrom, RankTo): the defaults skip the top 10 and
+// sample from the next 90, as SL-HyDE (and FlagEmbedding's
+// hn_mine --range_for_sampling 10-100) do, 7 negatives per query
+// (train_group_size 8).
+type MineConfig struct {
+	RankFrom, RankTo int
+	N                int
+	Seed             uint64
+}
+
+// DefaultMineConfig is ranks [10, 100), 7 negatives, seed 42.
+func DefaultMineConfig() MineConfig { return MineConfig{RankFrom: 10, RankTo: 100, N: 7, Seed: 42} }
+
+// MineStats counts what mining could not deliver.
+type MineStats struct {
+	Queries   int // queries mined
+	Shortfall int // queries that got fewer than N negatives
+	Missing   int // negatives missing in total (Σ over queries of N − got)
+}
+
+// MineHardNegatives searches index with each query vector (the fused query
+// of Eq. 10, [dim] each) for the top RankTo chunks and samples cfg.N
+// negatives uniformly without replacement from the ranks [RankFrom, RankTo),
+// excluding the positive chunk positives[i], every chunk of the positive's
+// document (docOf(id) == docOf(positives[i])) and repeated ids. When fewer
+// candidates remain, all of them are taken and the shortfall is counted.
+// Query i's sample uses its own random stream (PCG seeded with cfg.Seed and
+// i), so results do not depend on the other queries. Negatives are returned
+// in rank order. Errors: len(queryVecs) != len(positives), a bad range or
+// N, or an index failure (naming the query).
+func MineHardNegatives(index encode.VectorSearcher, queryVecs [][]float32, positives []string,
+	docOf func(chunkID string) string, cfg MineConfig) ([][]string, MineStats, error) {
+	var st MineStats
+	if len(queryVecs) != len(positives) {
+		return nil, st, fmt.Errorf("mine hard negatives: %d query vectors, %d positives", len(queryVecs), len(positives))
+	}
+	if cfg.RankFrom < 0 || cfg.RankTo <= cfg.RankFrom || cfg.N < 1 {
+		return nil, st, fmt.Errorf("mine hard negatives: ranks [%d, %d), n %d: want 0 ≤ from < to and n ≥ 1", cfg.RankFrom, cfg.RankTo, cfg.N)
+	}
+	out := make([][]string, len(queryVecs))
+	for i, qv := range queryVecs {
+		hits, err := index.Search(qv, cfg.RankTo)
+		if err != nil {
+			return nil, st, fmt.Errorf("mine hard negatives: query %d: %w", i, err)
+		}
+		pos := positives[i]
+		posDoc := docOf(pos)
+		seen := map[string]bool{}
+		var pool []int // ranks
+		for r := cfg.RankFrom; r < len(hits[0]); r++ {
+			id := hits[0][r].ID
+			if id == pos || docOf(id) == posDoc || seen[id] {
+				continue
+			}
+			seen[id] = true
+			pool = append(pool, r)
+		}
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+		k := min(cfg.N, len(pool))
+		for j := 0; j < k; j++ { // partial Fisher–Yates
+			s := j + rng.IntN(len(pool)-j)
+			pool[j], pool[s] = pool[s], pool[j]
+		}
+		picked := pool[:k]
+		sort.Ints(picked)
+		negs := make([]string, k)
+		for j, r := range picked {
+			negs[j] = hits[0][r].ID
+		}
+		out[i] = negs
+		st.Queries++
+		if k < cfg.N {
+			st.Shortfall++
+			st.Missing += cfg.N - k
+		}
+	}
+	return out, st, nil
+}
+
+// Triplet is one training example: the query, its hypothetical documents
+// d′ (for the fused query of Eq. 10), the positive passage text and the
+// hard-negative passage texts.
+type Triplet struct {
+	Query    string
+	HypoDocs []string
+	Pos      string
+	Negs     []string
+}
+
+// flagRecord is a FlagEmbedding fine-tuning line. "hypo_docs" is ragforge's
+// addition (ignored by FlagEmbedding, which reads query/pos/neg).
+type flagRecord struct {
+	Query    string   `json:"query"`
+	Pos      []string `json:"pos"`
+	Neg      []string `json:"neg"`
+	HypoDocs []string `json:"hypo_docs,omitempty"`
+}
+
+// WriteJSONL writes one FlagEmbedding line {"query": str, "pos": [str],
+// "neg": [str]} per triplet (plus "hypo_docs" when present). neg is written
+// as [] rather than null when a triplet has no negatives.
+func WriteJSONL(w io.Writer, triplets []Triplet) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for i, t := range triplets {
+		negs := t.Negs
+		if negs == nil {
+			negs = []string{}
+		}
+		if err := enc.Encode(flagRecord{Query: t.Query, Pos: []string{t.Pos}, Neg: negs, HypoDocs: t.HypoDocs}); err != nil {
+			return fmt.Errorf("write triplets: record %d: %w", i, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadJSONL reads FlagEmbedding lines. A record with several positives
+// becomes one triplet per positive (same query, negatives and hypothetical
+// documents), in order. Blank lines are skipped. Errors name the line and
+// field: invalid JSON, a missing/empty "query", or an empty "pos".
+func ReadJSONL(r io.Reader, name string) ([]Triplet, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<28)
+	var out []Triplet
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		var rec flagRecord
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return nil, fmt.Errorf("read triplets %s: line %d: %w", name, line, err)
+		}
+		if rec.Query == "" {
+			return nil, fmt.Errorf("read triplets %s: line %d: field %q: missing or empty", name, line, "query")
+		}
+		if len(rec.Pos) == 0 {
+			return nil, fmt.Errorf("read triplets %s: line %d: field %q: %w", name, line, "pos", errors.New("no positive"))
+		}
+		for _, p := range rec.Pos {
+			out = append(out, Triplet{Query: rec.Query, HypoDocs: rec.HypoDocs, Pos: p, Negs: rec.Neg})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read triplets %s: line %d: %w", name, line+1, err)
+	}
+	return out, nil
+}
+
+// ReadJSONLFile is ReadJSONL on a file.
+func ReadJSONLFile(path string) ([]Triplet, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read triplets: %w", err)
+	}
+	defer f.Close()
+	return ReadJSONL(f, path)
+}

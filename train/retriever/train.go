@@ -1,0 +1,504 @@
+package retriever
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/train/trainer"
+)
+
+// Config holds the retriever fine-tuning settings. Start from DefaultConfig:
+// the zero value is not valid (Normalize's default is true).
+type Config struct {
+	// OutputDir receives checkpoint-<step>/ directories and, at the end, the
+	// final model (config.json, model.safetensors, vocab.txt) in HF layout.
+	OutputDir string
+	// Backend is the GoMLX backend (models/backend.Name; "" = default "go").
+	Backend string
+
+	Epochs    int // passes over the triplets (default 1)
+	BatchSize int // queries per micro-batch (default 32); in-batch negatives come from the same micro-batch
+	// GradAccumulation is the number of micro-batches per optimiser update
+	// (HF gradient_accumulation_steps, default 1). Each micro-batch has its
+	// own InfoNCE (in-batch negatives do not cross micro-batches).
+	GradAccumulation int
+	LearningRate     float64 // peak AdamW learning rate (SL-HyDE: 1e-5)
+	WarmupRatio      float64 // linear warmup fraction of all updates (default 0.1), then linear decay to 0
+	WeightDecay      float64 // decoupled AdamW decay (FlagEmbedding examples: 0.01), not on biases / LayerNorm
+	MaxGradNorm      float64 // global-norm clipping (HF Trainer default 1.0; 0 = off)
+	Temperature      float64 // τ of Eq. 8 (0.02)
+	// MaxLength is the token limit of every text, specials included (512),
+	// clamped to the model's max_position_embeddings.
+	MaxLength int
+	// NumNegatives is the number of hard negatives used per query (7, the
+	// mining default; FlagEmbedding train_group_size 8). A triplet with
+	// more uses its first NumNegatives; one with fewer has its missing slots
+	// masked out of the loss.
+	NumNegatives int
+	// NumHypo is N of Eq. 10: the first N hypothetical documents of a
+	// triplet are fused with the query (default 1; 0 trains on the plain
+	// query). Missing ones are left out of the average.
+	NumHypo int
+	// Pooling and Normalize are the encoder convention (BGE: CLS,
+	// normalised); the fused query is re-normalised when Normalize, as
+	// hyde.Fuse does at inference.
+	Pooling   bert.Pooling
+	Normalize bool
+	// QueryInstruction is prepended to query texts (not to hypothetical or
+	// real documents), as encode.BERTEncoder.EncodeQueries does.
+	QueryInstruction string
+	// Seed fixes the data order (one permutation per epoch) and dropout.
+	Seed uint64
+	// SaveSteps writes a checkpoint every SaveSteps updates (0 = only at the
+	// end of each epoch; a checkpoint is always written at the end).
+	SaveSteps int
+	// Resume continues from the latest complete checkpoint in OutputDir
+	// (weights, AdamW moments, RNG, data position), refusing a checkpoint
+	// made from other data or other trajectory settings.
+	Resume bool
+}
+
+// DefaultConfig returns SL-HyDE's retriever settings: lr 1e-5, τ 0.02, 7
+// hard negatives, max length 512, N = 1, CLS pooling with normalisation
+// (BGE), warmup 0.1, weight decay 0.01, clipping 1.0, batch 32, 1 epoch,
+// seed 42.
+func DefaultConfig() Config {
+	return Config{
+		Epochs: 1, BatchSize: 32, GradAccumulation: 1, LearningRate: 1e-5, WarmupRatio: 0.1,
+		WeightDecay: 0.01, MaxGradNorm: 1.0, Temperature: DefaultTemperature, MaxLength: 512,
+		NumNegatives: 7, NumHypo: 1, Pooling: bert.PoolCLS, Normalize: true, Seed: 42,
+	}
+}
+
+// Validate checks ranges; errors name the field.
+func (c Config) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("retriever train config: field %q: %v, want %s", field, v, want)
+	}
+	switch {
+	case c.OutputDir == "":
+		return bad("OutputDir", `""`, "a directory")
+	case c.Epochs < 1:
+		return bad("Epochs", c.Epochs, ">= 1")
+	case c.BatchSize < 1:
+		return bad("BatchSize", c.BatchSize, ">= 1")
+	case c.GradAccumulation < 1:
+		return bad("GradAccumulation", c.GradAccumulation, ">= 1")
+	case !(c.Temperature > 0):
+		return bad("Temperature", c.Temperature, "> 0")
+	case c.MaxLength < 2:
+		return bad("MaxLength", c.MaxLength, ">= 2")
+	case c.NumNegatives < 0:
+		return bad("NumNegatives", c.NumNegatives, ">= 0")
+	case c.NumHypo < 0:
+		return bad("NumHypo", c.NumHypo, ">= 0")
+	case !c.Pooling.Valid():
+		return bad("Pooling", c.Pooling, `"cls" or "mean"`)
+	case c.SaveSteps < 0:
+		return bad("SaveSteps", c.SaveSteps, ">= 0")
+	}
+	return nil
+}
+
+// MetricLogger receives per-update metrics ("loss", "learning_rate",
+// "grad_norm", "epoch"); *runs.Run (data/runs) implements it.
+type MetricLogger interface {
+	LogMetrics(values map[string]float64, step int) error
+}
+
+// Result is what Train returns.
+type Result struct {
+	Model          *bert.Model         // trained weights (also saved in OutputDir)
+	Tokenizer      tokenizer.Tokenizer // the init directory's tokenizer
+	Steps          int                 // updates completed in total (resumed ones included)
+	History        []trainer.LogEntry  // one entry per update, resumed history included
+	LastCheckpoint string              // path of the last checkpoint written
+	ResumedFrom    string              // checkpoint resumed from, "" for a fresh run
+}
+
+// Plan is the size of a run: micro-batches per epoch
+// ceil(len/BatchSize), updates per epoch ceil(micro/GradAccumulation) (the
+// last group of an epoch may be short, as in HF), and total updates.
+func (c Config) Plan(numTriplets int) (microPerEpoch, updatesPerEpoch, total int) {
+	microPerEpoch = (numTriplets + c.BatchSize - 1) / c.BatchSize
+	updatesPerEpoch = (microPerEpoch + c.GradAccumulation - 1) / c.GradAccumulation
+	return microPerEpoch, updatesPerEpoch, updatesPerEpoch * c.Epochs
+}
+
+// EpochOrder is the order of the triplets in epoch e (0-based): a
+// permutation drawn from PCG(seed, e), so a resumed run sees the same order.
+func EpochOrder(seed uint64, epoch, n int) []int {
+	return rand.New(rand.NewPCG(seed, uint64(epoch))).Perm(n)
+}
+
+// tokenized holds the pre-tokenized texts of the run.
+type tokenized struct {
+	q     [][]int   // [T] query (with instruction)
+	hypo  [][][]int // [T][≤N]
+	pos   [][]int   // [T]
+	negs  [][][]int // [T][≤n]
+	empty []int     // [CLS][SEP], the filler of missing slots
+}
+
+// Train fine-tunes the BERT checkpoint in initDir (bert.Load; its tokenizer
+// is read with tokenizer.Load from the same directory) on triplets with
+// InfoNCE (Eq. 8) and AdamW (train/trainer), following SL-HyDE:
+//
+//   - the query vector is Eq. 10 computed by the trainable encoder,
+//     v_q = (e(q) + Σ_k e(d′_k)) / (1 + #d′), re-normalised when
+//     cfg.Normalize, so gradients reach the encoder through query and
+//     hypothetical documents;
+//   - candidates of query i are every positive and hard negative of its
+//     micro-batch; another query's positive with the same text as query i's
+//     positive (or a hard negative equal to it) is masked (CandidateMask).
+//
+// Data order: EpochOrder per epoch, micro-batches of BatchSize consecutive
+// triplets, GradAccumulation micro-batches per update. Each update's
+// loss / learning rate / gradient norm go to run (when non-nil) and
+// progress (when non-nil). Checkpoints (trainer.WriteCheckpoint) hold the
+// model (bert.Model.Save), vocab (tokenizer Save), optimizer.safetensors
+// and trainer_state.json; with cfg.Resume the latest one is continued
+// exactly (same data order, optimiser and dropout state). ctx cancellation
+// stops between updates with ctx.Err() (the last checkpoint stays valid).
+//
+// Errors: an invalid config, no triplets, load failures, a resume
+// checkpoint from other data/settings, graph or execution failures, a
+// non-finite loss, logger errors.
+func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, run MetricLogger,
+	progress func(trainer.LogEntry)) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(triplets) == 0 {
+		return nil, errors.New("retriever train: no triplets")
+	}
+	be, err := backend.New(cfg.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("retriever train: %w", err)
+	}
+	tok, err := tokenizer.Load(initDir)
+	if err != nil {
+		return nil, fmt.Errorf("retriever train: tokenizer: %w", err)
+	}
+	dataHash, err := hashJSON(triplets)
+	if err != nil {
+		return nil, fmt.Errorf("retriever train: %w", err)
+	}
+	cfgHash, err := hashJSON(trajectory(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("retriever train: %w", err)
+	}
+	res := &Result{Tokenizer: tok}
+	state := trainer.State{Seed: int64(cfg.Seed), DataHash: dataHash, ConfigHash: cfgHash, BestMetric: -1}
+	modelDir := initDir
+	if cfg.Resume {
+		last, err := trainer.LatestCheckpoint(cfg.OutputDir)
+		if err != nil {
+			return nil, fmt.Errorf("retriever train: resume: %w", err)
+		}
+		if last != "" {
+			st, err := trainer.ReadState(last)
+			if err != nil {
+				return nil, fmt.Errorf("retriever train: resume: %w", err)
+			}
+			if st.DataHash != dataHash {
+				return nil, fmt.Errorf("retriever train: resume %s: field %q: checkpoint was trained on other triplets", last, "data_hash")
+			}
+			if st.ConfigHash != cfgHash {
+				return nil, fmt.Errorf("retriever train: resume %s: field %q: checkpoint was trained with other settings", last, "config_hash")
+			}
+			state, modelDir, res.ResumedFrom = st, last, last
+		}
+	}
+	m, err := bert.Load(be, modelDir)
+	if err != nil {
+		return nil, fmt.Errorf("retriever train: %w", err)
+	}
+	res.Model = m
+	maxTok := min(cfg.MaxLength, m.Config.MaxPositionEmbeddings)
+	n := cfg.NumNegatives
+	nh := cfg.NumHypo
+	maxNegs, maxHypo := 0, 0
+	for _, t := range triplets {
+		maxNegs, maxHypo = max(maxNegs, len(t.Negs)), max(maxHypo, len(t.HypoDocs))
+	}
+	n, nh = min(n, maxNegs), min(nh, maxHypo)
+	tk, err := tokenizeAll(tok, triplets, cfg.QueryInstruction, maxTok, n, nh)
+	if err != nil {
+		return nil, fmt.Errorf("retriever train: %w", err)
+	}
+
+	microPerEpoch, _, total := cfg.Plan(len(triplets))
+	tcfg := trainer.DefaultConfig()
+	tcfg.LearningRate, tcfg.WeightDecay, tcfg.MaxGradNorm = cfg.LearningRate, cfg.WeightDecay, cfg.MaxGradNorm
+	tcfg.WarmupRatio, tcfg.TotalSteps, tcfg.GradAccumulation = cfg.WarmupRatio, total, cfg.GradAccumulation
+	loss := func(c *mlctx.Context, in []*graph.Node) *graph.Node {
+		return lossGraph(m, c, in, cfg, nh)
+	}
+	tr, err := trainer.New(be, m.Ctx, loss, tcfg)
+	if err != nil {
+		return nil, fmt.Errorf("retriever train: %w", err)
+	}
+	if res.ResumedFrom != "" {
+		if err := tr.LoadState(filepath.Join(res.ResumedFrom, trainer.OptimizerFile)); err != nil {
+			return nil, fmt.Errorf("retriever train: resume: %w", err)
+		}
+		if tr.GlobalStep() != state.GlobalStep {
+			return nil, fmt.Errorf("retriever train: resume %s: optimizer step %d, trainer_state global_step %d", res.ResumedFrom, tr.GlobalStep(), state.GlobalStep)
+		}
+	} else if err := m.Ctx.SetRNGStateFromSeed(int64(cfg.Seed)); err != nil {
+		return nil, fmt.Errorf("retriever train: seed: %w", err)
+	}
+
+	save := func() error {
+		dir, err := trainer.WriteCheckpoint(cfg.OutputDir, tr.GlobalStep(), func(dir string) error {
+			if err := m.Save(dir); err != nil {
+				return err
+			}
+			if err := tok.Save(dir); err != nil {
+				return err
+			}
+			if err := tr.SaveState(filepath.Join(dir, trainer.OptimizerFile)); err != nil {
+				return err
+			}
+			return trainer.WriteState(dir, state)
+		})
+		res.LastCheckpoint = dir
+		return err
+	}
+
+	for epoch := state.Epoch; epoch < cfg.Epochs; epoch++ {
+		order := EpochOrder(cfg.Seed, epoch, len(triplets))
+		start := 0
+		if epoch == state.Epoch {
+			start = state.BatchInEpoch
+		}
+		for b := start; b < microPerEpoch; b += cfg.GradAccumulation {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			var micro [][]*tensors.Tensor
+			for k := b; k < min(b+cfg.GradAccumulation, microPerEpoch); k++ {
+				idx := order[k*cfg.BatchSize : min((k+1)*cfg.BatchSize, len(order))]
+				micro = append(micro, batchTensors(tk, triplets, idx, n, nh, maxTok, m.Config.PadTokenID))
+			}
+			sr, err := tr.Step(micro)
+			if err != nil {
+				return res, fmt.Errorf("retriever train: epoch %d, micro-batches %d..%d: %w", epoch, b, b+len(micro)-1, err)
+			}
+			done := b + len(micro)
+			state.GlobalStep, state.Epoch, state.BatchInEpoch = sr.Step, epoch, done
+			if done == microPerEpoch {
+				state.Epoch, state.BatchInEpoch = epoch+1, 0
+			}
+			entry := trainer.LogEntry{Step: sr.Step, Epoch: float64(epoch) + float64(done)/float64(microPerEpoch),
+				Loss: sr.Loss, LearningRate: sr.LearningRate, GradNorm: sr.GradNorm}
+			state.LogHistory = append(state.LogHistory, entry)
+			if run != nil {
+				if err := run.LogMetrics(map[string]float64{"loss": sr.Loss, "learning_rate": sr.LearningRate,
+					"grad_norm": sr.GradNorm, "epoch": entry.Epoch}, sr.Step); err != nil {
+					return res, fmt.Errorf("retriever train: step %d: log: %w", sr.Step, err)
+				}
+			}
+			if progress != nil {
+				progress(entry)
+			}
+			if (cfg.SaveSteps > 0 && sr.Step%cfg.SaveSteps == 0) || done == microPerEpoch {
+				if err := save(); err != nil {
+					return res, fmt.Errorf("retriever train: %w", err)
+				}
+			}
+		}
+	}
+	res.Steps, res.History = tr.GlobalStep(), state.LogHistory
+	if err := m.Save(cfg.OutputDir); err != nil {
+		return res, fmt.Errorf("retriever train: save final model: %w", err)
+	}
+	if err := tok.Save(cfg.OutputDir); err != nil {
+		return res, fmt.Errorf("retriever train: save tokenizer: %w", err)
+	}
+	return res, nil
+}
+
+// trajectory is the part of Config that determines the training trajectory
+// (hashed into trainer_state.json so a resume cannot silently change it).
+func trajectory(c Config) Config {
+	c.OutputDir, c.Backend, c.SaveSteps, c.Resume = "", "", 0, false
+	return c
+}
+
+func hashJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:]), nil
+}
+
+func tokenizeAll(tok tokenizer.Tokenizer, ts []Triplet, instr string, maxTok, n, nh int) (*tokenized, error) {
+	enc := func(texts []string) ([][]int, error) {
+		e, err := tokenizer.EncodeBatchErr(tok, texts, tokenizer.EncodeOptions{MaxLength: maxTok, Truncation: true})
+		if err != nil {
+			return nil, err
+		}
+		out := make([][]int, len(e))
+		for i := range e {
+			out[i] = e[i].IDs
+		}
+		return out, nil
+	}
+	tk := &tokenized{hypo: make([][][]int, len(ts)), negs: make([][][]int, len(ts))}
+	qs := make([]string, len(ts))
+	ps := make([]string, len(ts))
+	for i, t := range ts {
+		qs[i], ps[i] = instr+t.Query, t.Pos
+	}
+	var err error
+	if tk.q, err = enc(qs); err != nil {
+		return nil, fmt.Errorf("tokenize queries: %w", err)
+	}
+	if tk.pos, err = enc(ps); err != nil {
+		return nil, fmt.Errorf("tokenize positives: %w", err)
+	}
+	for i, t := range ts {
+		if tk.hypo[i], err = enc(t.HypoDocs[:min(nh, len(t.HypoDocs))]); err != nil {
+			return nil, fmt.Errorf("tokenize triplet %d: hypothetical documents: %w", i, err)
+		}
+		if tk.negs[i], err = enc(t.Negs[:min(n, len(t.Negs))]); err != nil {
+			return nil, fmt.Errorf("tokenize triplet %d: negatives: %w", i, err)
+		}
+	}
+	e, err := enc([]string{""})
+	if err != nil {
+		return nil, err
+	}
+	tk.empty = e[0]
+	return tk, nil
+}
+
+// padRows packs rows into ids/mask [len(rows), BucketLength(longest)] int32.
+func padRows(rows [][]int, pad, maxTok int) (ids, mask *tensors.Tensor) {
+	l := 1
+	for _, r := range rows {
+		l = max(l, len(r))
+	}
+	l = bert.BucketLength(l, maxTok)
+	fi := make([]int32, len(rows)*l)
+	fm := make([]int32, len(rows)*l)
+	for i, r := range rows {
+		for j := range l {
+			fi[i*l+j] = int32(pad)
+			if j < len(r) {
+				fi[i*l+j], fm[i*l+j] = int32(r[j]), 1
+			}
+		}
+	}
+	return tensors.FromFlatDataAndDimensions(fi, len(rows), l), tensors.FromFlatDataAndDimensions(fm, len(rows), l)
+}
+
+// batchTensors builds one micro-batch: query ids/mask [b, Lq]; when nh > 0
+// hypothetical ids/mask [b·nh, Lh] and weights [b, nh]; passage ids/mask
+// [b + b·n, Lp] (positives, then n negative slots per query); and the
+// candidate mask [b, b + b·n] float32.
+func batchTensors(tk *tokenized, ts []Triplet, idx []int, n, nh, maxTok, pad int) []*tensors.Tensor {
+	b := len(idx)
+	q := make([][]int, b)
+	var hypo [][]int
+	hw := make([]float32, b*nh)
+	pass := make([][]int, b, b+b*n)
+	posIDs := make([]string, b)
+	negIDs := make([][]string, b)
+	var negRows [][]int
+	for i, t := range idx {
+		q[i], pass[i], posIDs[i] = tk.q[t], tk.pos[t], ts[t].Pos
+		for k := 0; k < nh; k++ {
+			if k < len(tk.hypo[t]) {
+				hypo = append(hypo, tk.hypo[t][k])
+				hw[i*nh+k] = 1
+			} else {
+				hypo = append(hypo, tk.empty)
+			}
+		}
+		negIDs[i] = make([]string, n)
+		for k := 0; k < n; k++ {
+			if k < len(tk.negs[t]) {
+				negRows = append(negRows, tk.negs[t][k])
+				negIDs[i][k] = ts[t].Negs[k]
+			} else {
+				negRows = append(negRows, tk.empty) // masked: id ""
+			}
+		}
+	}
+	pass = append(pass, negRows...)
+	valid := CandidateMask(posIDs, negIDs)
+	fv := make([]float32, 0, b*len(pass))
+	for _, row := range valid {
+		for _, ok := range row {
+			fv = append(fv, b2f(ok))
+		}
+	}
+	qi, qm := padRows(q, pad, maxTok)
+	out := []*tensors.Tensor{qi, qm}
+	if nh > 0 {
+		hi, hm := padRows(hypo, pad, maxTok)
+		out = append(out, hi, hm, tensors.FromFlatDataAndDimensions(hw, b, nh))
+	}
+	pi, pm := padRows(pass, pad, maxTok)
+	return append(out, pi, pm, tensors.FromFlatDataAndDimensions(fv, b, len(pass)))
+}
+
+func b2f(ok bool) float32 {
+	if ok {
+		return 1
+	}
+	return 0
+}
+
+// lossGraph is the training loss of one micro-batch (inputs as batchTensors).
+func lossGraph(m *bert.Model, ctx *mlctx.Context, in []*graph.Node, cfg Config, nh int) *graph.Node {
+	embed := func(ids, mask *graph.Node) *graph.Node {
+		return bert.PoolGraph(m.EncoderGraph(ctx, ids, mask, nil), mask, cfg.Pooling, cfg.Normalize)
+	}
+	q := embed(in[0], in[1]) // [b, H]
+	rest := in[2:]
+	if nh > 0 {
+		q = FuseGraph(q, embed(rest[0], rest[1]), rest[2], cfg.Normalize)
+		rest = rest[3:]
+	}
+	p := embed(rest[0], rest[1]) // [b + b·n, H]
+	return InfoNCEGraph(q, p, rest[2], cfg.Temperature)
+}
+
+// FuseGraph is Eq. 10 in the graph: q [B, H], hypo [B·N, H] (query i's
+// documents at rows i·N..i·N+N−1), weights [B, N] (1 = present, 0 =
+// missing) → (q_i + Σ_k w_ik·h_ik) / (1 + Σ_k w_ik), [B, H], L2-normalised
+// (max(‖x‖, 1e-12)) when normalize, matching hyde.Fuse with ModeFusion.
+func FuseGraph(q, hypo, weights *graph.Node, normalize bool) *graph.Node {
+	dims := q.Shape().Dimensions
+	b, h := dims[0], dims[1]
+	nh := weights.Shape().Dimensions[1]
+	hr := graph.Reshape(hypo, b, nh, h)
+	w := graph.ConvertDType(weights, q.DType())
+	sum := graph.Add(q, graph.ReduceSum(graph.Mul(hr, graph.BroadcastToDims(graph.ExpandAxes(w, -1), b, nh, h)), 1))
+	cnt := graph.OnePlus(graph.ReduceAndKeep(w, graph.ReduceSum, 1)) // [b, 1]
+	out := graph.Div(sum, graph.BroadcastToDims(cnt, b, h))
+	if normalize {
+		norm := graph.MaxScalar(graph.Sqrt(graph.ReduceAndKeep(graph.Square(out), graph.ReduceSum, -1)), 1e-12)
+		out = graph.Div(out, graph.BroadcastToDims(norm, b, h))
+	}
+	return out
+}
