@@ -1,13 +1,23 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/infer/retrieve"
+	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval"
 )
 
 // buildDense encodes the chunks with the --encoder model into a FAISS index.
 func buildDense(g *globals, r *retrieverFlags, chunks []data.Chunk) (retrieval.Retriever, func(), error) {
-	return nil, nil, fmt.Errorf("dense retrieval: encoder support is not wired yet")
+	enc, err := retrieve.LoadBERTEncoder(r.Encoder, g.Backend, r.Pooling)
+	if err != nil {
+		return nil, nil, err
+	}
+	bar := progress.New(g.Err, len(chunks), "encode")
+	ret, idx, err := retrieve.BuildDense(enc, chunks, r.Factory, bar.Func())
+	bar.Finish()
+	if err != nil {
+		return nil, nil, err
+	}
+	return ret, func() { idx.Close() }, nil
 }

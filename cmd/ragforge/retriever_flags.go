@@ -23,6 +23,7 @@ type retrieverFlags struct {
 	IndexDir    string  `json:"index_dir,omitempty"`
 	Encoder     string  `json:"encoder,omitempty"`
 	Factory     string  `json:"faiss,omitempty"`
+	Pooling     string  `json:"pooling,omitempty"`
 	DenseWeight float64 `json:"dense_weight"`
 	BM25Weight  float64 `json:"bm25_weight"`
 	Union       bool    `json:"union"`
@@ -37,6 +38,7 @@ func (r *retrieverFlags) add(cmd *cobra.Command) {
 	f.StringVar(&r.Analyzer, "analyzer", "biomed", "BM25 analyzer: biomed | pt | en | cjk | standard")
 	f.StringVar(&r.IndexDir, "bm25-index", "", "persistent BM25 index directory (built if missing; default: in memory)")
 	f.StringVar(&r.Encoder, "encoder", "", "dense encoder: a BERT model directory in HF layout (dense and hybrid)")
+	f.StringVar(&r.Pooling, "pooling", "cls", "dense encoder pooling: cls (BGE, MedEmbed) | mean (sentence-transformers)")
 	f.StringVar(&r.Factory, "faiss", "Flat", "FAISS index_factory string for the dense index (Flat, HNSW32, IVF256,Flat)")
 	f.Float64Var(&r.DenseWeight, "dense-weight", fusion.DenseWeight, "RRF weight of the dense retriever (hybrid)")
 	f.Float64Var(&r.BM25Weight, "bm25-weight", fusion.BM25Weight, "RRF weight of BM25 (hybrid)")

@@ -42,12 +42,10 @@ func newRoot(g *globals) *cobra.Command {
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		// Every later backend.New("") follows the flag; an unusable XLA fails here, fast.
 		if g.Backend != "" {
-			if err := os.Setenv(backend.EnvVar, g.Backend); err != nil {
-				return err
-			}
 			if _, err := backend.New(g.Backend); err != nil {
 				return err
 			}
+			return os.Setenv(backend.EnvVar, g.Backend)
 		}
 		return nil
 	}

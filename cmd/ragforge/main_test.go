@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ragforge/ragforge/data/sample"
+)
+
+// run executes the CLI in-process and returns stdout; it fails the test on a
+// non-zero exit.
+func run(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := execute(args, &out, &errb); code != 0 {
+		t.Fatalf("ragforge %s: exit %d\nstderr: %s", strings.Join(args, " "), code, errb.String())
+	}
+	return out.String()
+}
+
+// runErr executes the CLI and returns its exit code and stderr.
+func runErr(args ...string) (int, string) {
+	var out, errb bytes.Buffer
+	code := execute(args, &out, &errb)
+	return code, errb.String()
+}
+
+// sharedDir returns ../shared/<rel> from the module root, or skips.
+func sharedDir(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "..", "shared", rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("needs ../shared/%s beside the checkout (not found: %v); CI provides it", rel, err)
+	}
+	return p
+}
+
+func TestEvalRetrievalSampleJSONAndRunsList(t *testing.T) {
+	dir := t.TempDir()
+	corpus, qa, err := sample.WriteTo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "runs.db")
+	out := run(t, "eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa, "--retriever", "bm25", "--k", "1,2,4,8", "--json")
+	var res evalRetrievalResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, out)
+	}
+	for _, m := range []string{"P@1", "Recall@1", "F1@1", "P@8", "Recall@8", "F1@8", "nDCG@10", "MRR@10"} {
+		v, ok := res.Metrics[m]
+		if !ok || v < 0 || v > 1 {
+			t.Errorf("metric %s = %v (present %v)", m, v, ok)
+		}
+	}
+	if res.Queries != 37 {
+		t.Errorf("evaluated %d questions, want the 37 of the sample", res.Queries)
+	}
+	// BM25 on questions written from these passages must find most contexts.
+	if res.Metrics["Recall@8"] < 0.8 {
+		t.Errorf("Recall@8 = %.3f on the sample, want >= 0.8", res.Metrics["Recall@8"])
+	}
+	list := run(t, "runs", "list", "--db", db)
+	if !strings.Contains(list, res.RunID) || !strings.Contains(list, "eval-retrieval") || !strings.Contains(list, "done") {
+		t.Errorf("runs list does not show run %s as done:\n%s", res.RunID, list)
+	}
+	show := run(t, "runs", "show", res.RunID[:20], "--db", db)
+	if !strings.Contains(show, "nDCG@10") || !strings.Contains(show, "run.trec") {
+		t.Errorf("runs show lacks metrics or artifacts:\n%s", show)
+	}
+	for _, f := range res.Files {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("output file %s: %v", f, err)
+		}
+	}
+}
+
+// Acceptance 1 of the foundation issue, as written.
+func TestEvalRetrievalAPCorpus(t *testing.T) {
+	corpus := sharedDir(t, "data/ap_protocols")
+	qa := sharedDir(t, "data/ap_protocols_qa/dev.csv")
+	db := filepath.Join(t.TempDir(), "runs.db")
+	out := run(t, "eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa,
+		"--chunk-size", "512", "--chunk-overlap", "128", "--retriever", "bm25", "--k", "1,2,4,8", "--json")
+	var res evalRetrievalResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Chunks != 956 {
+		t.Errorf("AP corpus gave %d chunks at 512/128, want 956", res.Chunks)
+	}
+	if res.Queries+res.Skipped != 200 {
+		t.Errorf("queries %d + skipped %d != 200", res.Queries, res.Skipped)
+	}
+	t.Logf("AP BM25: P@1 %.3f R@1 %.3f | P@8 %.3f R@8 %.3f | nDCG@10 %.3f MRR@10 %.3f",
+		res.Metrics["P@1"], res.Metrics["Recall@1"], res.Metrics["P@8"], res.Metrics["Recall@8"], res.Metrics["nDCG@10"], res.Metrics["MRR@10"])
+	if !strings.Contains(run(t, "runs", "list", "--db", db), res.RunID) {
+		t.Error("run missing from runs list")
+	}
+}
+
+func TestEvalRetrievalBadInputKeepsStoredRuns(t *testing.T) {
+	dir := t.TempDir()
+	corpus, qa, err := sample.WriteTo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "runs.db")
+	first := run(t, "eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa, "--json")
+	var res evalRetrievalResult
+	if err := json.Unmarshal([]byte(first), &res); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("Question,Ground_Truth,Context\n\"q1\",\"a1\"\n"), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing corpus", []string{"--corpus", filepath.Join(dir, "nope.jsonl"), "--qa", qa}, "nope.jsonl"},
+		{"csv row missing a column", []string{"--corpus", corpus, "--qa", bad}, "bad.csv"},
+		{"unknown retriever", []string{"--corpus", corpus, "--qa", qa, "--retriever", "magic"}, "magic"},
+		{"dense without encoder", []string{"--corpus", corpus, "--qa", qa, "--retriever", "dense"}, "--encoder"},
+		{"bad k", []string{"--corpus", corpus, "--qa", qa, "--k", "0"}, "--k"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stderr := runErr(append([]string{"eval", "retrieval", "--db", db}, c.args...)...)
+			if code == 0 || !strings.Contains(stderr, c.want) {
+				t.Fatalf("exit %d, stderr %q; want failure naming %q", code, stderr, c.want)
+			}
+		})
+	}
+	list := run(t, "runs", "list", "--db", db, "--json")
+	if !strings.Contains(list, res.RunID) {
+		t.Fatalf("the earlier run was lost:\n%s", list)
+	}
+	if !strings.Contains(list, `"failed"`) {
+		t.Errorf("a failed evaluation should be stored with status failed:\n%s", list)
+	}
+}
+
+func TestXLAWithoutPluginFailsFast(t *testing.T) {
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir())
+	t.Setenv("GOMLX_BACKEND", "go") // restored after the test
+	code, stderr := runErr("--backend", "xla", "runs", "list", "--db", filepath.Join(t.TempDir(), "x.db"))
+	if code == 0 {
+		t.Skip("a PJRT plugin is installed here")
+	}
+	if !strings.Contains(stderr, "PJRT_PLUGIN_LIBRARY_PATH") {
+		t.Fatalf("want a message naming PJRT_PLUGIN_LIBRARY_PATH, got %q", stderr)
+	}
+}
