@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/infer/answers"
+	"github.com/ragforge/ragforge/infer/retrieve"
+	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/models/openai"
+)
+
+func init() { evalSubcommands = append(evalSubcommands, newEvalAnswersCmd) }
+
+type evalAnswersOptions struct {
+	Corpus    corpusFlags
+	Retriever retrieverFlags
+	QA        string
+	Limit     int
+	Ks        string
+	Answerer  string
+	Judge     string
+	JudgeEnc  string
+	Timeout   time.Duration
+	Retries   int
+}
+
+// splitSpec parses "kind:target[#model]" (e.g. "t5:work/gen", "openai:http://127.0.0.1:8000/v1#qwen").
+func splitSpec(spec, flag string) (kind, target, model string, err error) {
+	kind, rest, ok := strings.Cut(spec, ":")
+	if !ok || rest == "" {
+		return "", "", "", fmt.Errorf("--%s %q: want t5:DIR or openai:URL[#model]", flag, spec)
+	}
+	target, model, _ = strings.Cut(rest, "#")
+	return kind, target, model, nil
+}
+
+func newEvalAnswersCmd(g *globals) *cobra.Command {
+	var o evalAnswersOptions
+	cmd := &cobra.Command{
+		Use:   "answers",
+		Short: "Answer each question at context depths K=1..5 and score BLEU-4, ROUGE-1/2/L and LLM-judged metrics",
+		Long: `For each question, retrieves contexts once (fixed across K), answers with the
+top K for every K, and scores the answer against the reference:
+  BLEU-4     corpus BLEU (sacreBLEU: 13a tokenization, no smoothing) and sentence BLEU
+  ROUGE      ROUGE-1/2/L F1 (rouge-score conventions, no stemming)
+  judge      faithfulness, answer relevance, context recall through an
+             OpenAI-compatible chat server (--judge); parse failures, refusals
+             and timeouts are counted per item, never NaN.
+Every item (prompts, raw judge output, errors) is stored in the run.`,
+		Example: `  ragforge eval answers --corpus ../shared/data/ap_protocols --qa ../shared/data/ap_protocols_qa/dev.csv \
+    --limit 20 --answerer t5:work/generator --judge http://127.0.0.1:8000/v1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return runEvalAnswers(ctx, g, o)
+		},
+	}
+	o.Corpus.add(cmd)
+	o.Retriever.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.QA, "qa", "", "AP QA CSV (Question,Ground_Truth,Context) (required)")
+	f.IntVar(&o.Limit, "limit", 20, "answer only the first N questions (0 = all)")
+	f.StringVar(&o.Ks, "k", "1,2,3,4,5", "context depths K")
+	f.StringVar(&o.Answerer, "answerer", "", "answering model: t5:DIR (local generator) or openai:URL[#model] (required)")
+	f.StringVar(&o.Judge, "judge", "", "judge: OpenAI-compatible chat server URL[#model] (optional; without it only BLEU/ROUGE)")
+	f.StringVar(&o.JudgeEnc, "judge-encoder", "", "BERT encoder directory for answer relevance (optional)")
+	f.DurationVar(&o.Timeout, "timeout", 120*time.Second, "per-request timeout for HTTP models")
+	f.IntVar(&o.Retries, "retries", 3, "retries with exponential backoff for HTTP models")
+	return cmd
+}
+
+func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err error) {
+	if o.QA == "" || o.Answerer == "" {
+		return fmt.Errorf("--qa and --answerer are required")
+	}
+	ks, err := parseInts(o.Ks, "k")
+	if err != nil {
+		return err
+	}
+	if err := o.Retriever.validate(); err != nil {
+		return err
+	}
+	var answerer answers.Answerer
+	kind, target, model, err := splitSpec(o.Answerer, "answerer")
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case "t5":
+		m, tok, err := loadT5(g, target)
+		if err != nil {
+			return err
+		}
+		answerer = &answers.T5Answerer{Model: m, Tokenizer: tok}
+	case "openai":
+		answerer = &answers.ChatAnswerer{Client: openai.New(target, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})}
+	default:
+		return fmt.Errorf("--answerer %q: want t5:DIR or openai:URL", o.Answerer)
+	}
+	var judge *answers.Judge
+	if o.Judge != "" {
+		url, model, _ := strings.Cut(o.Judge, "#")
+		judge = &answers.Judge{Client: openai.New(url, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})}
+		if o.JudgeEnc != "" {
+			enc, err := retrieve.LoadBERTEncoder(o.JudgeEnc, g.Backend, "cls")
+			if err != nil {
+				return err
+			}
+			judge.Embedder = enc
+		}
+	}
+	queries, _, err := retrieve.Queries(o.QA, "")
+	if err != nil {
+		return err
+	}
+	if o.Limit > 0 && o.Limit < len(queries) {
+		queries = queries[:o.Limit]
+	}
+	st, run, err := startRun(g, "eval-answers", o)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer func() {
+		if ferr := run.Finish(err); err == nil && ferr != nil {
+			err = ferr
+		}
+	}()
+	_, chunks, err := o.Corpus.load(g)
+	if err != nil {
+		return err
+	}
+	r, closeR, err := o.Retriever.build(g, chunks)
+	if err != nil {
+		return err
+	}
+	defer closeR()
+	text := make(map[string]string, len(chunks))
+	for _, c := range chunks {
+		text[c.ID] = c.Text
+	}
+	depth := ks[len(ks)-1]
+	for _, k := range ks {
+		depth = max(depth, k)
+	}
+	retrieveFn := func(ctx context.Context, q data.Query) ([]string, error) {
+		hits, err := r.Search(q.Text, depth)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, len(hits))
+		for i, h := range hits {
+			out[i] = text[h.ID]
+		}
+		return out, nil
+	}
+	bar := progress.New(g.Err, len(queries)*len(ks), "answers")
+	rep, err := answers.Run(ctx, answers.Config{Ks: ks}, queries, retrieveFn, answerer, judge, run, bar.Func())
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, map[string]any{"run_id": run.ID, "report": rep})
+	}
+	fmt.Fprintf(g.Out, "run %s: %d questions\n\n", run.ID, rep.Queries)
+	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	metrics := []string{answers.MetricBLEU, answers.MetricSentenceBLEU, answers.MetricROUGE1, answers.MetricROUGE2, answers.MetricROUGEL, "faithfulness", "answer_relevance", "context_recall"}
+	fmt.Fprint(tw, "K")
+	for _, m := range metrics {
+		fmt.Fprintf(tw, "\t%s", m)
+	}
+	fmt.Fprintln(tw, "\terrors")
+	for _, kr := range rep.PerK {
+		fmt.Fprintf(tw, "%d", kr.K)
+		for _, m := range metrics {
+			if m == answers.MetricBLEU {
+				fmt.Fprintf(tw, "\t%.2f", kr.BLEU.Score)
+				continue
+			}
+			if v, ok := kr.Means[m]; ok {
+				fmt.Fprintf(tw, "\t%.3f", v)
+			} else {
+				fmt.Fprint(tw, "\t-")
+			}
+		}
+		nerr := 0
+		for _, n := range kr.Errors {
+			nerr += n
+		}
+		fmt.Fprintf(tw, "\t%d\n", nerr)
+	}
+	return tw.Flush()
+}
