@@ -536,4 +536,3 @@ func newLabelImportCmd(g *globals) *cobra.Command {
 		},
 	}
 }
-
