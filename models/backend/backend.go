@@ -113,6 +113,15 @@ func newXLA(plugin string) (b backends.Backend, err error) {
 	return b, nil
 }
 
+// XLAPlugins lists the PJRT plugins the XLA backend can load (from
+// $PJRT_PLUGIN_LIBRARY_PATH and the standard locations), without loading one
+// and without downloading anything. Empty means --backend xla will fail.
+func XLAPlugins() []string { return xla.GetAvailablePlugins() }
+
+// TestEnvVar names the backend the fixture-parity tests run on (default
+// "go"); the XLA parity tests set it to run the same checks through XLA.
+const TestEnvVar = "RAGFORGE_TEST_BACKEND"
+
 // Describe returns a one-line description of a backend for logs and run records.
 func Describe(b backends.Backend) string {
 	return fmt.Sprintf("%s (%s)", b.Name(), b.Description())

@@ -3,6 +3,7 @@ package bert
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/ragforge/ragforge/internal/xlatest"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 
 func testBackend(t testing.TB) backends.Backend {
 	t.Helper()
-	b, err := backend.New("go")
+	b, err := backend.New(os.Getenv(backend.TestEnvVar)) // "" = pure Go
 	if err != nil {
 		t.Fatalf("backend: %v", err)
 	}
@@ -710,4 +711,10 @@ func TestConfigJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back.NumLabels != 1 {
 		t.Fatalf("NumLabels back %d, err %v", back.NumLabels, err)
 	}
+}
+
+// TestXLAFixtureParity runs the fixture checks through XLA when a PJRT plugin
+// is installed (skipped otherwise).
+func TestXLAFixtureParity(t *testing.T) {
+	xlatest.RunXLAParity(t, "^TestFixture")
 }

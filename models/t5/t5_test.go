@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/ragforge/ragforge/internal/xlatest"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -52,7 +53,7 @@ func fixturesRoot(t testing.TB) string {
 // hold every worker slot while their DotGenerals wait for one).
 func testBackend(t testing.TB) backends.Backend {
 	t.Helper()
-	b, err := backend.New("go")
+	b, err := backend.New(os.Getenv(backend.TestEnvVar)) // "" = pure Go
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -840,4 +841,10 @@ func TestTrainingModeDropout(t *testing.T) {
 	if got := run(true); got == eval || math.IsNaN(float64(got)) {
 		t.Errorf("training-mode loss %g, want finite and different from eval %g (dropout active)", got, eval)
 	}
+}
+
+// TestXLAFixtureParity runs the fixture checks through XLA when a PJRT plugin
+// is installed (skipped otherwise).
+func TestXLAFixtureParity(t *testing.T) {
+	xlatest.RunXLAParity(t, "^(TestFixtureForward|TestFixtureGenerate)$")
 }
