@@ -1,0 +1,213 @@
+package generate
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ragforge/ragforge/models/openai"
+)
+
+func TestICTQueries(t *testing.T) {
+	doc := "Gout is caused by uric acid. Short one. Aspirin lowers fever in adults today."
+	want := map[string]bool{"Gout is caused by uric acid.": true, "Aspirin lowers fever in adults today.": true}
+	outs, errs := ICT{}.Queries(context.Background(), []string{doc, "", "  "}, Options{Seed: 3, N: 2})
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if len(outs[0]) != 2 || outs[0][0] == outs[0][1] || !want[outs[0][0]] || !want[outs[0][1]] {
+		t.Fatalf("queries %q: want the two long sentences once each", outs[0])
+	}
+	for i := 1; i < 3; i++ {
+		if !errors.Is(errs[i], ErrEmpty) {
+			t.Errorf("doc %d: err %v, want ErrEmpty", i, errs[i])
+		}
+	}
+	// Same (seed, doc) → same query, alone or in a batch.
+	a, _ := ICT{}.Queries(context.Background(), []string{doc}, Options{Seed: 3, N: 2})
+	if strings.Join(a[0], "|") != strings.Join(outs[0], "|") {
+		t.Fatalf("batch-dependent: %q vs %q", a[0], outs[0])
+	}
+	// Over seeds, both long sentences are drawn and the short one never.
+	seen := map[string]bool{}
+	for s := range int64(40) {
+		o, _ := ICT{}.Queries(context.Background(), []string{doc}, Options{Seed: s})
+		seen[o[0][0]] = true
+	}
+	if len(seen) != 2 || !seen["Gout is caused by uric acid."] || !seen["Aspirin lowers fever in adults today."] {
+		t.Fatalf("drawn sentences %v", seen)
+	}
+}
+
+func TestICTHypoDocs(t *testing.T) {
+	doc := "A one. B two. C three. D four. E five."
+	tests := []struct {
+		name, query, doc string
+		want             []string
+	}{
+		{"windows", "C three.", doc, []string{"B two. D four.", "A one. B two. D four. E five.", "A one. B two. D four. E five."}},
+		{"first sentence", "A one.", doc, []string{"B two.", "B two. C three.", "B two. C three. D four."}},
+		{"unknown doc", "what is gout?", "", []string{"what is gout?", "what is gout?", "what is gout?"}},
+		{"not in doc", "what is gout?", doc, []string{"what is gout?", "what is gout?", "what is gout?"}},
+		{"single sentence", "A one.", "A one.", []string{"A one.", "A one.", "A one."}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			outs, errs := HypoDocs(context.Background(), ICT{}, HypoPrompt, []string{tc.query}, []string{tc.doc}, Options{N: 3})
+			if errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			if strings.Join(outs[0], "|") != strings.Join(tc.want, "|") {
+				t.Fatalf("got %q, want %q", outs[0], tc.want)
+			}
+		})
+	}
+}
+
+func TestParseGeneratorSpec(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Spec
+		wantErr bool
+	}{
+		{"ict", Spec{Kind: "ict"}, false},
+		{"t5:/models/flan", Spec{Kind: "t5", Dir: "/models/flan"}, false},
+		{"openai:http://127.0.0.1:8000/v1", Spec{Kind: "openai", URL: "http://127.0.0.1:8000/v1"}, false},
+		{"openai:http://localhost:11434#llama3", Spec{Kind: "openai", URL: "http://localhost:11434", Model: "llama3"}, false},
+		{"ict:x", Spec{}, true},
+		{"t5:", Spec{}, true},
+		{"openai:localhost:8000", Spec{}, true},
+		{"gpt", Spec{}, true},
+		{"", Spec{}, true},
+	}
+	for _, tc := range tests {
+		got, err := ParseGeneratorSpec(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("ParseGeneratorSpec(%q) = %+v, %v; want %+v, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+		if err == nil && got.String() != tc.in {
+			t.Errorf("String() = %q, want %q", got.String(), tc.in)
+		}
+	}
+}
+
+func TestCheckText(t *testing.T) {
+	tests := []struct {
+		in, want string
+		err      error
+	}{
+		{" a query \n", "a query", nil},
+		{"", "", ErrEmpty},
+		{" \t\n", "", ErrEmpty},
+		{"bad \xff byte", "", ErrNotUTF8},
+		{"replaced \ufffd", "", ErrNotUTF8},
+	}
+	for _, tc := range tests {
+		got, err := CheckText(tc.in)
+		if got != tc.want || !errors.Is(err, tc.err) {
+			t.Errorf("CheckText(%q) = %q, %v; want %q, %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestRender(t *testing.T) {
+	got := Render("Q: {query} D: {document} {query}", "q1", "d1")
+	if got != "Q: q1 D: d1 q1" {
+		t.Fatalf("Render = %q", got)
+	}
+}
+
+// A loopback server that speaks /v1/chat/completions: the prompt's last
+// word picks the behaviour.
+func TestOpenAIPerItemErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		var body strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Body.Read(buf)
+			body.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		b := body.String()
+		content := `"a generated passage"`
+		switch {
+		case strings.Contains(b, "EMPTY"):
+			content = `""`
+		case strings.Contains(b, "BADUTF"):
+			content = "\"broken \xff bytes\""
+		case strings.Contains(b, "FAIL"):
+			http.Error(w, "boom", http.StatusInternalServerError)
+			return
+		case strings.Contains(b, "SLOW"):
+			select {
+			case <-time.After(2 * time.Second):
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":` + content + `},"finish_reason":"stop"}]}`))
+	}))
+	defer srv.Close()
+	g := &OpenAIGenerator{Client: openai.New(srv.URL, openai.Options{Timeout: 200 * time.Millisecond, MaxRetries: 1, Backoff: 10 * time.Millisecond, Concurrency: 2})}
+	prompts := []string{"write OK", "write EMPTY", "write BADUTF", "write FAIL", "write SLOW", "write OK too"}
+	outs, errs := g.Generate(context.Background(), prompts, Options{N: 2, Temperature: 0.7})
+	wantErr := []string{"", "empty", "UTF-8", "HTTP 500", "deadline", ""}
+	for i := range prompts {
+		if wantErr[i] == "" {
+			if errs[i] != nil || len(outs[i]) != 2 || outs[i][0] != "a generated passage" {
+				t.Errorf("prompt %d: outs %q err %v", i, outs[i], errs[i])
+			}
+			continue
+		}
+		if errs[i] == nil || !strings.Contains(errs[i].Error(), wantErr[i]) {
+			t.Errorf("prompt %d: err %v, want one mentioning %q", i, errs[i], wantErr[i])
+		}
+	}
+}
+
+func fixture(t *testing.T, name string) string {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "fixtures", name)
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("SKIP: fixture %s not found (needs /work/shared): %v", dir, err)
+	}
+	return dir
+}
+
+// Sampling is per prompt: a prompt gives the same texts alone or in a batch,
+// and another seed gives other texts.
+func TestT5GeneratorDeterministicPerPrompt(t *testing.T) {
+	g, err := LoadT5Generator(fixture(t, "t5-flan-tiny"), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := Options{MaxNewTokens: 6, Temperature: 0.7, Seed: 1, N: 2}
+	prompts := []string{"question: what causes gout?", "question: aspirin dose"}
+	outs, errs := g.Generate(context.Background(), prompts, opt)
+	alone, aerrs := g.Generate(context.Background(), prompts[1:], opt)
+	if strings.Join(outs[1], "|") != strings.Join(alone[0], "|") || (errs[1] == nil) != (aerrs[0] == nil) {
+		t.Fatalf("batch %q (%v) vs alone %q (%v)", outs[1], errs[1], alone[0], aerrs[0])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, cerrs := g.Generate(ctx, prompts, opt)
+	for i, e := range cerrs {
+		if !errors.Is(e, context.Canceled) {
+			t.Errorf("cancelled prompt %d: err %v", i, e)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package generate
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/ragforge/ragforge/data/chunk"
+)
+
+// ICT is the inverse-cloze generator (Lee et al., 2019), SL-HyDE's fallback
+// when no language model is available. It needs no model and is
+// deterministic in (Seed, text).
+//
+//   - Queries: the document is split with chunk.SplitSentences; a sentence
+//     of at least MinWords words (all sentences when none has) is drawn
+//     uniformly with PCG(ItemSeed(opt.Seed, doc)); N > 1 draws N distinct
+//     sentences while there are enough, then repeats.
+//   - HypoDocs: for a query that is sentence s of its document, candidate k
+//     (k = 0..N−1) is the window of sentences [s−k−1, s+k+1] without
+//     sentence s itself, joined by one space (Lee et al.'s context with the
+//     pseudo-query removed, widened one sentence per candidate). When the
+//     document is unknown (""), the query is not one of its sentences, or
+//     the document has no other sentence, every candidate is the query
+//     itself, so HyDE fusion degrades to the plain query.
+//   - Generate treats each prompt as a document and returns Queries.
+type ICT struct {
+	// MinWords is the shortest sentence (in space-separated words) preferred
+	// as a query; default 4.
+	MinWords int
+}
+
+// Name is "ict".
+func (ICT) Name() string { return "ict" }
+
+// Generate is Queries on the prompts.
+func (g ICT) Generate(ctx context.Context, prompts []string, opt Options) ([][]string, []error) {
+	return g.Queries(ctx, prompts, opt)
+}
+
+func sentences(doc string) []string {
+	ps := chunk.SplitSentences(doc)
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if s := strings.Join(strings.Fields(p.Text), " "); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Queries implements TaskGenerator.
+func (g ICT) Queries(ctx context.Context, docs []string, opt Options) ([][]string, []error) {
+	minWords := g.MinWords
+	if minWords <= 0 {
+		minWords = 4
+	}
+	outs := make([][]string, len(docs))
+	errs := make([]error, len(docs))
+	for i, d := range docs {
+		if err := ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, err := CheckText(d); err != nil {
+			errs[i] = fmt.Errorf("ict: document: %w", err)
+			continue
+		}
+		sents := sentences(d)
+		var pool []int
+		for j, s := range sents {
+			if len(strings.Fields(s)) >= minWords {
+				pool = append(pool, j)
+			}
+		}
+		if len(pool) == 0 {
+			for j := range sents {
+				pool = append(pool, j)
+			}
+		}
+		if len(pool) == 0 {
+			errs[i] = fmt.Errorf("ict: document has no sentence: %w", ErrEmpty)
+			continue
+		}
+		rng := rand.New(rand.NewPCG(uint64(ItemSeed(opt.Seed, d)), 0x1c7))
+		perm := rng.Perm(len(pool))
+		for k := range opt.n() {
+			outs[i] = append(outs[i], sents[pool[perm[k%len(perm)]]])
+		}
+	}
+	return outs, errs
+}
+
+// HypoDocs implements TaskGenerator.
+func (g ICT) HypoDocs(ctx context.Context, queries, docs []string, opt Options) ([][]string, []error) {
+	outs := make([][]string, len(queries))
+	errs := make([]error, len(queries))
+	for i, q := range queries {
+		if err := ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		q, err := CheckText(q)
+		if err != nil {
+			errs[i] = fmt.Errorf("ict: query: %w", err)
+			continue
+		}
+		q = strings.Join(strings.Fields(q), " ")
+		var sents []string
+		if i < len(docs) {
+			sents = sentences(docs[i])
+		}
+		s := -1
+		for j, x := range sents {
+			if x == q {
+				s = j
+				break
+			}
+		}
+		for k := range opt.n() {
+			text := q
+			if s >= 0 && len(sents) > 1 {
+				var win []string
+				for j := max(0, s-k-1); j <= min(len(sents)-1, s+k+1); j++ {
+					if j != s {
+						win = append(win, sents[j])
+					}
+				}
+				text = strings.Join(win, " ")
+			}
+			outs[i] = append(outs[i], text)
+		}
+	}
+	return outs, errs
+}

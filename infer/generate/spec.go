@@ -1,0 +1,75 @@
+package generate
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/ragforge/ragforge/models/openai"
+)
+
+// Spec is a parsed generator specification.
+type Spec struct {
+	Kind  string // "ict", "t5" or "openai"
+	Dir   string // t5: checkpoint directory
+	URL   string // openai: base URL
+	Model string // openai: model name (after '#'), may be empty
+}
+
+// String formats the spec back ("ict", "t5:<dir>", "openai:<url>[#model]").
+func (s Spec) String() string {
+	switch s.Kind {
+	case "t5":
+		return "t5:" + s.Dir
+	case "openai":
+		if s.Model != "" {
+			return "openai:" + s.URL + "#" + s.Model
+		}
+		return "openai:" + s.URL
+	}
+	return s.Kind
+}
+
+// ParseGeneratorSpec parses "ict", "t5:<dir>" or "openai:<url>[#model]"
+// (url with http or https scheme and a host). Errors name the spec.
+func ParseGeneratorSpec(spec string) (Spec, error) {
+	kind, rest, _ := strings.Cut(spec, ":")
+	switch kind {
+	case "ict":
+		if rest != "" {
+			return Spec{}, fmt.Errorf("generator %q: ict takes no argument", spec)
+		}
+		return Spec{Kind: "ict"}, nil
+	case "t5":
+		if rest == "" {
+			return Spec{}, fmt.Errorf("generator %q: want t5:<model dir>", spec)
+		}
+		return Spec{Kind: "t5", Dir: rest}, nil
+	case "openai":
+		u, model, _ := strings.Cut(rest, "#")
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return Spec{}, fmt.Errorf("generator %q: want openai:<http(s) url>[#model]", spec)
+		}
+		return Spec{Kind: "openai", URL: u, Model: model}, nil
+	}
+	return Spec{}, fmt.Errorf("generator %q: unknown kind %q (want ict, t5:<dir> or openai:<url>[#model])", spec, kind)
+}
+
+// Open builds the generator of spec: ICT{}, LoadT5Generator(spec.Dir,
+// backendName), or an OpenAIGenerator over openai.New(spec.URL, opt) with
+// opt.Model = spec.Model when set.
+func Open(spec Spec, backendName string, opt openai.Options) (Generator, error) {
+	switch spec.Kind {
+	case "ict":
+		return ICT{}, nil
+	case "t5":
+		return LoadT5Generator(spec.Dir, backendName)
+	case "openai":
+		if spec.Model != "" {
+			opt.Model = spec.Model
+		}
+		return &OpenAIGenerator{Client: openai.New(spec.URL, opt)}, nil
+	}
+	return nil, fmt.Errorf("generator %q: unknown kind", spec.String())
+}

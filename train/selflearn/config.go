@@ -1,0 +1,156 @@
+// Package selflearn runs SL-HyDE's self-learning rounds (Li et al.,
+// "SL-HyDE: Self-Learning Hypothetical Document Embeddings for Medical
+// Information Retrieval"; equation numbers are the paper's) on an unlabeled,
+// chunked corpus: pseudo-queries (Eq. 2), L hypothetical-document candidates
+// (Eq. 3), generator selection by the rank of the true chunk (Eq. 4–5),
+// generator fine-tuning on the selected pairs (Eq. 6) with SFT JSONL export,
+// training triplets, hard negatives (Eq. 7), retriever training with
+// InfoNCE (Eq. 8, train/retriever) and evaluation of BM25, the BM25 + dense
+// hybrid, the dense retriever, HyDE, SL-HyDE and the two ablations after
+// every round.
+//
+// Every step stores its per-item results in the run store (data/runs items)
+// and its files under Config.WorkDir, so an interrupted run resumes at the
+// step and item where it stopped; every random choice is seeded by
+// (Config.Seed, round, item key), so a resumed run ends with the same
+// metrics as an uninterrupted one.
+package selflearn
+
+import (
+	"fmt"
+
+	"github.com/ragforge/ragforge/infer/generate"
+)
+
+// Config holds a self-learning run's settings; start from DefaultConfig.
+type Config struct {
+	// WorkDir holds run.json (the run id), the per-round files
+	// (round-<t>/: corpus vectors, SFT JSONL, triplets JSONL, the tuned
+	// generator and retriever). Required.
+	WorkDir string
+	// ResumeRunID attaches to an existing run (id or unique prefix) instead
+	// of WorkDir/run.json's.
+	ResumeRunID string `json:"-"`
+
+	// Generator is the generator spec: "ict", "t5:<dir>" or
+	// "openai:<url>[#model]" (generate.ParseGeneratorSpec).
+	Generator string
+	// GeneratorImpl, when set, is used instead of opening Generator (tests,
+	// custom servers); Generator then only names it in the run.
+	GeneratorImpl generate.Generator `json:"-"`
+	// RetrieverDir is the initial BERT bi-encoder (HF directory: config.json,
+	// model.safetensors, vocab.txt). Required.
+	RetrieverDir string
+	// Backend is the GoMLX backend ("" = default).
+	Backend string
+
+	Rounds  int // self-learning rounds; round t+1 starts from round t's G and R (default 1)
+	Samples int // documents (chunks) sampled per round for queries (10,000; ≤ 0 = all)
+	L       int // hypothetical-document candidates per query, Eq. 3 (4)
+	N       int // hypothetical documents fused with the query, Eq. 10 (1)
+
+	QueryTemplate string // Eq. 2 prompt (generate.QueryPrompt)
+	HypoTemplate  string // Eq. 3 prompt (generate.HypoPrompt)
+	// GenTemperature is the sampling temperature of every generation (0.7).
+	GenTemperature float64
+	TopP           float64 // nucleus sampling (0 = off)
+	MaxQueryTokens int     // new tokens of a query (64)
+	MaxDocTokens   int     // new tokens of a hypothetical document (256)
+	GenBatch       int     // prompts per generator call; items are stored after each call (8)
+
+	// SelectionDepth is how deep the true chunk is searched for when ranking
+	// a candidate (Eq. 4); a chunk not found gets rank SelectionDepth+1
+	// (1000, capped to the corpus size).
+	SelectionDepth int
+
+	RankFrom, RankTo int // hard-negative rank window [a, b), 0-based (10, 100)
+	NumNegatives     int // hard negatives per query (7)
+
+	Temperature     float64 // InfoNCE τ, Eq. 8 (0.02)
+	RetrieverLR     float64 // retriever AdamW peak learning rate (1e-5)
+	RetrieverBatch  int     // retriever micro-batch (32)
+	GeneratorLR     float64 // generator AdamW peak learning rate (1e-5)
+	GeneratorBatch  int     // generator SFT batch (8)
+	WarmupRatio     float64 // warmup fraction of both trainings (0.1)
+	Epochs          int     // epochs of both trainings (1)
+	MaxLength       int     // retriever token limit (512)
+	MaxTargetTokens int     // generator SFT target length limit (256)
+
+	ChunkSize, ChunkOverlap int // how the corpus was chunked (recorded; 512, 128)
+	QueryInstruction        string
+
+	// EvalKs are the cutoffs evaluated besides 10 ({1, 10, 100}).
+	EvalKs []int
+	// EvalDepth is the number of hits retrieved per evaluation query (100).
+	EvalDepth int
+
+	Seed int64 // 42
+}
+
+// DefaultConfig returns the paper's defaults (see the field comments).
+func DefaultConfig() Config {
+	return Config{
+		Rounds: 1, Samples: 10000, L: 4, N: 1,
+		QueryTemplate: generate.QueryPrompt, HypoTemplate: generate.HypoPrompt,
+		GenTemperature: generate.DefaultT5Temperature, MaxQueryTokens: 64, MaxDocTokens: 256, GenBatch: 8,
+		SelectionDepth: 1000, RankFrom: 10, RankTo: 100, NumNegatives: 7,
+		Temperature: 0.02, RetrieverLR: 1e-5, RetrieverBatch: 32, GeneratorLR: 1e-5, GeneratorBatch: 8,
+		WarmupRatio: 0.1, Epochs: 1, MaxLength: 512, MaxTargetTokens: 256,
+		ChunkSize: 512, ChunkOverlap: 128, EvalKs: []int{1, 10, 100}, EvalDepth: 100, Seed: 42,
+	}
+}
+
+// Validate checks the settings; errors name the field.
+func (c Config) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("selflearn config: field %q: %v, want %s", field, v, want)
+	}
+	if c.GeneratorImpl == nil {
+		if _, err := generate.ParseGeneratorSpec(c.Generator); err != nil {
+			return fmt.Errorf("selflearn config: field %q: %w", "Generator", err)
+		}
+	}
+	switch {
+	case c.WorkDir == "":
+		return bad("WorkDir", `""`, "a directory")
+	case c.RetrieverDir == "":
+		return bad("RetrieverDir", `""`, "a BERT model directory")
+	case c.Rounds < 1:
+		return bad("Rounds", c.Rounds, ">= 1")
+	case c.L < 1:
+		return bad("L", c.L, ">= 1")
+	case c.N < 0:
+		return bad("N", c.N, ">= 0")
+	case c.GenTemperature < 0:
+		return bad("GenTemperature", c.GenTemperature, ">= 0")
+	case c.GenBatch < 1:
+		return bad("GenBatch", c.GenBatch, ">= 1")
+	case c.SelectionDepth < 1:
+		return bad("SelectionDepth", c.SelectionDepth, ">= 1")
+	case c.RankFrom < 0 || c.RankTo <= c.RankFrom:
+		return bad("RankFrom/RankTo", [2]int{c.RankFrom, c.RankTo}, "0 <= RankFrom < RankTo")
+	case c.NumNegatives < 1:
+		return bad("NumNegatives", c.NumNegatives, ">= 1")
+	case !(c.Temperature > 0):
+		return bad("Temperature", c.Temperature, "> 0")
+	case !(c.RetrieverLR > 0):
+		return bad("RetrieverLR", c.RetrieverLR, "> 0")
+	case !(c.GeneratorLR > 0):
+		return bad("GeneratorLR", c.GeneratorLR, "> 0")
+	case c.RetrieverBatch < 1:
+		return bad("RetrieverBatch", c.RetrieverBatch, ">= 1")
+	case c.GeneratorBatch < 1:
+		return bad("GeneratorBatch", c.GeneratorBatch, ">= 1")
+	case c.WarmupRatio < 0 || c.WarmupRatio >= 1:
+		return bad("WarmupRatio", c.WarmupRatio, "in [0, 1)")
+	case c.Epochs < 1:
+		return bad("Epochs", c.Epochs, ">= 1")
+	case c.MaxLength < 2:
+		return bad("MaxLength", c.MaxLength, ">= 2")
+	case c.MaxTargetTokens < 2:
+		return bad("MaxTargetTokens", c.MaxTargetTokens, ">= 2")
+	case c.EvalDepth < 1:
+		return bad("EvalDepth", c.EvalDepth, ">= 1")
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package selflearn
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/ragforge/ragforge/infer/generate"
+	"github.com/ragforge/ragforge/models/t5"
+	"github.com/ragforge/ragforge/train/trainer"
+)
+
+// SFTPair is one generator fine-tuning example (Eq. 6): the query q and the
+// selected hypothetical document d*.
+type SFTPair struct {
+	Query  string `json:"query"`
+	Output string `json:"output"`
+}
+
+// SFTInstruction is the instruction of the Alpaca-form export.
+const SFTInstruction = "Please write a medical passage to answer the question."
+
+// WriteSFTAlpaca writes one {"instruction", "input", "output"} line per pair
+// (Stanford Alpaca / LLaMA-Factory "alpaca" format): instruction
+// SFTInstruction, input the query, output d*.
+func WriteSFTAlpaca(w io.Writer, pairs []SFTPair) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i, p := range pairs {
+		if err := enc.Encode(struct {
+			Instruction string `json:"instruction"`
+			Input       string `json:"input"`
+			Output      string `json:"output"`
+		}{SFTInstruction, p.Query, p.Output}); err != nil {
+			return fmt.Errorf("sft alpaca: record %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// WriteSFTMessages writes one {"messages": [user, assistant]} line per pair
+// (OpenAI / TRL chat format): the user message is template rendered with the
+// query (generate.Render), the assistant message d*.
+func WriteSFTMessages(w io.Writer, pairs []SFTPair, template string) error {
+	type msg struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i, p := range pairs {
+		if err := enc.Encode(struct {
+			Messages []msg `json:"messages"`
+		}{[]msg{{"user", generate.Render(template, p.Query, "")}, {"assistant", p.Output}}}); err != nil {
+			return fmt.Errorf("sft messages: record %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// writeFileAtomic writes path through a temporary file and a rename.
+func writeFileAtomic(path string, fill func(w io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	if err := fill(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// SFTConfig sets the generator fine-tuning (Eq. 6).
+type SFTConfig struct {
+	LearningRate    float64 // AdamW peak (1e-5)
+	WarmupRatio     float64 // linear warmup fraction (0.1)
+	Epochs          int     // 1
+	BatchSize       int     // 8
+	MaxTargetTokens int     // d* tokens kept, eos included (256)
+	Template        string  // Eq. 3 prompt rendered with the query as encoder input
+	Seed            int64   // data order and dropout
+}
+
+// FineTuneT5 trains g's model in place on pairs with the HF T5 loss
+// (teacher forcing; encoder input Render(cfg.Template, q, "") cut as
+// g.EncodePrompt does, target d* cut to MaxTargetTokens−1 tokens plus eos),
+// torch AdamW (β 0.9/0.999, ε 1e-8, no decay) and train/trainer's linear
+// schedule with warmup (SL-HyDE uses a cosine schedule; train/trainer has
+// only the linear one). Batches are a PCG(Seed, epoch) permutation of the
+// pairs, padded to BatchSize rows so one graph is compiled per padded length.
+// It returns the mean loss of each update. Cancelling ctx stops between
+// updates with ctx.Err(). Errors: no pairs, graph or execution failures.
+func FineTuneT5(ctx context.Context, g *generate.T5Generator, pairs []SFTPair, cfg SFTConfig) ([]float64, error) {
+	if len(pairs) == 0 {
+		return nil, fmt.Errorf("fine-tune t5: no pairs")
+	}
+	m, tok := g.Model, g.Tokenizer
+	c := m.Config
+	B := max(cfg.BatchSize, 1)
+	perEpoch := (len(pairs) + B - 1) / B
+	tcfg := trainer.DefaultConfig()
+	tcfg.LearningRate, tcfg.WarmupRatio, tcfg.TotalSteps = cfg.LearningRate, cfg.WarmupRatio, perEpoch*max(cfg.Epochs, 1)
+	loss := func(gctx *mlctx.Context, in []*graph.Node) *graph.Node {
+		return t5.LossGraph(m.LogitsGraph(gctx, in[0], in[1], in[2]), in[3])
+	}
+	tr, err := trainer.New(m.Backend, m.Ctx, loss, tcfg)
+	if err != nil {
+		return nil, fmt.Errorf("fine-tune t5: %w", err)
+	}
+	if err := m.Ctx.SetRNGStateFromSeed(cfg.Seed); err != nil {
+		return nil, fmt.Errorf("fine-tune t5: seed: %w", err)
+	}
+	inputs := make([][]int, len(pairs))
+	labels := make([][]int, len(pairs))
+	maxT := max(cfg.MaxTargetTokens, 2)
+	for i, p := range pairs {
+		inputs[i] = g.EncodePrompt(generate.Render(cfg.Template, p.Query, ""))
+		l := tok.Encode(p.Output, false)
+		if len(l) > maxT-1 {
+			l = l[:maxT-1]
+		}
+		labels[i] = append(l, tok.EOSID())
+	}
+	var losses []float64
+	for ep := range max(cfg.Epochs, 1) {
+		perm := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(ep))).Perm(len(pairs))
+		for b := 0; b < len(perm); b += B {
+			if err := ctx.Err(); err != nil {
+				return losses, err
+			}
+			idx := perm[b:min(b+B, len(perm))]
+			L, T := 1, 1
+			for _, i := range idx {
+				L, T = max(L, len(inputs[i])), max(T, len(labels[i]))
+			}
+			L, T = t5.PadLen(L), t5.PadLen(T)
+			iv, mv := make([]int32, B*L), make([]int32, B*L)
+			dv, lv := make([]int32, B*T), make([]int32, B*T)
+			for r := range B {
+				for j := range L {
+					iv[r*L+j] = int32(c.PadTokenID)
+				}
+				for j := range T {
+					dv[r*T+j], lv[r*T+j] = int32(c.PadTokenID), t5.IgnoreIndex
+				}
+				if r >= len(idx) {
+					mv[r*L] = 1 // padding row: one visible key, no labels
+					continue
+				}
+				for j, x := range inputs[idx[r]] {
+					iv[r*L+j], mv[r*L+j] = int32(x), 1
+				}
+				lab := labels[idx[r]]
+				dec := t5.ShiftRight([][]int{lab}, c.DecoderStartTokenID, c.PadTokenID)[0]
+				for j := range lab {
+					dv[r*T+j], lv[r*T+j] = int32(dec[j]), int32(lab[j])
+				}
+			}
+			sr, err := tr.Step([][]*tensors.Tensor{{
+				tensors.FromFlatDataAndDimensions(iv, B, L), tensors.FromFlatDataAndDimensions(mv, B, L),
+				tensors.FromFlatDataAndDimensions(dv, B, T), tensors.FromFlatDataAndDimensions(lv, B, T),
+			}})
+			if err != nil {
+				return losses, fmt.Errorf("fine-tune t5: epoch %d batch %d: %w", ep+1, b/B+1, err)
+			}
+			losses = append(losses, sr.Loss)
+		}
+	}
+	return losses, nil
+}
