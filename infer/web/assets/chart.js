@@ -1,0 +1,106 @@
+// Inline SVG charts: line charts of metric series (x = step) and horizontal
+// bars of stage timings. No library; plain SVG elements.
+'use strict';
+
+RF.svgNS = 'http://www.w3.org/2000/svg';
+
+RF.svg = function (tag, attrs, ...children) {
+  const e = document.createElementNS(RF.svgNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined) continue;
+    if (k === 'text') e.textContent = String(v);
+    else e.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) if (c) e.append(c);
+  return e;
+};
+
+// niceTicks returns about n round tick values covering [lo, hi].
+RF.niceTicks = function (lo, hi, n) {
+  if (!(hi > lo)) {
+    const pad = lo === 0 ? 1 : Math.abs(lo) * 0.1;
+    lo -= pad; hi += pad;
+  }
+  const raw = (hi - lo) / Math.max(1, n);
+  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const f = raw / mag;
+  const step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+  const start = Math.floor(lo / step) * step;
+  const ticks = [];
+  for (let v = start; v <= hi + step * 0.5 && ticks.length < 50; v += step) ticks.push(Number(v.toPrecision(12)));
+  return ticks;
+};
+
+RF.seriesColors = ['#1f6feb', '#d1242f', '#1a7f37', '#9a6700', '#8250df', '#0e7490'];
+
+// lineChart draws series [{name, points: [[x, y], ...]}] as one SVG line
+// chart with axes, ticks, point tooltips and (for several series) a legend.
+RF.lineChart = function (series, opts) {
+  opts = opts || {};
+  const W = opts.width || 520, H = opts.height || 240;
+  const m = { l: 58, r: 12, t: 26, b: 34 };
+  const all = series.flatMap(s => s.points);
+  const svg = RF.svg('svg', {
+    class: 'chart', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',
+    'aria-label': opts.title || 'chart', 'data-metric': opts.title || '',
+  });
+  svg.append(RF.svg('text', { x: m.l, y: 16, class: 'chart-title', text: opts.title || '' }));
+  if (all.length === 0) {
+    svg.append(RF.svg('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'muted', text: 'no data' }));
+    return svg;
+  }
+  const xs = all.map(p => p[0]), ys = all.map(p => p[1]);
+  const xt = RF.niceTicks(Math.min(...xs), Math.max(...xs), 6);
+  const yt = RF.niceTicks(Math.min(...ys), Math.max(...ys), 5);
+  const x0 = xt[0], x1 = xt[xt.length - 1], y0 = yt[0], y1 = yt[yt.length - 1];
+  const sx = x => m.l + (x1 === x0 ? 0.5 : (x - x0) / (x1 - x0)) * (W - m.l - m.r);
+  const sy = y => H - m.b - (y1 === y0 ? 0.5 : (y - y0) / (y1 - y0)) * (H - m.t - m.b);
+  const axes = RF.svg('g', { class: 'axes' });
+  for (const t of yt) {
+    axes.append(RF.svg('line', { x1: m.l, x2: W - m.r, y1: sy(t), y2: sy(t), class: 'grid' }));
+    axes.append(RF.svg('text', { x: m.l - 6, y: sy(t) + 4, 'text-anchor': 'end', text: RF.fmtNum(t) }));
+  }
+  for (const t of xt) {
+    axes.append(RF.svg('line', { x1: sx(t), x2: sx(t), y1: H - m.b, y2: H - m.b + 4, class: 'tick' }));
+    axes.append(RF.svg('text', { x: sx(t), y: H - m.b + 16, 'text-anchor': 'middle', text: RF.fmtNum(t) }));
+  }
+  axes.append(RF.svg('line', { x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b, class: 'axis' }));
+  axes.append(RF.svg('line', { x1: m.l, x2: m.l, y1: m.t, y2: H - m.b, class: 'axis' }));
+  axes.append(RF.svg('text', { x: W - m.r, y: H - 4, 'text-anchor': 'end', class: 'muted', text: opts.xLabel || 'step' }));
+  svg.append(axes);
+  series.forEach((s, i) => {
+    const color = s.color || RF.seriesColors[i % RF.seriesColors.length];
+    const pts = s.points.slice().sort((a, b) => a[0] - b[0]);
+    const d = pts.length === 0 ? '' : pts.map((p, j) => (j ? 'L' : 'M') + sx(p[0]).toFixed(1) + ' ' + sy(p[1]).toFixed(1)).join(' ');
+    if (d) svg.append(RF.svg('path', { d, fill: 'none', stroke: color, 'stroke-width': 1.8, class: 'series', 'data-series': s.name }));
+    if (pts.length <= 60) {
+      for (const p of pts) {
+        svg.append(RF.svg('circle', { cx: sx(p[0]), cy: sy(p[1]), r: 2.6, fill: color },
+          RF.svg('title', { text: `${s.name} step ${p[0]}: ${RF.fmtNum(p[1])}` })));
+      }
+    }
+    if (series.length > 1) {
+      const lx = W - m.r - (series.length - i) * 90;
+      svg.append(RF.svg('rect', { x: lx, y: 10, width: 12, height: 3, fill: color }));
+      svg.append(RF.svg('text', { x: lx + 16, y: 15, class: 'legend', text: s.name }));
+    }
+  });
+  return svg;
+};
+
+// barChart draws [{name, value}] as horizontal bars labelled with value+unit.
+RF.barChart = function (bars, opts) {
+  opts = opts || {};
+  const W = opts.width || 520, row = 22, m = { l: 140, r: 80, t: 8 };
+  const H = m.t * 2 + row * bars.length;
+  const max = Math.max(...bars.map(b => b.value), 0) || 1;
+  const svg = RF.svg('svg', { class: 'chart bars', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': opts.title || 'bars' });
+  bars.forEach((b, i) => {
+    const y = m.t + i * row;
+    const w = Math.max(1, (b.value / max) * (W - m.l - m.r));
+    svg.append(RF.svg('text', { x: m.l - 6, y: y + 15, 'text-anchor': 'end', text: b.name }));
+    svg.append(RF.svg('rect', { x: m.l, y: y + 4, width: w, height: row - 8, class: 'bar', 'data-stage': b.name }));
+    svg.append(RF.svg('text', { x: m.l + w + 6, y: y + 15, text: RF.fmtNum(b.value) + (opts.unit || '') }));
+  });
+  return svg;
+};

@@ -1,0 +1,164 @@
+// Playground: posts {"question": ...} (plus optional extra fields such as
+// k, mode, filter) to the pipeline endpoint and renders its answer stage by
+// stage (see RF.renderPipeline for the shapes it reads).
+'use strict';
+
+RF.stageOrder = ['question', 'rationale', 'query', 'retrieved', 'snippets', 'hits', 'candidates', 'reranked', 'filter', 'filtered', 'decisions', 'kept', 'answer', 'citations'];
+RF.timingKeys = /^(timings?(_ms)?|durations?(_ms)?|latency(_ms)?|elapsed(_ms)?)$/i;
+
+// renderValue renders any JSON value: strings as text, arrays of objects as
+// tables, objects as key/value lists, nested to depth 3 (then raw JSON).
+RF.renderValue = function (v, depth) {
+  depth = depth || 0;
+  if (v === null || v === undefined) return RF.el('em', { class: 'muted', text: 'null' });
+  if (typeof v === 'string') return RF.el('div', { class: 'text', text: v });
+  if (typeof v === 'number') return RF.el('code', { text: RF.fmtNum(v) });
+  if (typeof v === 'boolean') return RF.badge(String(v), v ? 'helpful' : 'nothelpful');
+  if (depth >= 3) return RF.el('pre', { text: JSON.stringify(v, null, 2) });
+  if (Array.isArray(v)) {
+    if (v.length === 0) return RF.el('em', { class: 'muted', text: 'empty' });
+    if (v.every(x => x !== null && typeof x === 'object' && !Array.isArray(x))) {
+      const cols = [...new Set(v.flatMap(x => Object.keys(x)))];
+      return RF.el('table', { class: 'stage-table' },
+        RF.el('thead', {}, RF.el('tr', {}, RF.el('th', { text: '#' }), cols.map(c => RF.el('th', { text: c })))),
+        RF.el('tbody', {}, v.map((x, i) => RF.el('tr', {}, RF.el('td', { text: i + 1 }),
+          cols.map(c => RF.el('td', { class: 'c-' + c.replace(/[^a-z0-9_-]/gi, '') }, RF.renderCell(c, x[c], depth + 1)))))));
+    }
+    return RF.el('ol', {}, v.map(x => RF.el('li', {}, RF.renderValue(x, depth + 1))));
+  }
+  return RF.el('dl', { class: 'obj' }, Object.entries(v).map(([k, x]) => [RF.el('dt', { text: k }), RF.el('dd', {}, RF.renderValue(x, depth + 1))]));
+};
+
+RF.renderCell = function (key, v, depth) {
+  if (typeof v === 'string' && (v === '[HELPFUL]' || v === '[NOT_HELPFUL]')) return RF.labelBadge(v);
+  if (v === undefined) return '';
+  return RF.renderValue(v, depth);
+};
+
+// timingBars reads {stage: ms} or [{name|stage, ms|duration_ms|time_ms}].
+RF.timingBars = function (t) {
+  const bars = [];
+  const ms = x => (typeof x === 'number' ? x : x && typeof x === 'object' ? (x.ms ?? x.duration_ms ?? x.time_ms ?? x.elapsed_ms) : undefined);
+  if (Array.isArray(t)) {
+    for (const x of t) if (typeof ms(x) === 'number') bars.push({ name: String(x.name ?? x.stage ?? '?'), value: ms(x) });
+  } else if (t && typeof t === 'object') {
+    for (const [k, x] of Object.entries(t)) if (typeof ms(x) === 'number') bars.push({ name: k, value: ms(x) });
+  }
+  return bars;
+};
+
+RF.stageSection = function (name, value, report) {
+  report = report || {};
+  return RF.el('section', { class: 'stage' + (report.skipped ? ' skipped' : ''), dataset: { stage: name } },
+    RF.el('h3', {}, name,
+      typeof report.ms === 'number' ? RF.el('span', { class: 'ms muted', text: ' ' + RF.fmtNum(report.ms) + ' ms' }) : null,
+      report.skipped ? RF.el('span', { class: 'muted', text: ' skipped' + (report.note ? ': ' + report.note : '') }) : null),
+    RF.renderValue(value));
+};
+
+// stageAliases maps a response field to the stage report that produced it
+// (infer/serve: "retrieved" comes from stage "retrieve", and so on).
+RF.stageAliases = { retrieved: 'retrieve', reranked: 'rerank', filtered: 'filter', snippets: 'retrieve', hits: 'retrieve', decisions: 'filter' };
+
+// renderPipeline draws a pipeline answer. Two shapes are read:
+//   - infer/serve's PipelineResponse: one field per stage output (question,
+//     rationale, query, retrieved, reranked, filtered, kept, answer,
+//     citations) and "stages": [{name, ms, skipped, note}] reports;
+//   - stages that carry their own output: "stages": [{name, output, ms}].
+// Timings also come from a "timings"/"timings_ms" object {stage: ms}.
+RF.renderPipeline = function (res, clientMs) {
+  const out = RF.el('div', { id: 'stages' });
+  const reports = {}; // stage name → {ms, skipped, note}
+  let total;
+  if (res && typeof res === 'object' && !Array.isArray(res)) {
+    const keys = Object.keys(res);
+    const withOutput = Array.isArray(res.stages) && res.stages.some(s => s && typeof s === 'object' && 'output' in s);
+    if (Array.isArray(res.stages)) {
+      for (const s of res.stages) {
+        if (!s || typeof s !== 'object') continue;
+        const name = String(s.name ?? s.stage ?? 'stage');
+        reports[name] = { ms: s.ms ?? s.duration_ms ?? s.time_ms, skipped: !!s.skipped, note: s.note };
+        if (withOutput) out.append(RF.stageSection(name, s.output, reports[name]));
+      }
+    }
+    for (const k of keys.filter(k => RF.timingKeys.test(k))) {
+      for (const b of RF.timingBars(res[k])) reports[b.name] = Object.assign(reports[b.name] || {}, { ms: b.value });
+    }
+    if (typeof res.took_ms === 'number') total = res.took_ms;
+    const skip = k => k === 'stages' || k === 'took_ms' || RF.timingKeys.test(k);
+    const ordered = RF.stageOrder.filter(k => keys.includes(k)).concat(keys.filter(k => !RF.stageOrder.includes(k) && !skip(k)));
+    for (const k of ordered) {
+      if (skip(k)) continue;
+      const rep = reports[k] || (RF.stageAliases[k] ? reports[RF.stageAliases[k]] : undefined);
+      out.append(RF.stageSection(k, res[k], rep));
+    }
+  } else {
+    out.append(RF.stageSection('response', res));
+  }
+  const tsec = RF.el('section', { class: 'stage', dataset: { stage: 'timings' } }, RF.el('h3', { text: 'Timings' }));
+  const bars = Object.entries(reports).filter(([, r]) => typeof r.ms === 'number').map(([name, r]) => ({ name, value: r.ms }));
+  if (bars.length) tsec.append(RF.barChart(bars, { unit: ' ms', title: 'stage timings' }));
+  const notes = Object.entries(reports).filter(([, r]) => r.skipped || r.note);
+  if (notes.length) {
+    tsec.append(RF.el('ul', { class: 'notes small' }, notes.map(([name, r]) =>
+      RF.el('li', {}, RF.el('b', { text: name }), (r.skipped ? ' skipped' : '') + (r.note ? ': ' + r.note : '')))));
+  }
+  tsec.append(RF.el('p', { class: 'muted', id: 'client-ms' },
+    total !== undefined ? 'server ' + RF.fmtNum(total) + ' ms · ' : '', 'round trip ' + Math.round(clientMs) + ' ms (browser)'));
+  out.append(tsec);
+  return out;
+};
+
+RF.playgroundPage = async function (root) {
+  const question = RF.el('textarea', { id: 'question', rows: 3, cols: 80, placeholder: 'Ask a medical question…' });
+  const extra = RF.el('textarea', { id: 'extra', rows: 3, cols: 80, placeholder: '{"k": 5, "mode": "hybrid", "filter": false}' });
+  const run = RF.el('button', { id: 'ask', type: 'submit', text: 'Run pipeline' });
+  const result = RF.el('div', { id: 'result' });
+  const form = RF.el('form', { id: 'ask-form', class: 'playground' },
+    RF.el('label', { for: 'question', text: 'Question' }), question,
+    RF.el('details', {}, RF.el('summary', { text: 'Extra request fields (JSON object)' }), extra),
+    RF.el('div', {}, run, ' ', RF.el('span', { class: 'muted small', text: 'POST ' + RF.config.pipeline_url })));
+  RF.append(root, [RF.el('h1', { text: 'Playground' }), form, result]);
+  question.addEventListener('keydown', ev => {
+    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); form.requestSubmit(); }
+  });
+  form.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    const q = question.value.trim();
+    if (!q) { RF.status('Type a question first.', 'warn'); return; }
+    let body = { question: q };
+    if (extra.value.trim()) {
+      try {
+        const x = JSON.parse(extra.value);
+        if (!x || typeof x !== 'object' || Array.isArray(x)) throw new Error('not a JSON object');
+        body = Object.assign({}, x, body);
+      } catch (e) {
+        RF.status('Extra fields: ' + e.message, 'error');
+        return;
+      }
+    }
+    run.disabled = true;
+    RF.clear(result).append(RF.el('p', { class: 'muted', text: 'Running…' }));
+    RF.status('');
+    const t0 = performance.now();
+    try {
+      const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
+      if (RF.token()) headers.Authorization = 'Bearer ' + RF.token();
+      const res = await fetch(RF.config.pipeline_url, { method: 'POST', headers, body: JSON.stringify(body) });
+      const text = await res.text();
+      let data;
+      try { data = JSON.parse(text); } catch (e) { data = text; }
+      RF.clear(result);
+      if (!res.ok) {
+        if (res.status === 401) RF.askToken('The pipeline needs the bearer token.');
+        result.append(RF.el('p', { class: 'err', id: 'pipeline-error', text: `${res.status} ${res.statusText}: ${(data && data.error) || text}` }));
+        return;
+      }
+      result.append(RF.renderPipeline(data, performance.now() - t0));
+    } catch (e) {
+      RF.clear(result).append(RF.el('p', { class: 'err', id: 'pipeline-error', text: e.message }));
+    } finally {
+      run.disabled = false;
+    }
+  });
+};
