@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/infer/retrieve"
+	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/retrieval/eval"
+	"github.com/ragforge/ragforge/train/selflearn"
+)
+
+func init() { register(newSelflearnCmd) }
+
+type selflearnOptions struct {
+	Corpus  corpusFlags
+	Config  selflearn.Config
+	EvalQA  string
+	Split   string
+	Resume  string
+	Relevan string
+}
+
+func newSelflearnCmd(g *globals) *cobra.Command {
+	o := selflearnOptions{Config: selflearn.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "selflearn",
+		Short: "Run SL-HyDE self-learning rounds on an unlabeled corpus and report retrieval before and after each round",
+		Long: `Runs SL-HyDE (AutoMIR) rounds on an unlabeled, chunked corpus with generator G
+and retriever R:
+  1. queries q = G(d) per sampled chunk (Eq. 2)
+  2. L hypothetical documents d'_i = G(q, d) (Eq. 3)
+  3. keep the d' that ranks the true chunk highest with R over FAISS (Eq. 4-5)
+  4. fine-tune a local T5 generator on (q, d*) (Eq. 6) and export SFT JSONL
+  5. regenerate d' with the tuned generator: triplets (q, d'; d)
+  6. mine 7 hard negatives from ranks [10, 100) excluding the chunk's document (Eq. 7)
+  7. train R with InfoNCE (temperature 0.02, in-batch + hard negatives; Eq. 8)
+  8. query vector = mean of e(q) and N e(d') (Eq. 10-11)
+After every round, --eval-qa is evaluated for BM25, the BM25+dense hybrid, the
+base retriever, HyDE, SL-HyDE and the two ablations. Every item is stored, so
+rerunning the same command resumes an interrupted round where it stopped.
+
+Generators: ict (inverse cloze: a sentence of the chunk is its query; no LLM
+needed), t5:DIR (local T5, sampling), openai:URL[#model] (an OpenAI-compatible
+chat server: vLLM, llama.cpp server, Ollama).`,
+		Example: `  ragforge models init --arch bert --size tiny --tokenizer ../shared/fixtures/bert-tiny/vocab.txt --out work/bert-tiny
+  ragforge selflearn --corpus ../shared/data/ap_protocols --chunk-size 512 --chunk-overlap 128 \
+    --retriever work/bert-tiny --generator ict --rounds 2 --eval-qa ../shared/data/ap_protocols_qa/dev.csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSelflearn(cmd, g, o)
+		},
+	}
+	o.Corpus.add(cmd)
+	c := &o.Config
+	f := cmd.Flags()
+	f.StringVar(&c.RetrieverDir, "retriever", "", "initial BERT bi-encoder directory (HF layout) (required)")
+	f.StringVar(&c.Generator, "generator", "ict", "generator: ict | t5:DIR | openai:URL[#model]")
+	f.StringVar(&c.WorkDir, "work", "ragforge-selflearn", "working directory (per-round files, tuned models; resumes from run.json)")
+	f.StringVar(&o.Resume, "resume", "", "attach to this run id instead of the work directory's")
+	f.StringVar(&o.EvalQA, "eval-qa", "", "evaluation questions: AP QA CSV or BEIR dir (required)")
+	f.StringVar(&o.Split, "split", "test", "BEIR qrels split")
+	f.StringVar(&o.Relevan, "relevance", "contains", "relevance rule for a QA CSV: contains | span")
+	f.IntVar(&c.Rounds, "rounds", c.Rounds, "self-learning rounds")
+	f.IntVar(&c.Samples, "samples", c.Samples, "chunks sampled per round for queries (<= 0: all)")
+	f.IntVar(&c.L, "candidates", c.L, "hypothetical documents per query, L (Eq. 3)")
+	f.IntVar(&c.N, "fuse", c.N, "hypothetical documents fused with the query, N (Eq. 10)")
+	f.Float64Var(&c.GenTemperature, "gen-temperature", c.GenTemperature, "generator sampling temperature")
+	f.IntVar(&c.MaxQueryTokens, "max-query-tokens", c.MaxQueryTokens, "new tokens per generated query")
+	f.IntVar(&c.MaxDocTokens, "max-doc-tokens", c.MaxDocTokens, "new tokens per hypothetical document")
+	f.IntVar(&c.RankFrom, "neg-from", c.RankFrom, "hard negatives: first rank (0-based, inclusive)")
+	f.IntVar(&c.RankTo, "neg-to", c.RankTo, "hard negatives: last rank (exclusive)")
+	f.IntVar(&c.NumNegatives, "negatives", c.NumNegatives, "hard negatives per query")
+	f.Float64Var(&c.Temperature, "temperature", c.Temperature, "InfoNCE temperature")
+	f.Float64Var(&c.RetrieverLR, "retriever-lr", c.RetrieverLR, "retriever AdamW peak learning rate")
+	f.IntVar(&c.RetrieverBatch, "retriever-batch", c.RetrieverBatch, "retriever batch size")
+	f.Float64Var(&c.GeneratorLR, "generator-lr", c.GeneratorLR, "generator AdamW peak learning rate")
+	f.IntVar(&c.GeneratorBatch, "generator-batch", c.GeneratorBatch, "generator SFT batch size")
+	f.IntVar(&c.Epochs, "epochs", c.Epochs, "epochs of both trainings per round")
+	f.IntVar(&c.MaxLength, "max-length", c.MaxLength, "retriever max sequence length (tokens)")
+	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for sampling, negatives and data order")
+	return cmd
+}
+
+func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
+	if o.EvalQA == "" || o.Config.RetrieverDir == "" {
+		return fmt.Errorf("--retriever and --eval-qa are required")
+	}
+	if o.Relevan != "contains" && o.Relevan != "span" {
+		return fmt.Errorf("--relevance %q: want contains or span", o.Relevan)
+	}
+	cfg := o.Config
+	cfg.Backend = g.Backend
+	cfg.ResumeRunID = o.Resume
+	cfg.ChunkSize, cfg.ChunkOverlap = o.Corpus.ChunkSize, o.Corpus.Overlap
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	docs, chunks, err := o.Corpus.load(g)
+	if err != nil {
+		return err
+	}
+	queries, qrels, err := retrieve.Queries(o.EvalQA, o.Split)
+	if err != nil {
+		return err
+	}
+	if qrels == nil {
+		rule := eval.Rule{}
+		if o.Relevan == "span" {
+			rule = eval.SpanRule(docs)
+		}
+		if qrels, err = eval.BuildQrels(queries, chunks, rule); err != nil {
+			return err
+		}
+	} else if o.Corpus.ChunkSize > 0 {
+		qrels = chunkQrels(qrels, chunks)
+	}
+	st, err := openStore(g)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	bars := map[string]*progress.Bar{}
+	prog := func(stage string, done, total int) {
+		b, ok := bars[stage]
+		if !ok {
+			for _, old := range bars {
+				old.Finish()
+			}
+			b = progress.New(g.Err, total, stage)
+			bars[stage] = b
+		}
+		b.Set(done, total)
+	}
+	rep, err := selflearn.Run(cmdContext(cmd), cfg, chunks, queries, qrels, st, prog)
+	for _, b := range bars {
+		b.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, rep)
+	}
+	fmt.Fprintf(g.Out, "run %s (generator %s)\n\n", rep.RunID, rep.Generator)
+	return rep.Table(g.Out)
+}
+
+// chunkQrels turns document-level qrels into chunk-level ones (every chunk
+// of a relevant document inherits its grade), for BEIR data that was chunked.
+func chunkQrels(qrels data.Qrels, chunks []data.Chunk) data.Qrels {
+	byDoc := map[string][]string{}
+	for _, c := range chunks {
+		byDoc[c.DocID] = append(byDoc[c.DocID], c.ID)
+	}
+	out := data.Qrels{}
+	for q, docs := range qrels {
+		out[q] = map[string]int{}
+		for d, rel := range docs {
+			for _, c := range byDoc[d] {
+				out[q][c] = rel
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/train/filter"
+)
+
+func init() {
+	register(newTrainCmd)
+	evalSubcommands = append(evalSubcommands, newEvalFilterCmd)
+	register(newExportCmd)
+}
+
+func newTrainCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "train", Short: "Train the RAG² filter (the SL-HyDE retriever trains inside `ragforge selflearn`)"}
+	cmd.AddCommand(newTrainFilterCmd(g))
+	return cmd
+}
+
+type trainFilterOptions struct {
+	Config    filter.Config
+	Train     string
+	Valid     string
+	ValidFrac float64
+}
+
+func newTrainFilterCmd(g *globals) *cobra.Command {
+	o := trainFilterOptions{Config: filter.DefaultConfig(), ValidFrac: 0.2}
+	cmd := &cobra.Command{
+		Use:   "filter",
+		Short: "Fine-tune a T5 checkpoint as the RAG² [HELPFUL]/[NOT_HELPFUL] filter",
+		Long: `Fine-tunes a T5 checkpoint (a real Flan-T5 or ` + "`models init`" + ` output) on
+RAG² filter examples (JSON list or JSONL with id, question, answer,
+dataset_name). [HELPFUL] and [NOT_HELPFUL] are added as tokens (embeddings
+resized); the target is the label token followed by </s>. Inputs longer than
+--max-seq-length are split into windows sharing --doc-stride tokens, each
+window carrying its example's label; an example's prediction is its window
+with the highest P([HELPFUL]).
+
+Without --valid, --valid-frac of the questions are held out (split by
+question: no question is in both splits). Checkpoints (HF layout, atomic)
+go to --out/checkpoint-<step>; --resume continues from the newest with the
+same data order and optimizer state. Defaults follow RAG²'s launch script.`,
+		Example: `  ragforge train filter --model work/t5-tiny --train ../shared/data/rag2_filter/medqa_llama3_cot_5pct-train.json --out work/filter --epochs 2`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			c := o.Config
+			c.Backend = g.Backend
+			if o.Train == "" || c.ModelDir == "" || c.OutputDir == "" {
+				return fmt.Errorf("--model, --train and --out are required")
+			}
+			if err := c.Validate(); err != nil {
+				return err
+			}
+			examples, err := label.ReadExamples(o.Train)
+			if err != nil {
+				return err
+			}
+			train, valid := examples, []label.Example(nil)
+			if o.Valid != "" {
+				if valid, err = label.ReadExamples(o.Valid); err != nil {
+					return err
+				}
+			} else if o.ValidFrac > 0 {
+				if train, valid, err = filter.SplitByQuestion(examples, o.ValidFrac, c.Seed); err != nil {
+					return err
+				}
+			}
+			st, run, err := startRun(g, "train-filter", map[string]any{"config": c, "train": o.Train, "valid": o.Valid, "valid_frac": o.ValidFrac})
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer func() {
+				if ferr := run.Finish(err); err == nil && ferr != nil {
+					err = ferr
+				}
+			}()
+			bar := progress.New(g.Err, -1, "train filter")
+			res, err := filter.Train(cmdContext(cmd), c, train, valid, run, func(p filter.Progress) {
+				if p.Phase == "train" {
+					bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Epochs, p.Loss, p.LearningRate, p.TokensPerSec))
+					bar.Set(p.Step, p.Steps)
+				}
+			})
+			bar.Finish()
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(g.Out, map[string]any{"run_id": run.ID, "result": res})
+			}
+			fmt.Fprintf(g.Out, "run %s: %d steps (%s), final loss %.4f, %d train examples (%d windows), %d validation examples\n",
+				run.ID, res.GlobalStep, res.StopReason, res.FinalLoss, res.TrainExamples, res.TrainWindows, len(valid))
+			if res.BestAccuracy >= 0 {
+				fmt.Fprintf(g.Out, "best checkpoint %s (validation accuracy %.4f)\n", res.BestCheckpoint, res.BestAccuracy)
+			} else {
+				fmt.Fprintf(g.Out, "last checkpoint %s\n", res.LastCheckpoint)
+			}
+			return nil
+		},
+	}
+	c := &o.Config
+	f := cmd.Flags()
+	f.StringVar(&c.ModelDir, "model", "", "starting T5 checkpoint directory (required)")
+	f.StringVar(&o.Train, "train", "", "training examples, RAG² filter schema (.json or .jsonl) (required)")
+	f.StringVar(&o.Valid, "valid", "", "validation examples (default: hold out --valid-frac of the questions)")
+	f.Float64Var(&o.ValidFrac, "valid-frac", o.ValidFrac, "fraction of questions held out for validation when --valid is not given (0: none)")
+	f.StringVar(&c.OutputDir, "out", "", "output directory for checkpoints (required)")
+	f.IntVar(&c.MaxSeqLength, "max-seq-length", c.MaxSeqLength, "tokens per window (</s> included)")
+	f.IntVar(&c.DocStride, "doc-stride", c.DocStride, "tokens shared by consecutive windows")
+	f.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "windows per micro-batch")
+	f.IntVar(&c.GradAccumulation, "grad-accum", c.GradAccumulation, "gradient accumulation steps")
+	f.IntVar(&c.Epochs, "epochs", c.Epochs, "training epochs")
+	f.IntVar(&c.MaxSteps, "max-steps", c.MaxSteps, "stop after this many updates (0: epochs decide)")
+	f.Float64Var(&c.LearningRate, "lr", c.LearningRate, "AdamW peak learning rate")
+	f.Float64Var(&c.WeightDecay, "weight-decay", c.WeightDecay, "AdamW weight decay")
+	f.IntVar(&c.WarmupSteps, "warmup-steps", c.WarmupSteps, "linear warmup steps")
+	f.Float64Var(&c.WarmupRatio, "warmup-ratio", c.WarmupRatio, "linear warmup as a fraction of all steps")
+	f.Float64Var(&c.MaxGradNorm, "max-grad-norm", c.MaxGradNorm, "gradient clipping norm (0: none)")
+	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for data order and dropout")
+	f.IntVar(&c.SaveSteps, "save-steps", c.SaveSteps, "checkpoint every N updates (0: every epoch)")
+	f.IntVar(&c.EarlyStoppingPatience, "early-stopping", c.EarlyStoppingPatience, "stop after N validations without a better accuracy (0: off)")
+	f.BoolVar(&c.Resume, "resume", false, "continue from the newest checkpoint in --out")
+	return cmd
+}
+
+func newEvalFilterCmd(g *globals) *cobra.Command {
+	var (
+		model, dataPath, out string
+		opt                  filter.EvalOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "filter",
+		Short: "Evaluate a filter checkpoint: accuracy, per-class accuracy, P/R/F1 of [HELPFUL], ROC-AUC, threshold sweep",
+		Long: `P([HELPFUL]) is the softmax over the two label-token logits at the first
+decoder step; an example's probability is its best window's. Writes RAG²'s
+dict_id_pred_results.json, final_eval_results.json and
+final_eval_results_perClass.json into --out and stores the metrics in a run.`,
+		Example: `  ragforge eval filter --model work/filter/best --data work/labels-test.jsonl --out work/filter-eval`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if model == "" || dataPath == "" {
+				return fmt.Errorf("--model and --data are required")
+			}
+			examples, err := label.ReadExamples(dataPath)
+			if err != nil {
+				return err
+			}
+			st, run, err := startRun(g, "eval-filter", map[string]any{"model": model, "data": dataPath,
+				"max_seq_length": opt.MaxSeqLength, "doc_stride": opt.DocStride, "batch_size": opt.BatchSize, "threshold": opt.Threshold})
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer func() {
+				if ferr := run.Finish(err); err == nil && ferr != nil {
+					err = ferr
+				}
+			}()
+			bar := progress.New(g.Err, -1, "eval filter")
+			opt.Backend = g.Backend
+			opt.Progress = bar.Func()
+			rep, err := filter.Evaluate(model, examples, opt)
+			bar.Finish()
+			if err != nil {
+				return err
+			}
+			dir, err := runDir(g, run.ID, out)
+			if err != nil {
+				return err
+			}
+			if err := rep.WriteRAG2Files(dir); err != nil {
+				return err
+			}
+			for _, f := range []string{"dict_id_pred_results.json", "final_eval_results.json", "final_eval_results_perClass.json"} {
+				if err := run.Artifact(f, filepath.Join(dir, f)); err != nil {
+					return err
+				}
+			}
+			if err := run.LogMetrics(rep.Metrics(""), 0); err != nil {
+				return err
+			}
+			if g.JSON {
+				rep.Predictions = nil
+				return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": dir, "report": rep})
+			}
+			auc := "n/a (one class)"
+			if rep.ROCAUC != nil {
+				auc = fmt.Sprintf("%.4f", *rep.ROCAUC)
+			}
+			fmt.Fprintf(g.Out, "run %s: %d examples (%d windows)\naccuracy %.4f  (majority-class baseline %.4f: always %s)\n",
+				run.ID, rep.N, rep.Windows, rep.Accuracy, rep.MajorityBaseline, rep.MajorityClass)
+			fmt.Fprintf(g.Out, "[HELPFUL] precision %.4f recall %.4f F1 %.4f  ROC-AUC %s\n", rep.Precision, rep.Recall, rep.F1, auc)
+			for _, k := range sortedKeys(rep.PerClass) {
+				fmt.Fprintf(g.Out, "accuracy on %-14s %.4f\n", k, rep.PerClass[k])
+			}
+			fmt.Fprintf(g.Out, "files in %s\n", dir)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "", "filter checkpoint directory (with [HELPFUL]/[NOT_HELPFUL] tokens) (required)")
+	f.StringVar(&dataPath, "data", "", "examples in the RAG² filter schema (.json or .jsonl) (required)")
+	f.StringVar(&out, "out", "", "directory for the RAG² result files (default runs/<run id>)")
+	f.IntVar(&opt.MaxSeqLength, "max-seq-length", 512, "tokens per window")
+	f.IntVar(&opt.DocStride, "doc-stride", 128, "tokens shared by consecutive windows")
+	f.IntVar(&opt.BatchSize, "batch-size", 16, "windows per batch")
+	f.Float64Var(&opt.Threshold, "threshold", 0.5, "predict [HELPFUL] when P([HELPFUL]) >= threshold")
+	return cmd
+}
+
+func newExportCmd(g *globals) *cobra.Command {
+	var runID, from, out string
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Write a trained filter's best checkpoint in HF layout (weights, config, tokenizer with added tokens)",
+		Long: `Copies the best checkpoint of a train-filter run (--run) or a checkpoint
+directory (--from) to --out in Hugging Face layout: config.json,
+model.safetensors, spiece.model and the tokenizer json files with
+[HELPFUL]/[NOT_HELPFUL], loadable by ragforge and by transformers'
+T5ForConditionalGeneration/AutoTokenizer.`,
+		Example: `  ragforge export --run 20261129-171500-train-filter-ab12 --out work/filter-export`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" || (runID == "") == (from == "") {
+				return fmt.Errorf("--out and exactly one of --run or --from are required")
+			}
+			src := from
+			if runID != "" {
+				st, err := openStore(g)
+				if err != nil {
+					return err
+				}
+				d, err := st.Get(runID)
+				st.Close()
+				if err != nil {
+					return err
+				}
+				if d.Kind != "train-filter" {
+					return fmt.Errorf("run %s is a %s run; export takes a train-filter run", d.ID, d.Kind)
+				}
+				var cfg struct {
+					Config filter.Config `json:"config"`
+				}
+				if err := jsonUnmarshal(d.Config, &cfg); err != nil {
+					return fmt.Errorf("run %s: config: %w", d.ID, err)
+				}
+				src = filepath.Join(cfg.Config.OutputDir, "best")
+			}
+			if err := filter.Export(src, out); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.Out, "exported %s to %s\n", src, out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&runID, "run", "", "train-filter run id (its best checkpoint is exported)")
+	f.StringVar(&from, "from", "", "checkpoint directory to export instead of a run's")
+	f.StringVar(&out, "out", "", "output directory (required)")
+	return cmd
+}
