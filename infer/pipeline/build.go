@@ -1,0 +1,259 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/retrieval/bm25"
+	"github.com/ragforge/ragforge/retrieval/dense"
+	"github.com/ragforge/ragforge/retrieval/encode"
+)
+
+// CorpusPart is one corpus to write: its chunks and, when the pipeline has a
+// retriever, the dense index over them (rows may be in any order but must
+// cover exactly the chunk ids).
+type CorpusPart struct {
+	Name   string
+	Chunks []data.Chunk
+	Dense  *dense.Index
+}
+
+// Parts is what Save writes. Model fields are source directories (HF layout)
+// copied into the pipeline, "" for none.
+type Parts struct {
+	// Manifest is written as pipeline.json; an empty Corpora list is filled
+	// from Corpora's names.
+	Manifest Manifest
+	Corpora  []CorpusPart
+
+	Retriever, Filter, Generator, Reranker string
+
+	// Progress, when set, is told the stage ("bm25:<corpus>",
+	// "encode:<corpus>") and how many chunks of it are done.
+	Progress func(stage string, done, total int)
+}
+
+// Save writes a pipeline directory at dir (which must not exist) from parts:
+// the manifest, each corpus's chunks.jsonl, a BM25 index built from the
+// chunks with Manifest.BM25, the dense index when given, and copies of the
+// model directories. It writes into a temporary sibling and renames it to
+// dir at the end. Errors: an existing dir, an invalid manifest, a corpus
+// whose name disagrees with the manifest, a dense index given without a
+// retriever (or missing with one), I/O and indexing errors.
+func Save(dir string, parts Parts) error {
+	if _, err := os.Stat(dir); err == nil {
+		return fmt.Errorf("save pipeline %s: already exists", dir)
+	}
+	m := parts.Manifest
+	if len(m.Corpora) == 0 {
+		for _, c := range parts.Corpora {
+			m.Corpora = append(m.Corpora, c.Name)
+		}
+	}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("save pipeline %s: manifest: %w", dir, err)
+	}
+	if len(m.Corpora) != len(parts.Corpora) {
+		return fmt.Errorf("save pipeline %s: manifest lists %d corpora, %d given", dir, len(m.Corpora), len(parts.Corpora))
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("save pipeline %s: %w", dir, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	for i, c := range parts.Corpora {
+		if c.Name != m.Corpora[i] {
+			return fmt.Errorf("save pipeline %s: corpus %d is %q, manifest says %q", dir, i, c.Name, m.Corpora[i])
+		}
+		if (c.Dense != nil) != (parts.Retriever != "") {
+			return fmt.Errorf("save pipeline %s: corpus %q: a dense index needs a retriever and a retriever needs dense indexes", dir, c.Name)
+		}
+		cd := filepath.Join(tmp, CorporaDir, c.Name)
+		if err := os.MkdirAll(cd, 0o755); err != nil {
+			return fmt.Errorf("save pipeline %s: %w", dir, err)
+		}
+		if err := WriteChunks(filepath.Join(cd, ChunksFile), c.Chunks); err != nil {
+			return err
+		}
+		var prog func(done, total int)
+		if parts.Progress != nil {
+			stage := "bm25:" + c.Name
+			prog = func(done, total int) { parts.Progress(stage, done, total) }
+		}
+		ix, err := bm25.Build(filepath.Join(cd, BM25Dir), c.Chunks, m.BM25, prog)
+		if err != nil {
+			return fmt.Errorf("save pipeline %s: corpus %q: %w", dir, c.Name, err)
+		}
+		if err := ix.Close(); err != nil {
+			return fmt.Errorf("save pipeline %s: corpus %q: %w", dir, c.Name, err)
+		}
+		if c.Dense != nil {
+			if c.Dense.Len() != len(c.Chunks) {
+				return fmt.Errorf("save pipeline %s: corpus %q: dense index holds %d vectors for %d chunks", dir, c.Name, c.Dense.Len(), len(c.Chunks))
+			}
+			if err := c.Dense.Save(filepath.Join(cd, DenseDir)); err != nil {
+				return fmt.Errorf("save pipeline %s: corpus %q: %w", dir, c.Name, err)
+			}
+		}
+	}
+	for _, part := range []struct{ src, name string }{
+		{parts.Retriever, RetrieverDir}, {parts.Filter, FilterDir}, {parts.Generator, GeneratorDir}, {parts.Reranker, RerankerDir},
+	} {
+		if part.src == "" {
+			continue
+		}
+		if err := copyDir(part.src, filepath.Join(tmp, part.name)); err != nil {
+			return fmt.Errorf("save pipeline %s: %s: %w", dir, part.name, err)
+		}
+	}
+	b, err := marshalIndent(m)
+	if err != nil {
+		return fmt.Errorf("save pipeline %s: %w", dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ManifestFile), b, 0o644); err != nil {
+		return fmt.Errorf("save pipeline %s: %w", dir, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("save pipeline %s: %w", dir, err)
+	}
+	ok = true
+	return nil
+}
+
+// BuildOptions configures Build.
+type BuildOptions struct {
+	Parts
+	// Encoder embeds the chunks (EncodeDocs) for the dense indexes when
+	// Parts.Retriever is set. Nil: the BERT model and tokenizer of
+	// Parts.Retriever are loaded on Backend and wrapped as an
+	// encode.BERTEncoder with the manifest's pooling, normalisation and
+	// maximum length.
+	Encoder encode.Encoder
+	Backend string // GoMLX backend config for the loaded encoder ("" = default)
+}
+
+// Build assembles a pipeline directory at dir from chunks and model
+// directories: when opt.Retriever is set every corpus's chunks are embedded
+// (encode.EncodeCorpus) and indexed with faiss (Manifest.FAISSFactory, inner
+// product), then Save writes everything, BM25 indexes included. Dense
+// indexes given in opt.Corpora are kept as they are. Errors: those of
+// Save, the encoder's, faiss's.
+func Build(dir string, opt BuildOptions) error {
+	parts := opt.Parts
+	parts.Corpora = append([]CorpusPart(nil), opt.Corpora...)
+	if parts.Retriever != "" {
+		enc := opt.Encoder
+		if enc == nil {
+			var err error
+			if enc, err = LoadEncoder(parts.Retriever, opt.Backend, parts.Manifest.Retrieval); err != nil {
+				return fmt.Errorf("build pipeline %s: %w", dir, err)
+			}
+		}
+		factory := parts.Manifest.FAISSFactory
+		if factory == "" {
+			factory = "Flat"
+		}
+		for i, c := range parts.Corpora {
+			if c.Dense != nil {
+				continue
+			}
+			var prog encode.Progress
+			if parts.Progress != nil {
+				stage := "encode:" + c.Name
+				prog = func(done, total int) { parts.Progress(stage, done, total) }
+			}
+			vecs, dim, err := encode.EncodeCorpus(enc, c.Chunks, prog)
+			if err != nil {
+				return fmt.Errorf("build pipeline %s: corpus %q: %w", dir, c.Name, err)
+			}
+			ids := make([]string, len(c.Chunks))
+			for j, ch := range c.Chunks {
+				ids[j] = ch.ID
+			}
+			ix, err := dense.Build(ids, vecs, dim, factory)
+			if err != nil {
+				return fmt.Errorf("build pipeline %s: corpus %q: %w", dir, c.Name, err)
+			}
+			defer ix.Close()
+			parts.Corpora[i].Dense = ix
+		}
+	}
+	return Save(dir, parts)
+}
+
+// LoadEncoder loads the BERT bi-encoder of a retriever directory (HF
+// layout: config.json, model.safetensors, vocab.txt or tokenizer.json) on
+// the named backend, configured by r (pooling, normalisation, query
+// instruction, maximum length).
+func LoadEncoder(dir, backendName string, r Retrieval) (*encode.BERTEncoder, error) {
+	be, err := backend.New(backendName)
+	if err != nil {
+		return nil, err
+	}
+	m, err := bert.Load(be, dir)
+	if err != nil {
+		return nil, fmt.Errorf("load retriever: %w", err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load retriever: %w", err)
+	}
+	enc := encode.NewBERTEncoder(m, tok, filepath.Base(dir))
+	if r.Pooling == "mean" {
+		enc.Pooling = bert.PoolMean
+	}
+	enc.Normalize = r.Normalize
+	enc.QueryInstruction = r.QueryInstruction
+	if r.MaxLength > 0 {
+		enc.MaxLength = r.MaxLength
+	}
+	return enc, nil
+}
+
+// copyDir copies the regular files of src (recursively) to dst.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			info, err := os.Stat(path) // follow links (e.g. a "best" checkpoint link's files)
+			if err != nil || !info.Mode().IsRegular() {
+				return fmt.Errorf("copy %s: not a regular file", path)
+			}
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return fmt.Errorf("copy %s: %w", path, err)
+		}
+		return out.Close()
+	})
+}

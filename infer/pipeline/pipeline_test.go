@@ -1,0 +1,167 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/data/runs"
+)
+
+var (
+	corpusA = []data.Chunk{
+		{ID: "a#0", DocID: "a", Index: 0, Text: "hematoxylin stains nuclei", End: 25, Meta: map[string]any{"page": 3.0}},
+		{ID: "a#1", DocID: "a", Index: 1, Text: "eosin stains cytoplasm", Start: 26, End: 48},
+	}
+	corpusB = []data.Chunk{{ID: "b#0", DocID: "b", Text: "formalin fixes tissue", End: 21}}
+)
+
+func bm25Only(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "p")
+	m := DefaultManifest()
+	m.Name = "tiny"
+	err := Save(dir, Parts{Manifest: m, Corpora: []CorpusPart{{Name: "A", Chunks: corpusA}, {Name: "B", Chunks: corpusB}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A BM25-only pipeline round-trips: manifest (corpora filled in), chunks
+// with meta, BM25 indexes answering a one-term query, no model parts.
+func TestSaveLoadBM25Only(t *testing.T) {
+	dir := bm25Only(t)
+	p, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !reflect.DeepEqual(p.Manifest.Corpora, []string{"A", "B"}) || p.Manifest.Name != "tiny" {
+		t.Errorf("manifest %+v", p.Manifest)
+	}
+	if p.Retriever != "" || p.Filter != "" || p.Generator != "" || p.Reranker != "" {
+		t.Errorf("model parts %q %q %q %q, want none", p.Retriever, p.Filter, p.Generator, p.Reranker)
+	}
+	a, ok := p.Corpus("A")
+	if !ok || !reflect.DeepEqual(a.Chunks, corpusA) || a.Dense != nil {
+		t.Fatalf("corpus A %+v", a)
+	}
+	hits, err := a.BM25.Search("eosin", 5)
+	if err != nil || len(hits) != 1 || hits[0].ID != "a#1" {
+		t.Errorf("bm25 eosin: %v %v", hits, err)
+	}
+	if c, ok := a.Chunk("a#0"); !ok || c.Meta["page"] != 3.0 {
+		t.Errorf("Chunk(a#0) = %+v %v", c, ok)
+	}
+	// No temporary directory is left beside the pipeline.
+	ents, _ := os.ReadDir(filepath.Dir(dir))
+	if len(ents) != 1 {
+		t.Errorf("parent holds %d entries, want only the pipeline", len(ents))
+	}
+}
+
+func TestSaveErrors(t *testing.T) {
+	base := t.TempDir()
+	good := []CorpusPart{{Name: "A", Chunks: corpusA}}
+	bad := DefaultManifest()
+	bad.Retrieval.Mode = "sparse"
+	cases := []struct {
+		name  string
+		parts Parts
+		want  string
+	}{
+		{"bad mode", Parts{Manifest: bad, Corpora: good}, `"retrieval.mode": unknown mode "sparse"`},
+		{"bad corpus name", Parts{Manifest: DefaultManifest(), Corpora: []CorpusPart{{Name: "../x", Chunks: corpusA}}}, `name "../x"`},
+		{"retriever without dense", Parts{Manifest: DefaultManifest(), Corpora: good, Retriever: base}, "a dense index needs a retriever"},
+		{"repeated chunk id", Parts{Manifest: DefaultManifest(), Corpora: []CorpusPart{{Name: "A", Chunks: []data.Chunk{corpusA[0], corpusA[0]}}}}, "a#0"},
+	}
+	for i, c := range cases {
+		dir := filepath.Join(base, "p", string(rune('0'+i)))
+		os.MkdirAll(filepath.Dir(dir), 0o755)
+		err := Save(dir, c.parts)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+		if _, serr := os.Stat(dir); serr == nil {
+			t.Errorf("%s: %s written despite the error", c.name, dir)
+		}
+	}
+	existing := bm25Only(t)
+	if err := Save(existing, Parts{Manifest: DefaultManifest(), Corpora: good}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("existing dir: %v", err)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(dir string)
+		want   string
+	}{
+		{"no manifest", func(d string) { os.Remove(filepath.Join(d, ManifestFile)) }, "pipeline.json"},
+		{"unknown manifest field", func(d string) {
+			b, _ := os.ReadFile(filepath.Join(d, ManifestFile))
+			os.WriteFile(filepath.Join(d, ManifestFile), []byte(strings.Replace(string(b), "{", `{"extra": 1,`, 1)), 0o644)
+		}, `unknown field "extra"`},
+		{"chunk without id", func(d string) {
+			os.WriteFile(filepath.Join(d, CorporaDir, "B", ChunksFile), []byte("{\"doc_id\":\"b\"}\n"), 0o644)
+		}, `line 1: field "id": empty`},
+		{"bad json line", func(d string) {
+			os.WriteFile(filepath.Join(d, CorporaDir, "B", ChunksFile), []byte("{\"id\":\"b#0\",\"doc_id\":\"b\"}\n\n{oops\n"), 0o644)
+		}, "line 3"},
+		{"chunk count differs from index", func(d string) {
+			os.WriteFile(filepath.Join(d, CorporaDir, "B", ChunksFile), []byte("{\"id\":\"b#0\",\"doc_id\":\"b\"}\n{\"id\":\"b#1\",\"doc_id\":\"b\"}\n"), 0o644)
+		}, "bm25 index holds 1 chunks"},
+		{"id in two corpora", func(d string) {
+			os.WriteFile(filepath.Join(d, CorporaDir, "B", ChunksFile), []byte("{\"id\":\"a#0\",\"doc_id\":\"a\"}\n"), 0o644)
+		}, `chunk id "a#0" is in corpora "A" and "B"`},
+		{"dense without retriever", func(d string) { os.MkdirAll(filepath.Join(d, CorporaDir, "A", DenseDir), 0o755) }, "has no retriever/"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := bm25Only(t)
+			c.mutate(dir)
+			p, err := Load(dir)
+			if err == nil {
+				p.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Load: %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestFromRun(t *testing.T) {
+	dir := bm25Only(t)
+	st, err := runs.Open(filepath.Join(t.TempDir(), "runs.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	withPipe, err := st.Start("export", map[string]string{}, "test", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := withPipe.Artifact(ArtifactKind, filepath.Join(dir, ManifestFile)); err != nil {
+		t.Fatal(err)
+	}
+	without, err := st.Start("train", map[string]string{}, "test", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromRun(st, withPipe.ID)
+	if err != nil || got != dir {
+		t.Errorf("FromRun = %q, %v; want %q", got, err, dir)
+	}
+	if _, err := FromRun(st, without.ID); err == nil || !strings.Contains(err.Error(), `no "pipeline" artifact`) {
+		t.Errorf("run without pipeline: %v", err)
+	}
+	if _, err := FromRun(st, "nope"); err == nil {
+		t.Error("unknown run accepted")
+	}
+}

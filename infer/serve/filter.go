@@ -1,0 +1,205 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/ragforge/ragforge/infer/pipeline"
+	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/t5"
+	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/train/filter"
+)
+
+// Filter scores snippets for a question: P([HELPFUL]) per snippet, in
+// snippet order, each in [0, 1]. train/filter exports no such predictor
+// (only whole-file evaluation), so the server defines it and T5Filter
+// implements it over models/t5.
+type Filter interface {
+	Predict(ctx context.Context, question string, snippets []string) ([]float64, error)
+}
+
+// T5Filter is the RAG² filter (Sohn et al. 2025) served from a checkpoint
+// exported by train/filter: each snippet's instruction
+// (label.Instruction(snippet, question)) is cut into windows of
+// Config.MaxSeqLength tokens sharing Config.DocStride tokens (filter.Windows,
+// HF return_overflowing_tokens), every window is scored at the first decoder
+// step, P(helpful) = softmax over the [HELPFUL] / [NOT_HELPFUL] logits =
+// 1/(1+exp(ℓ_not − ℓ_helpful)), as train/filter's evaluation, and windows
+// are aggregated per snippet by Config.Aggregate (max by default).
+//
+// Windows of concurrent Predict calls are scored together when batching is
+// on (see Server): the window is the unit of micro-batching.
+type T5Filter struct {
+	Model               *t5.Model
+	Tokenizer           tokenizer.Tokenizer
+	Helpful, NotHelpful int // label token ids
+	Config              pipeline.Filter
+
+	batcher *Batcher[[]int, float64]
+}
+
+// NewT5Filter checks that tok holds both label tokens as single added
+// tokens inside the model's vocabulary. Errors name the missing token.
+func NewT5Filter(m *t5.Model, tok tokenizer.Tokenizer, cfg pipeline.Filter) (*T5Filter, error) {
+	var ids [2]int
+	for i, s := range []string{label.Helpful, label.NotHelpful} {
+		id, ok := tok.TokenToID(s)
+		if enc := tok.Encode(s, false); !ok || len(enc) != 1 || enc[0] != id {
+			return nil, fmt.Errorf("filter: tokenizer has no added token %q: not a RAG² filter checkpoint", s)
+		}
+		if id >= m.Config.VocabSize {
+			return nil, fmt.Errorf("filter: token %q has id %d, model vocab_size %d", s, id, m.Config.VocabSize)
+		}
+		ids[i] = id
+	}
+	return &T5Filter{Model: m, Tokenizer: tok, Helpful: ids[0], NotHelpful: ids[1], Config: cfg}, nil
+}
+
+// LoadT5Filter loads a filter directory (HF T5 layout with the label
+// tokens) on the named backend.
+func LoadT5Filter(dir, backendName string, cfg pipeline.Filter) (*T5Filter, error) {
+	be, err := backend.New(backendName)
+	if err != nil {
+		return nil, err
+	}
+	m, err := t5.Load(be, dir)
+	if err != nil {
+		return nil, fmt.Errorf("load filter: %w", err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load filter: %w", err)
+	}
+	f, err := NewT5Filter(m, tok, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("load filter %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// startBatching routes window scoring through a Batcher.
+func (f *T5Filter) startBatching(maxBatch int, wait time.Duration, observe func(int)) {
+	f.batcher = NewBatcher(f.ScoreWindows, maxBatch, wait, observe)
+}
+
+func (f *T5Filter) stopBatching() {
+	if f.batcher != nil {
+		f.batcher.Close()
+	}
+}
+
+// ScoreWindows returns P(helpful) of each window (token ids ending in
+// </s>, at most MaxSeqLength long) in one forward pass: rows are
+// right-padded to the longest, the batch is padded to a power of two rows
+// (so few graph shapes are compiled), and the decoder input is
+// decoder_start_token_id alone. Errors: the model's.
+func (f *T5Filter) ScoreWindows(rows [][]int) ([]float64, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	L := 0
+	for _, r := range rows {
+		L = max(L, len(r))
+	}
+	B := 1
+	for B < len(rows) {
+		B *= 2
+	}
+	pad := f.Model.Config.PadTokenID
+	ids := make([][]int, B)
+	mask := make([][]int, B)
+	dec := make([][]int, B)
+	for b := range B {
+		ids[b] = make([]int, L)
+		mask[b] = make([]int, L)
+		for j := range ids[b] {
+			ids[b][j] = pad
+		}
+		if b < len(rows) {
+			copy(ids[b], rows[b])
+			for j := range rows[b] {
+				mask[b][j] = 1
+			}
+		} else {
+			mask[b][0] = 1 // a padding row keeps one real key
+		}
+		dec[b] = []int{f.Model.Config.DecoderStartTokenID}
+	}
+	_, _, logits, err := f.Model.Forward(ids, mask, dec)
+	if err != nil {
+		return nil, fmt.Errorf("filter: score %d windows: %w", len(rows), err)
+	}
+	lg := tensors.MustCopyFlatData[float32](logits) // [B, 1, V]
+	V := len(lg) / B
+	out := make([]float64, len(rows))
+	for b := range rows {
+		h, n := float64(lg[b*V+f.Helpful]), float64(lg[b*V+f.NotHelpful])
+		out[b] = 1 / (1 + math.Exp(n-h))
+	}
+	return out, nil
+}
+
+// Predict implements Filter. Errors: tokenizer option errors, the model's,
+// or ctx's.
+func (f *T5Filter) Predict(ctx context.Context, question string, snippets []string) ([]float64, error) {
+	if len(snippets) == 0 {
+		return nil, nil
+	}
+	ex := make([]label.Example, len(snippets))
+	for i, s := range snippets {
+		ex[i] = label.Example{Question: label.Instruction(s, question)}
+	}
+	wins, err := filter.Windows(f.Tokenizer, ex, f.Config.MaxSeqLength, f.Config.DocStride)
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
+	rows := make([][]int, len(wins))
+	for i, w := range wins {
+		rows[i] = w.IDs
+	}
+	var p []float64
+	if f.batcher != nil {
+		p, err = f.batcher.Do(ctx, rows)
+	} else {
+		p, err = f.ScoreWindows(rows)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Aggregate(wins, p, len(snippets), f.Config.Aggregate), nil
+}
+
+// Aggregate combines window probabilities p (one per window) into one per
+// snippet: "max" (default, train/filter's AggregateMax), "mean", or "first"
+// (the first window only).
+func Aggregate(wins []filter.Window, p []float64, n int, rule string) []float64 {
+	out := make([]float64, n)
+	count := make([]int, n)
+	for i, w := range wins {
+		e := w.Example
+		switch {
+		case count[e] == 0:
+			out[e] = p[i]
+		case rule == filter.AggregateMean:
+			out[e] += p[i]
+		case rule == filter.AggregateFirst:
+		default:
+			out[e] = math.Max(out[e], p[i])
+		}
+		count[e]++
+	}
+	if rule == filter.AggregateMean {
+		for e := range out {
+			if count[e] > 0 {
+				out[e] /= float64(count[e])
+			}
+		}
+	}
+	return out
+}
