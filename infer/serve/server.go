@@ -15,7 +15,8 @@
 //	POST /v1/labels/{id}/review change a label's effective class (write: bearer token)
 //	POST /v1/labels/{id}/undo   undo its latest review (write: bearer token)
 //	GET  /healthz, GET /metrics (Prometheus text format)
-//	/                           the web workbench (Options.Web), whose non-GET requests are writes
+//	/                           the web workbench (Options.Web): pages open, its /api reads guarded by the
+//	                            workbench itself, non-GET requests are writes
 //
 // Concurrent filter windows and encoder texts are micro-batched (Batcher).
 // Every request has a body size limit and a timeout; errors are JSON
@@ -298,7 +299,10 @@ func (s *Server) routes() http.Handler {
 	if s.opt.Web != nil {
 		web := s.opt.Web
 		mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			access := accessRead
+			// Pages and assets are open: a browser sends no Authorization
+			// header when it opens a page, and the workbench enforces the
+			// same token rule on its own /api reads (web.Options.PublicRead).
+			access := accessOpen
 			switch r.Method {
 			case http.MethodGet, http.MethodHead, http.MethodOptions:
 			default:

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/infer/loadtest"
+	"github.com/ragforge/ragforge/infer/pipeline"
+	"github.com/ragforge/ragforge/infer/serve"
+	"github.com/ragforge/ragforge/infer/web"
+	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/openai"
+)
+
+func init() {
+	register(newPipelineCmd)
+	register(newServeCmd)
+	benchSubcommands = append(benchSubcommands, newBenchServeCmd)
+}
+
+type pipelineBuildOptions struct {
+	Corpora   []string // name=path or path
+	Chunk     corpusFlags
+	Retriever string
+	Filter    string
+	Generator string
+	Reranker  string
+	Mode      string
+	K         int
+	Out       string
+}
+
+func newPipelineCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "pipeline", Short: "Assemble the directory `ragforge serve` loads (corpora, indexes, retriever, filter, generator)"}
+	var o pipelineBuildOptions
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Chunk corpora, build BM25 and FAISS indexes with the retriever, and copy the models into a pipeline directory",
+		Long: `Writes a pipeline directory:
+  pipeline.json                  manifest (retrieval mode, k, RRF weights, prompts, filter windows)
+  corpora/<name>/chunks.jsonl    chunks with ids, spans and metadata
+  corpora/<name>/bm25/           BM25 index
+  corpora/<name>/dense/          FAISS index (index.faiss + ids.json), when --retriever is set
+  retriever/ filter/ generator/ reranker/   HF model directories, when given
+and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` finds it.`,
+		Example: `  ragforge pipeline build --corpus ../shared/data/ap_protocols --retriever work/selflearn/round-1/retriever \
+    --filter work/filter-export --out work/pipeline`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			return buildPipeline(g, o)
+		},
+	}
+	f := build.Flags()
+	f.StringSliceVar(&o.Corpora, "corpus", nil, "corpus path, or name=path; repeat for several corpora (balanced retrieval) (required)")
+	f.StringVar(&o.Chunk.TextField, "text-field", "", "text field name")
+	f.StringVar(&o.Chunk.IDField, "id-field", "", "id field name")
+	f.IntVar(&o.Chunk.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
+	f.IntVar(&o.Chunk.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
+	f.StringVar(&o.Retriever, "retriever", "", "BERT bi-encoder directory (dense, hybrid and hyde modes)")
+	f.StringVar(&o.Filter, "filter", "", "T5 filter directory with [HELPFUL]/[NOT_HELPFUL] tokens")
+	f.StringVar(&o.Generator, "generator", "", "T5 generator directory (rationale, answers, HyDE, /v1/completions)")
+	f.StringVar(&o.Reranker, "reranker", "", "BERT cross-encoder directory (optional rerank stage)")
+	f.StringVar(&o.Mode, "mode", "", "default retrieval mode: bm25 | dense | hybrid | hyde (default hybrid with a retriever, else bm25)")
+	f.IntVar(&o.K, "k", 0, "default number of snippets (default 5)")
+	f.StringVar(&o.Out, "out", "", "pipeline directory to create (must not exist) (required)")
+	cmd.AddCommand(build)
+	return cmd
+}
+
+func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
+	if o.Out == "" || len(o.Corpora) == 0 {
+		return fmt.Errorf("--corpus and --out are required")
+	}
+	man := pipeline.DefaultManifest()
+	if o.Mode != "" {
+		man.Retrieval.Mode = o.Mode
+	} else if o.Retriever == "" {
+		man.Retrieval.Mode = "bm25"
+	}
+	if o.K > 0 {
+		man.Retrieval.K = o.K
+	}
+	parts := pipeline.Parts{Manifest: man, Retriever: o.Retriever, Filter: o.Filter, Generator: o.Generator, Reranker: o.Reranker}
+	for _, spec := range o.Corpora {
+		name, path, ok := strings.Cut(spec, "=")
+		if !ok {
+			path = spec
+			name = strings.TrimSuffix(filepath.Base(strings.TrimRight(spec, "/")), filepath.Ext(spec))
+		}
+		cf := o.Chunk
+		cf.Path = path
+		_, chunks, err := cf.load(g)
+		if err != nil {
+			return err
+		}
+		parts.Corpora = append(parts.Corpora, pipeline.CorpusPart{Name: name, Chunks: chunks})
+	}
+	st, run, err := startRun(g, "pipeline", o)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer func() {
+		if ferr := run.Finish(err); err == nil && ferr != nil {
+			err = ferr
+		}
+	}()
+	bars := map[string]*progress.Bar{}
+	parts.Progress = func(stage string, done, total int) {
+		b, ok := bars[stage]
+		if !ok {
+			b = progress.New(g.Err, total, stage)
+			bars[stage] = b
+		}
+		b.Set(done, total)
+	}
+	err = pipeline.Build(o.Out, pipeline.BuildOptions{Parts: parts, Backend: g.Backend})
+	for _, b := range bars {
+		b.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	if err := run.Artifact(pipeline.ArtifactKind, filepath.Join(o.Out, "pipeline.json")); err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": o.Out})
+	}
+	fmt.Fprintf(g.Out, "run %s: pipeline in %s (mode %s, k %d)\n", run.ID, o.Out, man.Retrieval.Mode, man.Retrieval.K)
+	return nil
+}
+
+type serveOptions struct {
+	Pipeline    string
+	RunID       string
+	LLM         string
+	Opt         serve.Options
+	TokenEnv    string
+	LLMTimeout  time.Duration
+	LLMRetries  int
+	NoWorkbench bool
+}
+
+func newServeCmd(g *globals) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve a pipeline over HTTP: /v1/retrieve, /v1/filter, /v1/pipeline, OpenAI-compatible endpoints and the web workbench",
+		Long: `Loads a pipeline directory (ragforge pipeline build) once and serves JSON:
+  POST /v1/retrieve          bm25 | dense | hybrid | hyde, k, corpora, balanced
+  POST /v1/filter            (question, snippets) → [HELPFUL]/[NOT_HELPFUL] and P
+  POST /v1/pipeline          rationale → balanced retrieval → rerank → filter → cited answer
+  POST /v1/embeddings        OpenAI-compatible (the retriever)
+  POST /v1/completions       OpenAI-compatible, with echo + logprobs (ragforge's perplexity labeler can use it)
+  POST /v1/chat/completions  OpenAI-compatible (the local generator)
+  GET  /v1/models, /healthz, /metrics (Prometheus)
+  /                          the web workbench: runs, label review, playground
+Binds to loopback unless --allow-remote. Label edits need the bearer token
+(--token or $RAGFORGE_TOKEN); reads need it too unless --open-read. SIGTERM
+or Ctrl-C finishes in-flight requests and exits.`,
+		Example: `  RAGFORGE_TOKEN=secret ragforge serve --pipeline work/pipeline --addr 127.0.0.1:8080 --open-read`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runServe(ctx, g, o, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Pipeline, "pipeline", "", "pipeline directory")
+	f.StringVar(&o.RunID, "run", "", "serve the pipeline recorded by this run (ragforge pipeline build)")
+	f.StringVar(&o.LLM, "llm", "", "answering LLM: openai:URL[#model] (vLLM, llama.cpp server, Ollama) or t5:DIR (default: the pipeline's generator)")
+	f.StringVar(&o.Opt.Addr, "addr", "127.0.0.1:8080", "listen address")
+	f.BoolVar(&o.Opt.AllowRemote, "allow-remote", false, "allow a non-loopback listen address")
+	f.StringVar(&o.Opt.Token, "token", os.Getenv("RAGFORGE_TOKEN"), "bearer token for write endpoints ($RAGFORGE_TOKEN)")
+	f.BoolVar(&o.Opt.OpenRead, "open-read", false, "serve read endpoints without the token")
+	f.Int64Var(&o.Opt.MaxBodyBytes, "max-body", 1<<20, "request body limit in bytes")
+	f.DurationVar(&o.Opt.RequestTimeout, "request-timeout", 60*time.Second, "per-request timeout")
+	f.IntVar(&o.Opt.MaxBatch, "max-batch", 32, "micro-batch size for the filter and encoders")
+	f.DurationVar(&o.Opt.BatchWait, "batch-wait", 5*time.Millisecond, "how long a micro-batch waits to fill")
+	f.DurationVar(&o.LLMTimeout, "llm-timeout", 120*time.Second, "timeout of HTTP LLM calls")
+	f.IntVar(&o.LLMRetries, "llm-retries", 2, "retries of HTTP LLM calls")
+	f.BoolVar(&o.NoWorkbench, "no-workbench", false, "do not serve the web workbench")
+	return cmd
+}
+
+// runServe serves until ctx ends; ready, when set, receives the bound address.
+func runServe(ctx context.Context, g *globals, o serveOptions, ready chan<- string) error {
+	st, err := openStore(g)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	dir := o.Pipeline
+	if (dir == "") == (o.RunID == "") {
+		return fmt.Errorf("exactly one of --pipeline or --run is required")
+	}
+	if o.RunID != "" {
+		if dir, err = pipeline.FromRun(st, o.RunID); err != nil {
+			return err
+		}
+	}
+	if err := serve.CheckAddr(o.Opt.Addr, o.Opt.AllowRemote); err != nil {
+		return err
+	}
+	ls, err := label.NewStore(st.DB())
+	if err != nil {
+		return err
+	}
+	opt := o.Opt
+	opt.Labels = ls
+	opt.Logger = slog.New(slog.NewJSONHandler(g.Err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if !o.NoWorkbench {
+		opt.Web = web.Handler(web.Options{Runs: st, Labels: ls, Token: opt.Token, PublicRead: opt.OpenRead})
+	}
+	cfg := serve.Config{Options: opt, PipelineDir: dir, Backend: g.Backend, LLM: o.LLM,
+		LLMOptions: openai.Options{Timeout: o.LLMTimeout, MaxRetries: o.LLMRetries}}
+	comps, err := serve.Load(cfg)
+	if err != nil {
+		return err
+	}
+	defer comps.Pipeline.Close()
+	s, err := serve.New(opt, comps)
+	if err != nil {
+		return err
+	}
+	ln, err := listen(opt.Addr)
+	if err != nil {
+		s.Close()
+		return err
+	}
+	addr := ln.Addr().String()
+	fmt.Fprintf(g.Err, "ragforge serve: pipeline %s on http://%s (workbench at /, token %s)\n", dir, addr, map[bool]string{true: "set", false: "not set: label edits disabled"}[opt.Token != ""])
+	if ready != nil {
+		ready <- addr
+	}
+	return s.Serve(ctx, ln)
+}
+
+func newBenchServeCmd(g *globals) *cobra.Command {
+	var o loadtest.Options
+	var endpoints string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Load a running ragforge server from this process: throughput, p50/p95/p99 latency, errors, server RSS",
+		Example: `  ragforge serve --pipeline work/pipeline --open-read &
+  ragforge bench serve --url http://127.0.0.1:8080 --duration 30s --concurrency 32`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			want := map[string]bool{}
+			for _, e := range strings.Split(endpoints, ",") {
+				want[strings.TrimSpace(e)] = true
+			}
+			for _, e := range loadtest.DefaultEndpoints() {
+				if want[e.Name] {
+					o.Endpoints = append(o.Endpoints, e)
+					delete(want, e.Name)
+				}
+			}
+			for e := range want {
+				if e != "" {
+					return fmt.Errorf("--endpoints: unknown endpoint %q (want retrieve, filter)", e)
+				}
+			}
+			rep, err := loadtest.Run(cmdContext(cmd), o)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(g.Out, rep)
+			}
+			return printLoadReport(g, rep)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.BaseURL, "url", "http://127.0.0.1:8080", "server base URL (loopback)")
+	f.DurationVar(&o.Duration, "duration", 30*time.Second, "how long to send requests")
+	f.IntVar(&o.Concurrency, "concurrency", 32, "concurrent clients")
+	f.StringVar(&endpoints, "endpoints", "retrieve,filter", "endpoints to load: retrieve, filter")
+	f.StringVar(&o.Token, "token", os.Getenv("RAGFORGE_TOKEN"), "bearer token, when the server needs one for reads")
+	return cmd
+}
+
+func printLoadReport(g *globals, rep *loadtest.Report) error {
+	fmt.Fprintf(g.Out, "%.1f s at %d clients, %d errors; server RSS %.1f MiB → %.1f MiB (%+.1f%%)\n",
+		rep.Duration, rep.Concurrency, rep.Errors, float64(rep.RSSStart)/(1<<20), float64(rep.RSSEnd)/(1<<20), 100*rep.RSSGrowth)
+	fmt.Fprintf(g.Out, "%-10s %9s %7s %9s %8s %8s %8s %8s\n", "ENDPOINT", "REQUESTS", "ERRORS", "REQ/S", "P50 MS", "P95 MS", "P99 MS", "MAX MS")
+	for _, e := range rep.Endpoints {
+		fmt.Fprintf(g.Out, "%-10s %9d %7d %9.1f %8.1f %8.1f %8.1f %8.1f\n", e.Name, e.Requests, e.Errors, e.Throughput, e.P50Ms, e.P95Ms, e.P99Ms, e.MaxMs)
+		if e.FirstError != "" {
+			fmt.Fprintf(g.Out, "  first error: %s\n", e.FirstError)
+		}
+	}
+	return nil
+}
