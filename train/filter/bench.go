@@ -1,0 +1,109 @@
+package filter
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/t5"
+	"github.com/ragforge/ragforge/train/trainer"
+)
+
+// BenchResult is the throughput of BenchTrainStep. Compilation is timed
+// apart (first call of each executable) and excluded from the rates.
+type BenchResult struct {
+	Steps                int     `json:"steps"`
+	CompileMs            float64 `json:"compile_ms"`             // first train step + first inference (compile + run)
+	MsPerStep            float64 `json:"ms_per_step"`            // one AdamW update on one micro-batch
+	TrainTokensPerSec    float64 `json:"train_tokens_per_sec"`   // encoder tokens (batch·encLen) per second
+	InferExamplesPerSec  float64 `json:"infer_examples_per_sec"` // first-decoder-step label scoring
+	TrainExamplesPerSec  float64 `json:"train_examples_per_sec"` // rows per second in training
+	BatchSize, EncLength int
+	DecLength            int
+}
+
+// BenchTrainStep measures training and scoring speed of a randomly
+// initialised T5 of shape cfg on the default backend ($GOMLX_BACKEND, else
+// pure Go): batch rows of encLen random tokens, decLen target tokens; one
+// warm-up step compiles the executables, then steps updates and steps
+// scoring batches are timed. Errors: invalid sizes or config, compute failures.
+func BenchTrainStep(cfg t5.Config, batch, encLen, decLen, steps int) (BenchResult, error) {
+	if batch < 1 || encLen < 1 || decLen < 1 || steps < 1 {
+		return BenchResult{}, fmt.Errorf("bench train step: batch %d, encLen %d, decLen %d, steps %d must all be >= 1", batch, encLen, decLen, steps)
+	}
+	be, err := backend.New("")
+	if err != nil {
+		return BenchResult{}, err
+	}
+	m, err := t5.NewRandom(be, cfg, 1)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	if err := m.Ctx.SetRNGStateFromSeed(1); err != nil {
+		return BenchResult{}, err
+	}
+	lm := &labeled{m: m, helpful: cfg.VocabSize - 2, unhelpful: cfg.VocabSize - 1}
+	oc := trainer.DefaultConfig()
+	oc.TotalSteps = steps + 1
+	tr, err := trainer.New(be, m.Ctx, lm.lossFn, oc)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	ids := make([][]int, batch)
+	lab := make([][]int, batch)
+	for b := range batch {
+		ids[b] = make([]int, encLen)
+		for j := range ids[b] {
+			ids[b][j] = 2 + rng.IntN(cfg.VocabSize-2)
+		}
+		ids[b][encLen-1] = cfg.EOSTokenID
+		lab[b] = make([]int, decLen)
+		for j := range lab[b] {
+			lab[b][j] = 2 + rng.IntN(cfg.VocabSize-2)
+		}
+	}
+	idT, maskT := encoderBatch(ids, batch, cfg.PadTokenID)
+	dec := t5.ShiftRight(lab, cfg.DecoderStartTokenID, cfg.PadTokenID)
+	toT := func(x [][]int) *tensors.Tensor {
+		v := make([]int32, 0, batch*decLen)
+		for _, r := range x {
+			for _, y := range r {
+				v = append(v, int32(y))
+			}
+		}
+		return tensors.FromFlatDataAndDimensions(v, batch, decLen)
+	}
+	in := [][]*tensors.Tensor{{idT, maskT, toT(dec), toT(lab)}}
+	t0 := time.Now()
+	if _, err := tr.Step(in); err != nil {
+		return BenchResult{}, err
+	}
+	if _, err := lm.scoreRows(ids, batch, nil); err != nil {
+		return BenchResult{}, err
+	}
+	res := BenchResult{Steps: steps, BatchSize: batch, EncLength: encLen, DecLength: decLen}
+	res.CompileMs = float64(time.Since(t0).Microseconds()) / 1e3
+	t0 = time.Now()
+	for range steps {
+		if _, err := tr.Step(in); err != nil {
+			return BenchResult{}, err
+		}
+	}
+	train := time.Since(t0).Seconds()
+	t0 = time.Now()
+	for range steps {
+		if _, err := lm.scoreRows(ids, batch, nil); err != nil {
+			return BenchResult{}, err
+		}
+	}
+	infer := time.Since(t0).Seconds()
+	res.MsPerStep = 1e3 * train / float64(steps)
+	res.TrainTokensPerSec = float64(batch*encLen*steps) / train
+	res.TrainExamplesPerSec = float64(batch*steps) / train
+	res.InferExamplesPerSec = float64(batch*steps) / infer
+	return res, nil
+}

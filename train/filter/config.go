@@ -1,0 +1,124 @@
+// Package filter trains, evaluates and exports the RAG² filter (Sohn et al.,
+// NAACL 2025): a Flan-T5 that reads "Given the following evidence, determine
+// whether it helps answer the provided question. Evidence: … Question: …"
+// and emits [HELPFUL] or [NOT_HELPFUL].
+//
+// It follows RAG²'s classifier/run_classifier.py (an Accelerate "no_trainer"
+// loop over HF T5ForConditionalGeneration):
+//   - the two label strings are added to the tokenizer (HF add_tokens) and
+//     the embeddings resized to len(tokenizer) (resize_token_embeddings);
+//   - the input is the stripped instruction, truncated to MaxSeqLength with
+//     DocStride overflow windows (HF return_overflowing_tokens); every window
+//     is a training row carrying its example's label; the target is the label
+//     token followed by </s>, and the loss is HF's seq2seq cross-entropy;
+//   - evaluation reads the first decoder step: P(helpful) is the softmax over
+//     the logits of the two label tokens; an example's probability aggregates
+//     its windows (Config.Aggregate, default the maximum P(helpful) over its
+//     windows), and it is predicted [HELPFUL] when P ≥ 0.5;
+//   - RAG²'s evaluation files dict_id_pred_results.json, final_eval_results.json
+//     and final_eval_results_perClass.json are written by WriteRAG2Files.
+//
+// Optimisation, schedule, state and checkpoint layout come from train/trainer.
+// The package prints nothing: progress goes through a callback.
+package filter
+
+import (
+	"fmt"
+
+	"github.com/ragforge/ragforge/train/trainer"
+)
+
+// Aggregation rules of window probabilities into an example probability.
+const (
+	AggregateMax   = "max"   // highest P(helpful) over the windows (default)
+	AggregateMean  = "mean"  // mean P(helpful)
+	AggregateFirst = "first" // the first window only (plain truncation)
+)
+
+// Config is the training configuration. DefaultConfig gives RAG²'s launch
+// script values (classifier/run/run_large_train_xl_000.sh: lr 3e-5, batch 16,
+// max_seq_length 512, doc_stride 128, 40 epochs, checkpoint every epoch) and
+// run_classifier.py's defaults for the rest (AdamW weight decay 0, linear
+// schedule, no warmup, accumulation 1, no clipping); seed 42 (HF default).
+type Config struct {
+	ModelDir  string `json:"model_dir"`  // starting HF T5 checkpoint (config.json, model.safetensors, tokenizer files)
+	OutputDir string `json:"output_dir"` // checkpoint-<step>/, best → checkpoint-<step>
+
+	MaxSeqLength int    `json:"max_seq_length"` // tokens per window, </s> included
+	DocStride    int    `json:"doc_stride"`     // tokens shared by consecutive windows (HF stride)
+	Aggregate    string `json:"aggregate"`      // window → example rule for validation (AggregateMax, …)
+
+	BatchSize        int     `json:"batch_size"`      // windows per micro-batch (per_device_train_batch_size)
+	EvalBatchSize    int     `json:"eval_batch_size"` // windows per validation batch
+	GradAccumulation int     `json:"gradient_accumulation_steps"`
+	Epochs           int     `json:"num_train_epochs"`
+	MaxSteps         int     `json:"max_train_steps"` // > 0: stop after this many updates (overrides Epochs, HF)
+	LearningRate     float64 `json:"learning_rate"`
+	WeightDecay      float64 `json:"weight_decay"`
+	WarmupSteps      int     `json:"num_warmup_steps"`
+	WarmupRatio      float64 `json:"warmup_ratio"`
+	MaxGradNorm      float64 `json:"max_grad_norm"` // 0 = no clipping (RAG²)
+	Seed             int64   `json:"seed"`          // data order and dropout
+
+	// SaveSteps > 0 writes a checkpoint every SaveSteps updates (and at the
+	// end); 0 writes one at the end of every epoch (RAG² --checkpointing_steps epoch).
+	SaveSteps int `json:"save_steps"`
+	// EarlyStoppingPatience > 0 stops after that many consecutive
+	// validations (one per checkpoint) without a higher accuracy; 0 = off.
+	EarlyStoppingPatience int `json:"early_stopping_patience"`
+	// Resume continues from the newest complete checkpoint in OutputDir
+	// (weights, optimiser moments, RNG, data position). Without it, an
+	// OutputDir that already holds checkpoints is an error (nothing is overwritten).
+	Resume bool `json:"-"`
+
+	Backend string `json:"-"` // GoMLX backend config ("" = pure Go, see models/backend)
+}
+
+// DefaultConfig returns the RAG² defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{
+		MaxSeqLength: 512, DocStride: 128, Aggregate: AggregateMax,
+		BatchSize: 16, EvalBatchSize: 16, GradAccumulation: 1, Epochs: 40,
+		LearningRate: 3e-5, Seed: 42,
+	}
+}
+
+// Validate checks the configuration; errors name the field.
+func (c Config) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("filter config: field %q: %v, want %s", field, v, want)
+	}
+	switch {
+	case c.ModelDir == "":
+		return bad("ModelDir", `""`, "a T5 checkpoint directory")
+	case c.OutputDir == "":
+		return bad("OutputDir", `""`, "a directory")
+	case c.MaxSeqLength < 2:
+		return bad("MaxSeqLength", c.MaxSeqLength, ">= 2")
+	case c.DocStride < 0 || c.DocStride >= c.MaxSeqLength-1:
+		return bad("DocStride", c.DocStride, fmt.Sprintf("in [0, MaxSeqLength-1 = %d)", c.MaxSeqLength-1))
+	case c.Aggregate != AggregateMax && c.Aggregate != AggregateMean && c.Aggregate != AggregateFirst:
+		return bad("Aggregate", c.Aggregate, "max, mean or first")
+	case c.BatchSize < 1:
+		return bad("BatchSize", c.BatchSize, ">= 1")
+	case c.EvalBatchSize < 1:
+		return bad("EvalBatchSize", c.EvalBatchSize, ">= 1")
+	case c.Epochs < 1:
+		return bad("Epochs", c.Epochs, ">= 1")
+	case c.MaxSteps < 0:
+		return bad("MaxSteps", c.MaxSteps, ">= 0")
+	case c.SaveSteps < 0:
+		return bad("SaveSteps", c.SaveSteps, ">= 0")
+	case c.EarlyStoppingPatience < 0:
+		return bad("EarlyStoppingPatience", c.EarlyStoppingPatience, ">= 0")
+	}
+	return c.optim(1).Validate()
+}
+
+// optim maps the optimiser fields onto a trainer.Config for total updates.
+func (c Config) optim(total int) trainer.Config {
+	o := trainer.DefaultConfig()
+	o.LearningRate, o.WeightDecay, o.MaxGradNorm = c.LearningRate, c.WeightDecay, c.MaxGradNorm
+	o.WarmupSteps, o.WarmupRatio, o.TotalSteps, o.GradAccumulation = c.WarmupSteps, c.WarmupRatio, total, c.GradAccumulation
+	return o
+}

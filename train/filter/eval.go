@@ -1,0 +1,316 @@
+package filter
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/hf"
+)
+
+// RAG² evaluation file names (classifier/run_classifier.py).
+const (
+	PredFile     = "dict_id_pred_results.json"
+	ResultsFile  = "final_eval_results.json"
+	PerClassFile = "final_eval_results_perClass.json"
+)
+
+// EvalOptions configures Evaluate; zero fields take DefaultConfig's values
+// (MaxSeqLength 512, DocStride 128, Aggregate max, batch 16) and Threshold 0.5.
+type EvalOptions struct {
+	MaxSeqLength, DocStride int
+	BatchSize               int
+	Aggregate               string
+	Threshold               float64 // predict [HELPFUL] when P(helpful) ≥ Threshold
+	Backend                 string
+	Progress                func(done, total int) // windows scored
+}
+
+func (o EvalOptions) withDefaults() EvalOptions {
+	d := DefaultConfig()
+	if o.MaxSeqLength == 0 {
+		o.MaxSeqLength = d.MaxSeqLength
+	}
+	if o.DocStride == 0 {
+		o.DocStride = d.DocStride
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = d.EvalBatchSize
+	}
+	if o.Aggregate == "" {
+		o.Aggregate = d.Aggregate
+	}
+	if o.Threshold == 0 {
+		o.Threshold = 0.5
+	}
+	return o
+}
+
+// Prediction is one example's outcome.
+type Prediction struct {
+	ID          string  `json:"id"`
+	DatasetName string  `json:"dataset_name"`
+	Answer      string  `json:"answer"`     // gold label
+	Prediction  string  `json:"prediction"` // predicted label
+	PHelpful    float64 `json:"p_helpful"`  // aggregated P([HELPFUL])
+	Windows     int     `json:"windows"`
+}
+
+// ThresholdPoint is one row of the threshold sweep.
+type ThresholdPoint struct {
+	Threshold float64 `json:"threshold"`
+	Accuracy  float64 `json:"accuracy"`
+	Precision float64 `json:"precision"`
+	Recall    float64 `json:"recall"`
+	F1        float64 `json:"f1"`
+}
+
+// Confusion counts with [HELPFUL] as the positive class.
+type Confusion struct {
+	TP int `json:"tp"`
+	FP int `json:"fp"`
+	TN int `json:"tn"`
+	FN int `json:"fn"`
+}
+
+// Accuracy is (TP+TN)/N (0 when N = 0).
+func (c Confusion) Accuracy() float64 { return ratio(c.TP+c.TN, c.TP+c.TN+c.FP+c.FN) }
+
+// Precision is TP/(TP+FP), 0 when nothing is predicted positive (sklearn zero_division=0).
+func (c Confusion) Precision() float64 { return ratio(c.TP, c.TP+c.FP) }
+
+// Recall is TP/(TP+FN), 0 without positives.
+func (c Confusion) Recall() float64 { return ratio(c.TP, c.TP+c.FN) }
+
+// F1 is the harmonic mean of precision and recall (0 when both are 0).
+func (c Confusion) F1() float64 {
+	p, r := c.Precision(), c.Recall()
+	if p+r == 0 {
+		return 0
+	}
+	return 2 * p * r / (p + r)
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// Confuse counts predictions p ≥ threshold against gold (true = [HELPFUL]).
+func Confuse(gold []bool, p []float64, threshold float64) Confusion {
+	var c Confusion
+	for i, g := range gold {
+		pos := p[i] >= threshold
+		switch {
+		case g && pos:
+			c.TP++
+		case g:
+			c.FN++
+		case pos:
+			c.FP++
+		default:
+			c.TN++
+		}
+	}
+	return c
+}
+
+// ROCAUC is the area under the ROC curve of scores for gold positives,
+// computed as the Mann–Whitney U statistic with average ranks for ties
+// (equal to sklearn.metrics.roc_auc_score). ok is false when either class is
+// absent (AUC undefined).
+func ROCAUC(gold []bool, scores []float64) (auc float64, ok bool) {
+	n := len(scores)
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return scores[idx[a]] < scores[idx[b]] })
+	rank := make([]float64, n)
+	for i := 0; i < n; {
+		j := i
+		for j+1 < n && scores[idx[j+1]] == scores[idx[i]] {
+			j++
+		}
+		r := float64(i+j)/2 + 1 // average 1-based rank of the tie block
+		for k := i; k <= j; k++ {
+			rank[idx[k]] = r
+		}
+		i = j + 1
+	}
+	var pos, neg int
+	var sumPos float64
+	for i, g := range gold {
+		if g {
+			pos++
+			sumPos += rank[i]
+		} else {
+			neg++
+		}
+	}
+	if pos == 0 || neg == 0 {
+		return 0, false
+	}
+	return (sumPos - float64(pos*(pos+1))/2) / float64(pos*neg), true
+}
+
+// EvalReport is the evaluation of a filter on labelled examples. Rates are
+// fractions in [0, 1]; the RAG² files hold percentages as RAG² does.
+type EvalReport struct {
+	Model     string    `json:"model"`
+	N         int       `json:"n"`
+	Windows   int       `json:"windows"`
+	Aggregate string    `json:"aggregate"`
+	Threshold float64   `json:"threshold"`
+	Confusion Confusion `json:"confusion"`
+	Accuracy  float64   `json:"accuracy"`
+	// PerClass is the accuracy within each gold class (recall of that class),
+	// keyed by label string, as RAG²'s calculate_accuracy_perClass.
+	PerClass  map[string]float64 `json:"per_class"`
+	Precision float64            `json:"precision"` // of [HELPFUL]
+	Recall    float64            `json:"recall"`
+	F1        float64            `json:"f1"`
+	ROCAUC    *float64           `json:"roc_auc"` // nil when one class is absent
+	// Sweep holds thresholds 0.05, 0.10, …, 0.95.
+	Sweep []ThresholdPoint `json:"threshold_sweep"`
+	// MajorityClass is the more frequent gold label ([HELPFUL] on a tie) and
+	// MajorityBaseline the accuracy of always predicting it.
+	MajorityClass    string       `json:"majority_class"`
+	MajorityBaseline float64      `json:"majority_baseline"`
+	Predictions      []Prediction `json:"predictions"`
+}
+
+// Report computes an EvalReport from per-example probabilities.
+func Report(examples []label.Example, p []float64, windows []int, threshold float64) *EvalReport {
+	gold := make([]bool, len(examples))
+	npos := 0
+	r := &EvalReport{N: len(examples), Threshold: threshold}
+	for i, ex := range examples {
+		gold[i] = ex.Answer == label.Helpful
+		if gold[i] {
+			npos++
+		}
+		pred := label.NotHelpful
+		if p[i] >= threshold {
+			pred = label.Helpful
+		}
+		w := 0
+		if windows != nil {
+			w = windows[i]
+			r.Windows += w
+		}
+		r.Predictions = append(r.Predictions, Prediction{ID: ex.ID, DatasetName: ex.DatasetName, Answer: ex.Answer, Prediction: pred, PHelpful: p[i], Windows: w})
+	}
+	c := Confuse(gold, p, threshold)
+	r.Confusion, r.Accuracy = c, c.Accuracy()
+	r.Precision, r.Recall, r.F1 = c.Precision(), c.Recall(), c.F1()
+	r.PerClass = map[string]float64{label.Helpful: ratio(c.TP, c.TP+c.FN), label.NotHelpful: ratio(c.TN, c.TN+c.FP)}
+	if auc, ok := ROCAUC(gold, p); ok {
+		r.ROCAUC = &auc
+	}
+	for k := 1; k <= 19; k++ {
+		t := float64(k) / 20
+		cc := Confuse(gold, p, t)
+		r.Sweep = append(r.Sweep, ThresholdPoint{t, cc.Accuracy(), cc.Precision(), cc.Recall(), cc.F1()})
+	}
+	r.MajorityClass, r.MajorityBaseline = label.Helpful, ratio(npos, len(examples))
+	if len(examples)-npos > npos {
+		r.MajorityClass, r.MajorityBaseline = label.NotHelpful, ratio(len(examples)-npos, len(examples))
+	}
+	return r
+}
+
+// Evaluate scores examples with the filter checkpoint in modelDir (HF T5
+// layout with the two label tokens in its tokenizer): each example is cut
+// into windows (Windows), P(helpful) of a window is the softmax over the
+// [HELPFUL]/[NOT_HELPFUL] logits at the first decoder step, windows are
+// aggregated per example (opt.Aggregate) and the example is [HELPFUL] when
+// P ≥ opt.Threshold. Errors: no examples, a checkpoint without the label
+// tokens (naming the directory and token), load or compute failures.
+func Evaluate(modelDir string, examples []label.Example, opt EvalOptions) (*EvalReport, error) {
+	if len(examples) == 0 {
+		return nil, fmt.Errorf("evaluate %s: %w", modelDir, label.ErrEmpty)
+	}
+	opt = opt.withDefaults()
+	lm, err := loadForEval(opt.Backend, modelDir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := lm.evaluate(examples, opt)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate %s: %w", modelDir, err)
+	}
+	r.Model = modelDir
+	return r, nil
+}
+
+func (lm *labeled) evaluate(examples []label.Example, opt EvalOptions) (*EvalReport, error) {
+	wins, err := Windows(lm.tok, examples, opt.MaxSeqLength, opt.DocStride)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([][]int, len(wins))
+	for i, w := range wins {
+		rows[i] = w.IDs
+	}
+	p, err := lm.scoreRows(rows, opt.BatchSize, opt.Progress)
+	if err != nil {
+		return nil, err
+	}
+	ex, count := aggregate(wins, p, len(examples), opt.Aggregate)
+	r := Report(examples, ex, count, opt.Threshold)
+	r.Aggregate = opt.Aggregate
+	return r, nil
+}
+
+// WriteRAG2Files writes RAG²'s three evaluation files into dir (created if
+// needed; each file written atomically):
+//   - dict_id_pred_results.json: {id: {"prediction", "answer", "dataset_name"}}
+//     as RAG², plus "p_helpful";
+//   - final_eval_results.json: {"final_acc_score": accuracy in percent} as
+//     RAG², plus our metrics (fractions) under their EvalReport names;
+//   - final_eval_results_perClass.json: {"[HELPFUL]": %, "[NOT_HELPFUL]": %}.
+func (r *EvalReport) WriteRAG2Files(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write RAG² files: %w", err)
+	}
+	preds := map[string]any{}
+	for _, p := range r.Predictions {
+		preds[p.ID] = map[string]any{"prediction": p.Prediction, "answer": p.Answer, "dataset_name": p.DatasetName, "p_helpful": p.PHelpful}
+	}
+	results := map[string]any{
+		"final_acc_score": 100 * r.Accuracy, "accuracy": r.Accuracy, "precision": r.Precision, "recall": r.Recall,
+		"f1": r.F1, "roc_auc": r.ROCAUC, "n": r.N, "threshold": r.Threshold, "aggregate": r.Aggregate,
+		"majority_class": r.MajorityClass, "majority_baseline": r.MajorityBaseline, "confusion": r.Confusion,
+		"threshold_sweep": r.Sweep,
+	}
+	perClass := map[string]float64{}
+	for k, v := range r.PerClass {
+		perClass[k] = 100 * v
+	}
+	for name, v := range map[string]any{PredFile: preds, ResultsFile: results, PerClassFile: perClass} {
+		if err := hf.WriteJSON(filepath.Join(dir, name), v); err != nil {
+			return fmt.Errorf("write RAG² files: %w", err)
+		}
+	}
+	return nil
+}
+
+// Metrics returns the report's scalar metrics keyed for a run store
+// (eval/accuracy, eval/f1, …); roc_auc only when defined.
+func (r *EvalReport) Metrics(prefix string) map[string]float64 {
+	m := map[string]float64{
+		prefix + "accuracy": r.Accuracy, prefix + "precision": r.Precision, prefix + "recall": r.Recall, prefix + "f1": r.F1,
+		prefix + "accuracy_helpful": r.PerClass[label.Helpful], prefix + "accuracy_not_helpful": r.PerClass[label.NotHelpful],
+		prefix + "majority_baseline": r.MajorityBaseline,
+	}
+	if r.ROCAUC != nil && !math.IsNaN(*r.ROCAUC) {
+		m[prefix+"roc_auc"] = *r.ROCAUC
+	}
+	return m
+}

@@ -1,0 +1,63 @@
+package filter
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/train/trainer"
+)
+
+// trainerOnly are checkpoint files that belong to the training run, not to the model.
+var trainerOnly = map[string]bool{trainer.OptimizerFile: true, trainer.StateFile: true}
+
+// Export copies the model of checkpointDir (a checkpoint-<step> directory or
+// the "best" link) to outDir in HF layout: config.json, model.safetensors and
+// the tokenizer files with the added label tokens, loadable by t5.Load /
+// tokenizer.Load and by transformers' from_pretrained; training_args.json
+// is kept for provenance, optimizer and trainer state are left out. The
+// checkpoint is checked first (it must load as a filter, label tokens
+// included). outDir is written through a temporary sibling and renamed, so
+// it is either complete or absent. Errors: outDir exists, the checkpoint is
+// not a filter checkpoint, I/O failures.
+func Export(checkpointDir, outDir string) error {
+	src, err := filepath.EvalSymlinks(checkpointDir)
+	if err != nil {
+		return fmt.Errorf("export %s: %w", checkpointDir, err)
+	}
+	if _, err := os.Lstat(outDir); err == nil {
+		return fmt.Errorf("export %s: %s already exists (not overwritten)", checkpointDir, outDir)
+	}
+	if _, err := loadForEval("", src); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	parent := filepath.Dir(filepath.Clean(outDir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("export %s: %w", checkpointDir, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(outDir)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("export %s: %w", checkpointDir, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("export %s: %w", checkpointDir, err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return fmt.Errorf("export %s: %w", checkpointDir, err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || trainerOnly[e.Name()] {
+			continue
+		}
+		if err := hf.CopyFile(filepath.Join(src, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+			return fmt.Errorf("export %s: %w", checkpointDir, err)
+		}
+	}
+	if err := os.Rename(tmp, outDir); err != nil {
+		return fmt.Errorf("export %s: %w", checkpointDir, err)
+	}
+	return nil
+}

@@ -1,0 +1,261 @@
+package trainer
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// StateScope is the context scope holding the trainer's own variables:
+// AdamW moments under StateScope+"/m" and StateScope+"/v", gradient
+// accumulators under StateScope+"/acc" (each mirroring the parameter's path).
+const StateScope = "/trainer"
+
+// LossFn builds the scalar float32 training loss of one micro-batch from its
+// input nodes, in the graph of inputs[0]. ctx is the root context that holds
+// the model's variables, with ctx.IsTraining true (dropout on).
+type LossFn func(ctx *context.Context, inputs []*graph.Node) *graph.Node
+
+// Trainer runs AdamW updates of every trainable variable of a context that
+// the loss uses (variables under StateScope excluded). One executable is
+// compiled per micro-batch shape and update mode, and cached.
+//
+// Not safe for concurrent use.
+type Trainer struct {
+	cfg     Config
+	backend backends.Backend
+	ctx     *context.Context
+	loss    LossFn
+	noDecay func(string) bool
+	step    int // completed updates
+	execs   map[mode]*context.Exec
+}
+
+// mode selects the graph run for one micro-batch of an update group.
+type mode int
+
+const (
+	accFirst   mode = iota // acc  = s·g
+	accAdd                 // acc += s·g
+	applyFresh             // update with s·g (group of one micro-batch)
+	applyAcc               // update with acc + s·g
+)
+
+// StepResult describes one optimiser update.
+type StepResult struct {
+	Step         int     // updates completed, this one included
+	Loss         float64 // mean of the micro-batch losses (before scaling)
+	LearningRate float64 // learning rate this update used
+	GradNorm     float64 // global L2 norm of the accumulated gradient, before clipping
+}
+
+// New returns a trainer for the variables of ctx. ctx's RNG (dropout) state
+// is left as is: seed it (ctx.SetRNGStateFromSeed) or restore it (LoadState)
+// before the first Step. Errors: an invalid cfg.
+func New(backend backends.Backend, ctx *context.Context, loss LossFn, cfg Config) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	nd := cfg.NoDecay
+	if nd == nil {
+		nd = DefaultNoDecay
+	}
+	return &Trainer{cfg: cfg, backend: backend, ctx: ctx, loss: loss, noDecay: nd, execs: map[mode]*context.Exec{}}, nil
+}
+
+// Config returns the trainer's configuration.
+func (t *Trainer) Config() Config { return t.cfg }
+
+// GlobalStep is the number of updates completed (restored by LoadState).
+func (t *Trainer) GlobalStep() int { return t.step }
+
+// LearningRate is the rate the next update will use (LinearSchedule).
+func (t *Trainer) LearningRate() float64 {
+	return LinearSchedule(t.step, t.cfg.Warmup(), t.cfg.TotalSteps, t.cfg.LearningRate)
+}
+
+// Step runs one optimiser update over the micro-batches of one accumulation
+// group: each micro-batch's loss is scaled by 1/len(micro) and its gradients
+// are summed (Accelerate / HF accumulation), then the sum is clipped to
+// MaxGradNorm and AdamW (torch.optim.AdamW) is applied with the learning rate
+// of LinearSchedule. Every micro-batch is a list of input tensors passed to
+// the LossFn in order. Errors: an empty group, graph construction or
+// execution failures (panics converted), a non-finite loss.
+func (t *Trainer) Step(micro [][]*tensors.Tensor) (StepResult, error) {
+	n := len(micro)
+	if n == 0 {
+		return StepResult{}, fmt.Errorf("trainer step %d: no micro-batches", t.step+1)
+	}
+	lr := t.LearningRate()
+	next := t.step + 1
+	bc1 := 1 - math.Pow(t.cfg.Beta1, float64(next))
+	bc2 := 1 - math.Pow(t.cfg.Beta2, float64(next))
+	// hyper = [scale, lr, step size lr/bc1, sqrt(bc2)].
+	hyper := tensors.FromValue([]float32{float32(1 / float64(n)), float32(lr), float32(lr / bc1), float32(math.Sqrt(bc2))})
+	var res StepResult
+	for i, in := range micro {
+		md := accAdd
+		switch {
+		case n == 1:
+			md = applyFresh
+		case i == 0:
+			md = accFirst
+		case i == n-1:
+			md = applyAcc
+		}
+		out, err := t.run(md, in, hyper)
+		if err != nil {
+			return StepResult{}, fmt.Errorf("trainer step %d: micro-batch %d: %w", next, i, err)
+		}
+		l := float64(tensors.ToScalar[float32](out[0]))
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			return StepResult{}, fmt.Errorf("trainer step %d: micro-batch %d: loss is %v", next, i, l)
+		}
+		res.Loss += l / float64(n)
+		if md == applyFresh || md == applyAcc {
+			res.GradNorm = float64(tensors.ToScalar[float32](out[1]))
+		}
+	}
+	t.step = next
+	res.Step, res.LearningRate = next, lr
+	return res, nil
+}
+
+func (t *Trainer) run(md mode, in []*tensors.Tensor, hyper *tensors.Tensor) (out []*tensors.Tensor, err error) {
+	e, ok := t.execs[md]
+	if !ok {
+		e, err = context.NewExecAny(t.backend, t.ctx, func(ctx *context.Context, nodes []*graph.Node) []*graph.Node {
+			return t.graph(ctx, md, nodes)
+		})
+		if err != nil {
+			return nil, err
+		}
+		t.execs[md] = e
+	}
+	args := make([]any, 0, len(in)+1)
+	for _, x := range in {
+		args = append(args, x)
+	}
+	args = append(args, hyper)
+	var xerr error
+	if err = catch(func() { out, xerr = e.Exec(args...) }); err != nil {
+		return nil, err
+	}
+	return out, xerr
+}
+
+// trainable lists the variables the update touches, in context order.
+func (t *Trainer) trainable(g *graph.Graph) []*context.Variable {
+	var vs []*context.Variable
+	for v := range t.ctx.IterVariables() {
+		if v.Trainable && v.InUseByGraph(g) && !strings.HasPrefix(v.Scope(), StateScope) {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// stateVar returns (creating with zeros) the trainer variable mirroring v under StateScope/kind.
+func stateVar(ctx *context.Context, kind string, v *context.Variable) *context.Variable {
+	scope := StateScope + "/" + kind + strings.TrimSuffix(v.Scope(), context.ScopeSeparator)
+	c := ctx.InAbsPath(scope)
+	if sv := c.GetVariable(v.Name()); sv != nil {
+		return sv
+	}
+	// A concrete zero value (not a lazy initializer): GoMLX executables fail
+	// on a variable that a graph only writes and that has no value yet.
+	return c.Checked(false).VariableWithValue(v.Name(), tensors.FromShape(v.Shape())).SetTrainable(false)
+}
+
+// graph builds one micro-batch computation; nodes are the LossFn inputs then hyper [4].
+func (t *Trainer) graph(ctx *context.Context, md mode, nodes []*graph.Node) []*graph.Node {
+	g := nodes[0].Graph()
+	ctx.SetTraining(g, true)
+	hyper := nodes[len(nodes)-1]
+	at := func(i int) *graph.Node { return graph.Reshape(graph.Slice(hyper, graph.AxisRange(i, i+1))) }
+	scale := at(0)
+	loss := t.loss(ctx, nodes[:len(nodes)-1])
+	if !loss.Shape().IsScalar() || loss.DType() != dtypes.Float32 {
+		panic(fmt.Errorf("loss must be a float32 scalar, got %s", loss.Shape()))
+	}
+	vars := t.trainable(g)
+	if len(vars) == 0 {
+		panic(fmt.Errorf("no trainable variable is used by the loss"))
+	}
+	values := make([]*graph.Node, len(vars))
+	for i, v := range vars {
+		values[i] = v.ValueGraph(g)
+	}
+	grads := graph.Gradient(graph.Mul(loss, scale), values...)
+	if md == accFirst || md == accAdd || md == applyAcc {
+		for i, v := range vars {
+			acc := stateVar(ctx, "acc", v)
+			if md == accFirst {
+				// acc = g, written as 0·acc + g: the GoMLX v0.26 pure-Go
+				// executor panics on a variable a graph writes without reading.
+				acc.SetValueGraph(graph.Add(graph.MulScalar(acc.ValueGraph(g), 0), grads[i]))
+				continue
+			}
+			sum := graph.Add(acc.ValueGraph(g), grads[i])
+			if md == accAdd {
+				acc.SetValueGraph(sum)
+			}
+			grads[i] = sum
+		}
+		if md != applyAcc {
+			return []*graph.Node{loss}
+		}
+	}
+	// Global L2 norm (torch clip_grad_norm_, norm_type 2).
+	sumSq := graph.ScalarZero(g, dtypes.Float32)
+	for _, gr := range grads {
+		sumSq = graph.Add(sumSq, graph.ReduceAllSum(graph.Square(gr)))
+	}
+	norm := graph.Sqrt(sumSq)
+	if t.cfg.MaxGradNorm > 0 {
+		coef := graph.Div(graph.Scalar(g, dtypes.Float32, t.cfg.MaxGradNorm), graph.AddScalar(norm, 1e-6))
+		coef = graph.Min(coef, graph.Scalar(g, dtypes.Float32, 1))
+		for i := range grads {
+			grads[i] = graph.Mul(grads[i], coef)
+		}
+	}
+	lr, stepSize, sqrtBC2 := at(1), at(2), at(3)
+	b1, b2 := t.cfg.Beta1, t.cfg.Beta2
+	for i, v := range vars {
+		gr := grads[i]
+		p := values[i]
+		if t.cfg.WeightDecay > 0 && !t.noDecay(v.Scope()+context.ScopeSeparator+v.Name()) {
+			p = graph.Mul(p, graph.OneMinus(graph.MulScalar(lr, t.cfg.WeightDecay)))
+		}
+		mv, vv := stateVar(ctx, "m", v), stateVar(ctx, "v", v)
+		m := graph.Add(graph.MulScalar(mv.ValueGraph(g), b1), graph.MulScalar(gr, 1-b1))
+		s := graph.Add(graph.MulScalar(vv.ValueGraph(g), b2), graph.MulScalar(graph.Square(gr), 1-b2))
+		denom := graph.AddScalar(graph.Div(graph.Sqrt(s), sqrtBC2), t.cfg.Epsilon)
+		p = graph.Sub(p, graph.Mul(stepSize, graph.Div(m, denom)))
+		mv.SetValueGraph(m)
+		vv.SetValueGraph(s)
+		v.SetValueGraph(p)
+	}
+	return []*graph.Node{loss, norm}
+}
+
+// catch runs fn and turns a panic (GoMLX graph errors) into an error.
+func catch(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = e
+			} else {
+				err = fmt.Errorf("%v", r)
+			}
+		}
+	}()
+	fn()
+	return nil
+}
