@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     ?= bin/ragforge
 SHARED  ?= ../shared
-APT_PKGS = libfaiss-dev libopenblas-dev
+APT_PKGS = libfaiss-dev libopenblas-dev chromium
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  = -X github.com/ragforge/ragforge/internal/version.Version=$(VERSION)
@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go
 
 .PHONY: setup build test test-short bench demo demo-ap fmt vet clean
 
-## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS) and the Go modules.
+## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS, Chromium for browser tests) and the Go modules.
 setup:
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // The demo's stages. Each calls the same subcommand a user would run, so the
@@ -13,6 +18,16 @@ import (
 func init() {
 	demoStages = append(demoStages,
 		stageFunc{"retrieval: BM25", demoEvalBM25},
+		stageFunc{"tokenizers", demoTokenizers},
+		stageFunc{"models init", demoModelsInit},
+		stageFunc{"retrieval: hybrid (base)", demoEvalHybrid},
+		stageFunc{"labels: evidence", demoLabels},
+		stageFunc{"filter: train", demoTrainFilter},
+		stageFunc{"filter: eval", demoEvalFilter},
+		stageFunc{"selflearn: 1 round (ICT)", demoSelflearn},
+		stageFunc{"retrieval: hybrid (tuned)", demoEvalTuned},
+		stageFunc{"export", demoExport},
+		stageFunc{"serve + /v1/pipeline", demoServe},
 	)
 }
 
@@ -20,30 +35,258 @@ func (st *demoState) chunkArgs() []string {
 	return []string{"--corpus", st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap)}
 }
 
+func (st *demoState) path(parts ...string) string {
+	return filepath.Join(append([]string{st.o.Work}, parts...)...)
+}
+
+// fresh removes a stage's output directory so a rerun of the demo starts clean.
+func (st *demoState) fresh(parts ...string) string {
+	p := st.path(parts...)
+	os.RemoveAll(p)
+	return p
+}
+
+// subJSON runs a subcommand with --json and decodes its output into v.
+func (st *demoState) subJSON(v any, args ...string) error {
+	out, err := st.sub(append(args, "--json")...)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		return fmt.Errorf("ragforge %s: output is not the expected JSON: %w", args[0], err)
+	}
+	return nil
+}
+
 // evalRetrieval runs `eval retrieval` with extra args and returns the summary line.
 func (st *demoState) evalRetrieval(extra ...string) (demoStage, error) {
 	args := append([]string{"eval", "retrieval"}, st.chunkArgs()...)
 	args = append(args, "--qa", st.qa, "--k", "1,2,4,8")
 	args = append(args, extra...)
-	out, err := st.sub(append(args, "--json")...)
-	if err != nil {
-		return demoStage{}, err
-	}
 	var res evalRetrievalResult
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		return demoStage{}, fmt.Errorf("eval retrieval output: %w", err)
+	if err := st.subJSON(&res, args...); err != nil {
+		return demoStage{}, err
 	}
 	keep := map[string]float64{}
 	for _, k := range []string{"P@1", "Recall@4", "nDCG@10", "MRR@10"} {
 		keep[k] = res.Metrics[k]
 	}
-	var files []string
-	for _, f := range res.Files {
-		files = append(files, f)
-	}
-	return demoStage{Command: st.command(args...), RunID: res.RunID, Metrics: keep, Artifacts: files}, nil
+	return demoStage{Command: st.command(args...), RunID: res.RunID, Metrics: keep, Artifacts: []string{res.Files["per_query"], res.Files["trec"]}}, nil
 }
 
 func demoEvalBM25(ctx context.Context, st *demoState) (demoStage, error) {
-	return st.evalRetrieval("--retriever", "bm25", "--bm25-index", filepath.Join(st.o.Work, "index", "bm25-"+strconv.Itoa(st.o.ChunkSize)))
+	return st.evalRetrieval("--retriever", "bm25")
+}
+
+// demoTokenizers trains a SentencePiece Unigram (T5) and a WordPiece (BERT)
+// tokenizer on the corpus, so the demo needs no downloaded vocabulary.
+func demoTokenizers(ctx context.Context, st *demoState) (demoStage, error) {
+	var cmds []string
+	for _, t := range []struct{ kind, name, vocab string }{{"unigram", "spm", "2000"}, {"wordpiece", "wordpiece", "1500"}} {
+		out := st.fresh("tokenizers", t.name)
+		args := []string{"tokenizer", "train", "--corpus", st.corpus, "--kind", t.kind, "--vocab-size", t.vocab, "--out", out}
+		if _, err := st.sub(args...); err != nil {
+			return demoStage{}, err
+		}
+		st.dirs[t.name] = out
+		cmds = append(cmds, st.command(args...))
+	}
+	return demoStage{Command: strings.Join(cmds, "\n  "), Artifacts: []string{st.dirs["spm"], st.dirs["wordpiece"]}}, nil
+}
+
+func demoModelsInit(ctx context.Context, st *demoState) (demoStage, error) {
+	var cmds []string
+	for _, m := range []struct{ arch, tok, name string }{{"t5", st.dirs["spm"], "t5-tiny"}, {"bert", st.dirs["wordpiece"], "bert-tiny"}} {
+		out := st.fresh("models", m.name)
+		args := []string{"models", "init", "--arch", m.arch, "--size", "tiny", "--tokenizer", m.tok, "--seed", strconv.FormatInt(st.o.Seed, 10), "--out", out}
+		if _, err := st.sub(args...); err != nil {
+			return demoStage{}, err
+		}
+		st.dirs[m.name] = out
+		cmds = append(cmds, st.command(args...))
+	}
+	return demoStage{Command: strings.Join(cmds, "\n  "), Artifacts: []string{st.dirs["t5-tiny"], st.dirs["bert-tiny"]}}, nil
+}
+
+func demoEvalHybrid(ctx context.Context, st *demoState) (demoStage, error) {
+	return st.evalRetrieval("--retriever", "hybrid", "--encoder", st.dirs["bert-tiny"])
+}
+
+func demoLabels(ctx context.Context, st *demoState) (demoStage, error) {
+	out := st.path("labels", "evidence.jsonl")
+	os.MkdirAll(filepath.Dir(out), 0o755)
+	args := append([]string{"label", "evidence"}, st.chunkArgs()...)
+	args = append(args, "--qa", st.qa, "--top-n", "10", "--negatives", "3", "--out", out)
+	var res labelResult
+	if err := st.subJSON(&res, args...); err != nil {
+		return demoStage{}, err
+	}
+	st.dirs["labels"] = out
+	return demoStage{Command: st.command(args...), RunID: res.RunID, Artifacts: []string{out},
+		Metrics: map[string]float64{"helpful": float64(res.Counts["[HELPFUL]"]), "not_helpful": float64(res.Counts["[NOT_HELPFUL]"])}}, nil
+}
+
+func demoTrainFilter(ctx context.Context, st *demoState) (demoStage, error) {
+	out := st.fresh("filter")
+	epochs, maxLen := "3", "192"
+	if st.o.Quick {
+		epochs = "1"
+	}
+	args := []string{"train", "filter", "--model", st.dirs["t5-tiny"], "--train", st.dirs["labels"], "--valid-frac", "0.2",
+		"--out", out, "--epochs", epochs, "--batch-size", "8", "--max-seq-length", maxLen, "--doc-stride", "64",
+		"--lr", "1e-3", "--warmup-ratio", "0.1", "--seed", strconv.FormatInt(st.o.Seed, 10)}
+	var res struct {
+		RunID  string `json:"run_id"`
+		Result struct {
+			FinalLoss      float64
+			BestCheckpoint string
+			BestAccuracy   float64
+			GlobalStep     int
+		} `json:"result"`
+	}
+	if err := st.subJSON(&res, args...); err != nil {
+		return demoStage{}, err
+	}
+	st.dirs["filter-run"] = res.RunID
+	st.dirs["filter-out"] = out
+	return demoStage{Command: st.command(args...), RunID: res.RunID, Artifacts: []string{res.Result.BestCheckpoint},
+		Metrics: map[string]float64{"final_loss": res.Result.FinalLoss, "valid_accuracy": res.Result.BestAccuracy, "steps": float64(res.Result.GlobalStep)}}, nil
+}
+
+func demoEvalFilter(ctx context.Context, st *demoState) (demoStage, error) {
+	args := []string{"eval", "filter", "--model", filepath.Join(st.dirs["filter-out"], "best"), "--data", filepath.Join(st.dirs["filter-out"], "valid.jsonl"),
+		"--max-seq-length", "192", "--doc-stride", "64", "--out", st.fresh("filter-eval")}
+	var res struct {
+		RunID  string `json:"run_id"`
+		Dir    string `json:"dir"`
+		Report struct {
+			Accuracy         float64  `json:"accuracy"`
+			F1               float64  `json:"f1"`
+			ROCAUC           *float64 `json:"roc_auc"`
+			MajorityBaseline float64  `json:"majority_baseline"`
+		} `json:"report"`
+	}
+	if err := st.subJSON(&res, args...); err != nil {
+		return demoStage{}, err
+	}
+	m := map[string]float64{"accuracy": res.Report.Accuracy, "F1": res.Report.F1, "majority_baseline": res.Report.MajorityBaseline}
+	if res.Report.ROCAUC != nil {
+		m["ROC-AUC"] = *res.Report.ROCAUC
+	}
+	return demoStage{Command: st.command(args...), RunID: res.RunID, Metrics: m, Artifacts: []string{res.Dir}}, nil
+}
+
+func demoSelflearn(ctx context.Context, st *demoState) (demoStage, error) {
+	work := st.fresh("selflearn")
+	args := append([]string{"selflearn"}, st.chunkArgs()...)
+	args = append(args, "--retriever", st.dirs["bert-tiny"], "--generator", "ict", "--rounds", "1", "--eval-qa", st.qa,
+		"--work", work, "--max-length", "256", "--retriever-batch", "8", "--retriever-lr", "5e-5", "--seed", strconv.FormatInt(st.o.Seed, 10))
+	var rep struct {
+		RunID  string `json:"run_id"`
+		Rounds []struct {
+			Round        int    `json:"round"`
+			RetrieverDir string `json:"retriever_dir"`
+			Variants     []struct {
+				Name    string             `json:"name"`
+				Metrics map[string]float64 `json:"metrics"`
+			} `json:"variants"`
+		} `json:"rounds"`
+	}
+	if err := st.subJSON(&rep, args...); err != nil {
+		return demoStage{}, err
+	}
+	m := map[string]float64{}
+	for _, r := range rep.Rounds {
+		for _, v := range r.Variants {
+			if v.Name == "dense" || v.Name == "sl-hyde" || v.Name == "base" || v.Name == "bm25" {
+				m[fmt.Sprintf("r%d %s nDCG@10", r.Round, v.Name)] = v.Metrics["nDCG@10"]
+			}
+		}
+		if r.RetrieverDir != "" {
+			st.dirs["retriever-tuned"] = r.RetrieverDir
+		}
+	}
+	if st.dirs["retriever-tuned"] == "" {
+		return demoStage{}, fmt.Errorf("selflearn reported no tuned retriever")
+	}
+	return demoStage{Command: st.command(args...), RunID: rep.RunID, Metrics: m, Artifacts: []string{st.dirs["retriever-tuned"]}}, nil
+}
+
+func demoEvalTuned(ctx context.Context, st *demoState) (demoStage, error) {
+	return st.evalRetrieval("--retriever", "hybrid", "--encoder", st.dirs["retriever-tuned"])
+}
+
+func demoExport(ctx context.Context, st *demoState) (demoStage, error) {
+	fexp := st.fresh("export", "filter")
+	args1 := []string{"export", "--run", st.dirs["filter-run"], "--out", fexp}
+	if _, err := st.sub(args1...); err != nil {
+		return demoStage{}, err
+	}
+	pl := st.fresh("export", "pipeline")
+	args2 := []string{"pipeline", "build", "--corpus", "lab=" + st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap),
+		"--retriever", st.dirs["retriever-tuned"], "--filter", fexp, "--generator", st.dirs["t5-tiny"], "--k", "4", "--out", pl}
+	var res struct {
+		RunID string `json:"run_id"`
+	}
+	if err := st.subJSON(&res, args2...); err != nil {
+		return demoStage{}, err
+	}
+	st.dirs["pipeline-run"] = res.RunID
+	return demoStage{Command: st.command(args1...) + "\n  " + st.command(args2...), RunID: res.RunID, Artifacts: []string{fexp, pl}}, nil
+}
+
+// demoServe starts the server on a free loopback port, makes one
+// /v1/pipeline call, and stops it as SIGTERM would.
+func demoServe(ctx context.Context, st *demoState) (demoStage, error) {
+	g := *st.g
+	g.DB = st.db
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	o := serveOptions{RunID: st.dirs["pipeline-run"]}
+	o.Opt.Addr = "127.0.0.1:0"
+	o.Opt.OpenRead = true
+	o.Opt.RequestTimeout = 5 * time.Minute
+	o.Opt.MaxBodyBytes = 1 << 20
+	o.NoWorkbench = false
+	g.Err = io.Discard // request logs would drown the demo's output
+	go func() { done <- runServe(sctx, &g, o, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		return demoStage{}, fmt.Errorf("serve: %w", err)
+	case <-time.After(5 * time.Minute):
+		return demoStage{}, fmt.Errorf("serve did not start")
+	}
+	q := "How long does the retrieval step run and at what temperature?"
+	body := fmt.Sprintf(`{"question":%q,"k":4}`, q)
+	start := time.Now()
+	resp, err := http.Post("http://"+addr+"/v1/pipeline", "application/json", strings.NewReader(body))
+	if err != nil {
+		return demoStage{}, err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return demoStage{}, fmt.Errorf("/v1/pipeline: HTTP %d: %s", resp.StatusCode, b)
+	}
+	var pr struct {
+		Retrieved []json.RawMessage `json:"retrieved"`
+		Kept      []json.RawMessage `json:"kept"`
+		Answer    string            `json:"answer"`
+	}
+	_ = json.Unmarshal(b, &pr)
+	took := time.Since(start).Seconds()
+	cancel()
+	if err := <-done; err != nil {
+		return demoStage{}, fmt.Errorf("serve stopped with: %w", err)
+	}
+	os.WriteFile(st.path("pipeline-response.json"), b, 0o644)
+	return demoStage{
+		Command:   fmt.Sprintf("ragforge --db %s serve --run %s --addr 127.0.0.1:8080 --open-read\n  curl -s -XPOST 127.0.0.1:8080/v1/pipeline -d '%s'", st.db, st.dirs["pipeline-run"], body),
+		Metrics:   map[string]float64{"pipeline_seconds": took, "retrieved": float64(len(pr.Retrieved)), "kept": float64(len(pr.Kept))},
+		Artifacts: []string{st.path("pipeline-response.json")},
+	}, nil
 }

@@ -16,6 +16,7 @@ func init() { register(newRunsCmd) }
 func newRunsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "runs", Short: "List, show and compare runs stored in the run database"}
 	var opt runs.ListOptions
+	var quiet bool
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first",
@@ -33,6 +34,12 @@ func newRunsCmd(g *globals) *cobra.Command {
 			if g.JSON {
 				return printJSON(g.Out, rs)
 			}
+			if quiet {
+				for _, r := range rs {
+					fmt.Fprintln(g.Out, r.ID)
+				}
+				return nil
+			}
 			tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tSTARTED\tDURATION\tBACKEND")
 			for _, r := range rs {
@@ -48,6 +55,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 	list.Flags().StringVar(&opt.Kind, "kind", "", "only runs of this kind (e.g. eval-retrieval, train-filter, selflearn)")
 	list.Flags().StringVar(&opt.Status, "status", "", "only runs with this status (running, done, failed)")
 	list.Flags().IntVar(&opt.Limit, "limit", 0, "at most this many runs (0 = all)")
+	list.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only run ids, newest first (for scripts: RUN=$(ragforge runs list --kind label-evidence --limit 1 -q))")
 
 	show := &cobra.Command{
 		Use:   "show ID",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -69,6 +70,19 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 				}
 			} else if o.ValidFrac > 0 {
 				if train, valid, err = filter.SplitByQuestion(examples, o.ValidFrac, c.Seed); err != nil {
+					return err
+				}
+			}
+			// Keep the split beside the checkpoints, so `eval filter --data
+			// OUT/valid.jsonl` evaluates exactly the held-out questions.
+			if !c.Resume && len(valid) > 0 {
+				if err := os.MkdirAll(c.OutputDir, 0o755); err != nil {
+					return err
+				}
+				if err := label.WriteExamples(filepath.Join(c.OutputDir, "train.jsonl"), label.FormatJSONL, train); err != nil {
+					return err
+				}
+				if err := label.WriteExamples(filepath.Join(c.OutputDir, "valid.jsonl"), label.FormatJSONL, valid); err != nil {
 					return err
 				}
 			}
