@@ -119,3 +119,11 @@ func runDir(g *globals, runID, override string) (string, error) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// finishRun records how a command's run ended: done, or failed with *err.
+// A failure to record it is returned when the command itself succeeded.
+func finishRun(run *runs.Run, err *error) {
+	if ferr := run.Finish(*err); *err == nil && ferr != nil {
+		*err = ferr
+	}
+}

@@ -131,11 +131,7 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 		return err
 	}
 	defer st.Close()
-	defer func() {
-		if ferr := run.Finish(err); err == nil && ferr != nil {
-			err = ferr
-		}
-	}()
+	defer finishRun(run, &err)
 	_, chunks, err := o.Corpus.load(g)
 	if err != nil {
 		return err

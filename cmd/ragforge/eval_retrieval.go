@@ -117,11 +117,7 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 		return nil, err
 	}
 	defer st.Close()
-	defer func() {
-		if ferr := run.Finish(err); err == nil && ferr != nil {
-			err = ferr
-		}
-	}()
+	defer finishRun(run, &err)
 	docs, chunks, err := o.Corpus.load(g)
 	if err != nil {
 		return nil, err

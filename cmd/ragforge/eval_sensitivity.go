@@ -60,11 +60,7 @@ Pearson and Spearman correlations of perplexity and length with each metric.`,
 				return err
 			}
 			defer st.Close()
-			defer func() {
-				if ferr := run.Finish(err); err == nil && ferr != nil {
-					err = ferr
-				}
-			}()
+			defer finishRun(run, &err)
 			docs, chunks, err := corpus.load(g)
 			if err != nil {
 				return err

@@ -152,11 +152,7 @@ tokens), or, for BEIR data, when qrels judge its document relevant.`,
 				return err
 			}
 			defer st.Close()
-			defer func() {
-				if ferr := run.Finish(err); err == nil && ferr != nil {
-					err = ferr
-				}
-			}()
+			defer finishRun(run, &err)
 			ls, err := label.NewStore(st.DB())
 			if err != nil {
 				return err
@@ -285,11 +281,7 @@ interrupted run without rescoring finished pairs.`,
 				return err
 			}
 			defer st.Close()
-			defer func() {
-				if ferr := run.Finish(err); err == nil && ferr != nil {
-					err = ferr
-				}
-			}()
+			defer finishRun(run, &err)
 			ls, err := label.NewStore(st.DB())
 			if err != nil {
 				return err
@@ -515,11 +507,7 @@ func newLabelImportCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			defer func() {
-				if ferr := run.Finish(err); err == nil && ferr != nil {
-					err = ferr
-				}
-			}()
+			defer finishRun(run, &err)
 			ls, err := label.NewStore(st.DB())
 			if err != nil {
 				return err

@@ -110,11 +110,7 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 		return err
 	}
 	defer st.Close()
-	defer func() {
-		if ferr := run.Finish(err); err == nil && ferr != nil {
-			err = ferr
-		}
-	}()
+	defer finishRun(run, &err)
 	bars := map[string]*progress.Bar{}
 	parts.Progress = func(stage string, done, total int) {
 		b, ok := bars[stage]

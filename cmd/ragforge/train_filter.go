@@ -91,11 +91,7 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 				return err
 			}
 			defer st.Close()
-			defer func() {
-				if ferr := run.Finish(err); err == nil && ferr != nil {
-					err = ferr
-				}
-			}()
+			defer finishRun(run, &err)
 			bar := progress.New(g.Err, -1, "train filter")
 			res, err := filter.Train(cmdContext(cmd), c, train, valid, run, func(p filter.Progress) {
 				if p.Phase == "train" {
@@ -173,11 +169,7 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 				return err
 			}
 			defer st.Close()
-			defer func() {
-				if ferr := run.Finish(err); err == nil && ferr != nil {
-					err = ferr
-				}
-			}()
+			defer finishRun(run, &err)
 			bar := progress.New(g.Err, -1, "eval filter")
 			opt.Backend = g.Backend
 			opt.Progress = bar.Func()
