@@ -28,7 +28,7 @@ type Encoder interface {
 	Name() string
 }
 
-// Progress is told how many of the texts of the current call are encoded so
+// Progress is told how many of the distinct texts of the current call are encoded so
 // far (done ≤ total). It is called from the encoding goroutine.
 type Progress func(done, total int)
 
@@ -41,11 +41,17 @@ const BGEQueryInstruction = "Represent this sentence for searching relevant pass
 // text [SEP], truncated to MaxLength tokens), run the encoder, pool
 // (Pooling), optionally L2-normalise.
 //
-// Batching: the texts of one call are tokenized, sorted by token length
-// (longest first), cut into batches of BatchSize and run through
-// bert.Model.Embed, which pads each batch to a (BucketBatch, BucketLength)
-// shape and compiles one graph per bucket, so a corpus costs a handful of
-// compilations and little padding. Results are returned in input order.
+// Batching: identical texts of one call are encoded once; the texts are
+// tokenized, sorted by token length (longest first) and cut into batches
+// run through bert.Model.Embed, which pads each batch to a (BucketBatch,
+// BucketLength) shape and compiles one graph per bucket. A batch starting
+// at a text of bucket length L holds R(L) texts: the largest power of two
+// ≤ min(BatchSize, MaxBatchTokens / L) (at least 1), so long texts go in
+// small batches with little padding; the last batch of a call is filled
+// with [CLS][SEP] rows to R(L), R(L)/2 or R(L)/4 rows, so a bucket length
+// has at most three shapes and a corpus costs a handful of compilations.
+// Results are returned in input order and do not depend on the batching
+// beyond float rounding.
 //
 // Use NewBERTEncoder for the defaults; the zero values of Pooling, MaxLength
 // and BatchSize are replaced by those defaults at encoding time.
@@ -64,8 +70,12 @@ type BERTEncoder struct {
 	// MaxLength is the token limit including [CLS] and [SEP] (512 by
 	// default, the BERT / BGE limit), clamped to max_position_embeddings.
 	MaxLength int
-	// BatchSize is the number of texts per forward pass (default 32).
+	// BatchSize is the largest number of texts per forward pass (default
+	// 32).
 	BatchSize int
+	// MaxBatchTokens bounds a forward pass's padded tokens (rows × bucket
+	// length; default 4096), see Batching.
+	MaxBatchTokens int
 	// ModelName is what Name returns ("bert" when empty).
 	ModelName string
 	// Progress, when set, is called after every batch.
@@ -76,6 +86,8 @@ type BERTEncoder struct {
 const (
 	DefaultMaxLength = 512
 	DefaultBatchSize = 32
+	// DefaultMaxBatchTokens is BERTEncoder.MaxBatchTokens's default.
+	DefaultMaxBatchTokens = 4096
 )
 
 // NewBERTEncoder returns an encoder with the BGE defaults: CLS pooling,
@@ -153,7 +165,21 @@ func (e *BERTEncoder) encode(what string, texts []string) ([][]float32, error) {
 	if bs <= 0 {
 		bs = DefaultBatchSize
 	}
-	ids, err := e.Tokenize(texts)
+	// Identical texts are encoded once (inference has no randomness, so
+	// their vectors are the same); uniq holds the first occurrence of each.
+	first := make(map[string]int, len(texts))
+	dup := make([]int, len(texts)) // index of the first occurrence
+	var uniq []string
+	var uniqAt []int
+	for i, t := range texts {
+		if j, ok := first[t]; ok {
+			dup[i] = j
+			continue
+		}
+		first[t], dup[i] = i, i
+		uniq, uniqAt = append(uniq, t), append(uniqAt, i)
+	}
+	ids, err := e.Tokenize(uniq)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: tokenize: %w", what, err)
 	}
@@ -162,23 +188,57 @@ func (e *BERTEncoder) encode(what string, texts []string) ([][]float32, error) {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return len(ids[order[a]]) > len(ids[order[b]]) })
+	budget := e.MaxBatchTokens
+	if budget <= 0 {
+		budget = DefaultMaxBatchTokens
+	}
+	var filler []int // [CLS][SEP], tokenized on first use
 	out := make([][]float32, len(texts))
-	for start := 0; start < len(order); start += bs {
-		idx := order[start:min(start+bs, len(order))]
-		batch := make([][]int, len(idx))
+	for start := 0; start < len(order); {
+		rows := floorPow2(max(1, min(bs, budget/bert.BucketLength(len(ids[order[start]]), e.MaxTokens()))))
+		idx := order[start:min(start+rows, len(order))]
+		for k := 0; k < 2 && rows > 1 && len(idx) <= rows/2; k++ {
+			rows /= 2
+		}
+		batch := make([][]int, len(idx), rows)
 		for j, i := range idx {
 			batch[j] = ids[i]
 		}
+		if len(batch) < rows && filler == nil {
+			f, err := e.Tokenize([]string{""})
+			if err != nil {
+				return nil, fmt.Errorf("encode %s: tokenize filler: %w", what, err)
+			}
+			filler = f[0]
+		}
+		for len(batch) < rows {
+			batch = append(batch, filler)
+		}
 		vecs, err := e.Model.Embed(batch, nil, pool, e.Normalize)
 		if err != nil {
-			return nil, fmt.Errorf("encode %s: texts %d..%d of %d (by length): %w", what, start, start+len(idx)-1, len(texts), err)
+			return nil, fmt.Errorf("encode %s: texts %d..%d of %d (by length, duplicates removed): %w", what, start, start+len(idx)-1, len(uniq), err)
 		}
 		for j, i := range idx {
-			out[i] = vecs[j]
+			out[uniqAt[i]] = vecs[j]
 		}
+		start += len(idx)
 		if e.Progress != nil {
-			e.Progress(start+len(idx), len(texts))
+			e.Progress(start, len(uniq))
+		}
+	}
+	for i, j := range dup {
+		if j != i {
+			out[i] = append([]float32(nil), out[j]...)
 		}
 	}
 	return out, nil
+}
+
+// floorPow2 is the largest power of two ≤ n (n ≥ 1).
+func floorPow2(n int) int {
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	return p
 }

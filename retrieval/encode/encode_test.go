@@ -2,6 +2,7 @@ package encode
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -111,6 +112,44 @@ func TestBERTEncoderMatchesForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	near(t, "mean pooled", got[1], out.Mean, 1e-5)
+}
+
+// Repeated texts are encoded once (progress counts distinct texts), each
+// copy gets its own slice, and a token budget that forces one-row and
+// filler-padded batches changes nothing but rounding.
+func TestBERTEncoderDuplicatesAndTokenBudget(t *testing.T) {
+	enc := toyEncoder(t)
+	in := []string{texts[1], texts[0], texts[1], texts[4], texts[0], texts[2], texts[3]}
+	ref := make([][]float32, len(in))
+	for i, s := range in {
+		v, err := enc.EncodeDocs([]string{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref[i] = v[0]
+	}
+	for _, budget := range []int{0, 16, 48} { // default; one row per batch; up to 2-3 rows and fillers
+		enc.MaxBatchTokens = budget
+		var calls [][2]int
+		enc.Progress = func(done, total int) { calls = append(calls, [2]int{done, total}) }
+		got, err := enc.EncodeDocs(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range in {
+			near(t, fmt.Sprintf("budget %d text %d", budget, i), got[i], ref[i], 1e-5)
+		}
+		if last := calls[len(calls)-1]; last != [2]int{5, 5} {
+			t.Errorf("budget %d: progress %v, want to end at (5,5): 5 distinct texts", budget, calls)
+		}
+		if budget == 16 && len(calls) != 5 {
+			t.Errorf("budget 16: %d batches, want 5 (one 16-token row each)", len(calls))
+		}
+		got[0][0] = 42
+		if got[2][0] == 42 {
+			t.Fatalf("budget %d: duplicate texts share one vector slice", budget)
+		}
+	}
 }
 
 func TestQueryInstruction(t *testing.T) {

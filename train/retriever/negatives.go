@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
@@ -55,17 +56,33 @@ func MineHardNegatives(index encode.VectorSearcher, queryVecs [][]float32, posit
 		return nil, st, fmt.Errorf("mine hard negatives: ranks [%d, %d), n %d: want 0 ≤ from < to and n ≥ 1", cfg.RankFrom, cfg.RankTo, cfg.N)
 	}
 	out := make([][]string, len(queryVecs))
-	for i, qv := range queryVecs {
-		hits, err := index.Search(qv, cfg.RankTo)
-		if err != nil {
-			return nil, st, fmt.Errorf("mine hard negatives: query %d: %w", i, err)
+	var block [][]retrieval.Hit // hits of queries from..from+len(block)-1
+	from := 0
+	for i := range queryVecs {
+		if i >= from+len(block) {
+			// One index call per block of queries (a faiss call has a fixed
+			// cost: threads start and spin).
+			from = i
+			end := min(i+mineBlock, len(queryVecs))
+			flat := make([]float32, 0, (end-i)*len(queryVecs[i]))
+			for _, qv := range queryVecs[i:end] {
+				flat = append(flat, qv...)
+			}
+			var err error
+			if block, err = index.Search(flat, cfg.RankTo); err != nil {
+				return nil, st, fmt.Errorf("mine hard negatives: queries %d..%d: %w", i, end-1, err)
+			}
+			if len(block) != end-i {
+				return nil, st, fmt.Errorf("mine hard negatives: queries %d..%d: index returned %d rows", i, end-1, len(block))
+			}
 		}
+		hits := block[i-from]
 		pos := positives[i]
 		posDoc := docOf(pos)
 		seen := map[string]bool{}
 		var pool []int // ranks
-		for r := cfg.RankFrom; r < len(hits[0]); r++ {
-			id := hits[0][r].ID
+		for r := cfg.RankFrom; r < len(hits); r++ {
+			id := hits[r].ID
 			if id == pos || docOf(id) == posDoc || seen[id] {
 				continue
 			}
@@ -82,7 +99,7 @@ func MineHardNegatives(index encode.VectorSearcher, queryVecs [][]float32, posit
 		sort.Ints(picked)
 		negs := make([]string, k)
 		for j, r := range picked {
-			negs[j] = hits[0][r].ID
+			negs[j] = hits[r].ID
 		}
 		out[i] = negs
 		st.Queries++
@@ -93,6 +110,10 @@ func MineHardNegatives(index encode.VectorSearcher, queryVecs [][]float32, posit
 	}
 	return out, st, nil
 }
+
+// mineBlock is the number of queries MineHardNegatives searches per index
+// call.
+const mineBlock = 512
 
 // Triplet is one training example: the query, its hypothetical documents
 // d′ (for the fused query of Eq. 10), the positive passage text and the

@@ -13,18 +13,27 @@ import (
 	"github.com/ragforge/ragforge/retrieval"
 )
 
-// fakeIndex returns a fixed ranking per query (the query vector's first
-// component selects the ranking), with descending scores.
-type fakeIndex struct{ rankings [][]string }
+// fakeIndex returns a fixed ranking per query (the query vector, of
+// dimension 1, selects the ranking), with descending scores; it counts its
+// calls.
+type fakeIndex struct {
+	rankings [][]string
+	calls    int
+}
 
 func (f *fakeIndex) Dim() int { return 1 }
 func (f *fakeIndex) Search(v []float32, k int) ([][]retrieval.Hit, error) {
-	r := f.rankings[int(v[0])]
-	hits := make([]retrieval.Hit, 0, k)
-	for i, id := range r[:min(k, len(r))] {
-		hits = append(hits, retrieval.Hit{ID: id, Score: float64(len(r) - i)})
+	f.calls++
+	out := make([][]retrieval.Hit, len(v))
+	for q, x := range v {
+		r := f.rankings[int(x)]
+		hits := make([]retrieval.Hit, 0, k)
+		for i, id := range r[:min(k, len(r))] {
+			hits = append(hits, retrieval.Hit{ID: id, Score: float64(len(r) - i)})
+		}
+		out[q] = hits
 	}
-	return [][]retrieval.Hit{hits}, nil
+	return out, nil
 }
 
 func docOf(id string) string { return id[:strings.IndexByte(id, '#')] }
@@ -94,6 +103,52 @@ func TestMineHardNegativesProperty(t *testing.T) {
 		}
 		if st.Shortfall != short || st.Queries != nq {
 			t.Fatalf("trial %d: stats %+v, want shortfall %d of %d", trial, st, short, nq)
+		}
+		if idx.calls != 1 {
+			t.Fatalf("trial %d: %d index calls for %d queries, want 1", trial, idx.calls, nq)
+		}
+	}
+}
+
+// Queries are searched in blocks of mineBlock: query i of a later block
+// still gets negatives from its own ranking.
+func TestMineHardNegativesBlocks(t *testing.T) {
+	var rankings [][]string
+	for r := 0; r < 3; r++ {
+		var ids []string
+		for d := 0; d < 30; d++ {
+			ids = append(ids, fmt.Sprintf("d%d#0", (d*(r+1)*7)%30))
+		}
+		rankings = append(rankings, ids)
+	}
+	idx := &fakeIndex{rankings: rankings}
+	nq := 2*mineBlock + 3
+	vecs := make([][]float32, nq)
+	pos := make([]string, nq)
+	for i := range vecs {
+		vecs[i] = []float32{float32(i % 3)}
+		pos[i] = rankings[i%3][0]
+	}
+	cfg := MineConfig{RankFrom: 10, RankTo: 20, N: 4, Seed: 1}
+	negs, _, err := MineHardNegatives(idx, vecs, pos, docOf, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx.calls != 3 {
+		t.Errorf("%d index calls for %d queries, want 3", idx.calls, nq)
+	}
+	for i, ns := range negs {
+		window := map[string]bool{}
+		for _, id := range rankings[i%3][cfg.RankFrom:cfg.RankTo] {
+			window[id] = true
+		}
+		if len(ns) != cfg.N {
+			t.Fatalf("query %d: %d negatives, want %d", i, len(ns), cfg.N)
+		}
+		for _, id := range ns {
+			if !window[id] {
+				t.Fatalf("query %d: negative %s outside ranks [10,20) of ranking %d", i, id, i%3)
+			}
 		}
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
@@ -65,6 +63,13 @@ type Config struct {
 	// SaveSteps writes a checkpoint every SaveSteps updates (0 = only at the
 	// end of each epoch; a checkpoint is always written at the end).
 	SaveSteps int
+	// SubBatchTokens bounds one encoder pass: the distinct texts of an
+	// update are sorted by length and encoded in sub-batches of
+	// SubBatchTokens / BucketLength rows (at least 1), so memory is bounded
+	// by it rather than by BatchSize × (2 + NumNegatives + NumHypo) × MaxLength
+	// (gradient caching, see Train). It changes speed, memory and which
+	// dropout masks are drawn, not the loss or its gradient. Default 8192.
+	SubBatchTokens int
 	// Resume continues from the latest complete checkpoint in OutputDir
 	// (weights, AdamW moments, RNG, data position), refusing a checkpoint
 	// made from other data or other trajectory settings.
@@ -80,6 +85,7 @@ func DefaultConfig() Config {
 		Epochs: 1, BatchSize: 32, GradAccumulation: 1, LearningRate: 1e-5, WarmupRatio: 0.1,
 		WeightDecay: 0.01, MaxGradNorm: 1.0, Temperature: DefaultTemperature, MaxLength: 512,
 		NumNegatives: 7, NumHypo: 1, Pooling: bert.PoolCLS, Normalize: true, Seed: 42,
+		SubBatchTokens: DefaultSubBatchTokens,
 	}
 }
 
@@ -107,6 +113,8 @@ func (c Config) Validate() error {
 		return bad("NumHypo", c.NumHypo, ">= 0")
 	case !c.Pooling.Valid():
 		return bad("Pooling", c.Pooling, `"cls" or "mean"`)
+	case c.SubBatchTokens < 0:
+		return bad("SubBatchTokens", c.SubBatchTokens, ">= 0 (0 = default)")
 	case c.SaveSteps < 0:
 		return bad("SaveSteps", c.SaveSteps, ">= 0")
 	}
@@ -164,6 +172,18 @@ type tokenized struct {
 //   - candidates of query i are every positive and hard negative of its
 //     micro-batch; another query's positive with the same text as query i's
 //     positive (or a hard negative equal to it) is masked (CandidateMask).
+//
+// Memory and speed (performance only; the loss and its gradient are those
+// of the whole micro-batch): an update encodes each distinct text of its
+// micro-batches once (a positive that is also another query's hard
+// negative, a repeated hypothetical document; duplicates then share one
+// dropout draw), sorted by token length and padded per length bucket, in
+// sub-batches of at most cfg.SubBatchTokens padded tokens, with gradient
+// caching (Gao et al. 2021): embeddings without gradients, ∂L/∂e on the
+// embeddings, then the encoder's gradient sub-batch by sub-batch with the
+// same dropout masks. Missing hypothetical documents and negatives are not
+// encoded (their weight or mask is 0). One graph is compiled per sub-batch
+// shape (one per length bucket) and reused.
 //
 // Data order: EpochOrder per epoch, micro-batches of BatchSize consecutive
 // triplets, GradAccumulation micro-batches per update. Each update's
@@ -245,10 +265,11 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 	tcfg := trainer.DefaultConfig()
 	tcfg.LearningRate, tcfg.WeightDecay, tcfg.MaxGradNorm = cfg.LearningRate, cfg.WeightDecay, cfg.MaxGradNorm
 	tcfg.WarmupRatio, tcfg.TotalSteps, tcfg.GradAccumulation = cfg.WarmupRatio, total, cfg.GradAccumulation
-	loss := func(c *mlctx.Context, in []*graph.Node) *graph.Node {
-		return lossGraph(m, c, in, cfg, nh)
+	gc, err := newGradCache(be, m, cfg, tk, n, nh, maxTok)
+	if err != nil {
+		return nil, fmt.Errorf("retriever train: %w", err)
 	}
-	tr, err := trainer.New(be, m.Ctx, loss, tcfg)
+	tr, err := trainer.New(be, m.Ctx, gc.surrogate, tcfg)
 	if err != nil {
 		return nil, fmt.Errorf("retriever train: %w", err)
 	}
@@ -290,12 +311,11 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			var micro [][]*tensors.Tensor
+			var micro [][]int
 			for k := b; k < min(b+cfg.GradAccumulation, microPerEpoch); k++ {
-				idx := order[k*cfg.BatchSize : min((k+1)*cfg.BatchSize, len(order))]
-				micro = append(micro, batchTensors(tk, triplets, idx, n, nh, maxTok, m.Config.PadTokenID))
+				micro = append(micro, order[k*cfg.BatchSize:min((k+1)*cfg.BatchSize, len(order))])
 			}
-			sr, err := tr.Step(micro)
+			sr, err := gc.update(tr, triplets, micro)
 			if err != nil {
 				return res, fmt.Errorf("retriever train: epoch %d, micro-batches %d..%d: %w", epoch, b, b+len(micro)-1, err)
 			}
@@ -337,6 +357,9 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 // (hashed into trainer_state.json so a resume cannot silently change it).
 func trajectory(c Config) Config {
 	c.OutputDir, c.Backend, c.SaveSteps, c.Resume = "", "", 0, false
+	if c.SubBatchTokens == 0 {
+		c.SubBatchTokens = DefaultSubBatchTokens
+	}
 	return c
 }
 
@@ -388,99 +411,6 @@ func tokenizeAll(tok tokenizer.Tokenizer, ts []Triplet, instr string, maxTok, n,
 	}
 	tk.empty = e[0]
 	return tk, nil
-}
-
-// padRows packs rows into ids/mask [len(rows), BucketLength(longest)] int32.
-func padRows(rows [][]int, pad, maxTok int) (ids, mask *tensors.Tensor) {
-	l := 1
-	for _, r := range rows {
-		l = max(l, len(r))
-	}
-	l = bert.BucketLength(l, maxTok)
-	fi := make([]int32, len(rows)*l)
-	fm := make([]int32, len(rows)*l)
-	for i, r := range rows {
-		for j := range l {
-			fi[i*l+j] = int32(pad)
-			if j < len(r) {
-				fi[i*l+j], fm[i*l+j] = int32(r[j]), 1
-			}
-		}
-	}
-	return tensors.FromFlatDataAndDimensions(fi, len(rows), l), tensors.FromFlatDataAndDimensions(fm, len(rows), l)
-}
-
-// batchTensors builds one micro-batch: query ids/mask [b, Lq]; when nh > 0
-// hypothetical ids/mask [b·nh, Lh] and weights [b, nh]; passage ids/mask
-// [b + b·n, Lp] (positives, then n negative slots per query); and the
-// candidate mask [b, b + b·n] float32.
-func batchTensors(tk *tokenized, ts []Triplet, idx []int, n, nh, maxTok, pad int) []*tensors.Tensor {
-	b := len(idx)
-	q := make([][]int, b)
-	var hypo [][]int
-	hw := make([]float32, b*nh)
-	pass := make([][]int, b, b+b*n)
-	posIDs := make([]string, b)
-	negIDs := make([][]string, b)
-	var negRows [][]int
-	for i, t := range idx {
-		q[i], pass[i], posIDs[i] = tk.q[t], tk.pos[t], ts[t].Pos
-		for k := 0; k < nh; k++ {
-			if k < len(tk.hypo[t]) {
-				hypo = append(hypo, tk.hypo[t][k])
-				hw[i*nh+k] = 1
-			} else {
-				hypo = append(hypo, tk.empty)
-			}
-		}
-		negIDs[i] = make([]string, n)
-		for k := 0; k < n; k++ {
-			if k < len(tk.negs[t]) {
-				negRows = append(negRows, tk.negs[t][k])
-				negIDs[i][k] = ts[t].Negs[k]
-			} else {
-				negRows = append(negRows, tk.empty) // masked: id ""
-			}
-		}
-	}
-	pass = append(pass, negRows...)
-	valid := CandidateMask(posIDs, negIDs)
-	fv := make([]float32, 0, b*len(pass))
-	for _, row := range valid {
-		for _, ok := range row {
-			fv = append(fv, b2f(ok))
-		}
-	}
-	qi, qm := padRows(q, pad, maxTok)
-	out := []*tensors.Tensor{qi, qm}
-	if nh > 0 {
-		hi, hm := padRows(hypo, pad, maxTok)
-		out = append(out, hi, hm, tensors.FromFlatDataAndDimensions(hw, b, nh))
-	}
-	pi, pm := padRows(pass, pad, maxTok)
-	return append(out, pi, pm, tensors.FromFlatDataAndDimensions(fv, b, len(pass)))
-}
-
-func b2f(ok bool) float32 {
-	if ok {
-		return 1
-	}
-	return 0
-}
-
-// lossGraph is the training loss of one micro-batch (inputs as batchTensors).
-func lossGraph(m *bert.Model, ctx *mlctx.Context, in []*graph.Node, cfg Config, nh int) *graph.Node {
-	embed := func(ids, mask *graph.Node) *graph.Node {
-		return bert.PoolGraph(m.EncoderGraph(ctx, ids, mask, nil), mask, cfg.Pooling, cfg.Normalize)
-	}
-	q := embed(in[0], in[1]) // [b, H]
-	rest := in[2:]
-	if nh > 0 {
-		q = FuseGraph(q, embed(rest[0], rest[1]), rest[2], cfg.Normalize)
-		rest = rest[3:]
-	}
-	p := embed(rest[0], rest[1]) // [b + b·n, H]
-	return InfoNCEGraph(q, p, rest[2], cfg.Temperature)
 }
 
 // FuseGraph is Eq. 10 in the graph: q [B, H], hypo [B·N, H] (query i's

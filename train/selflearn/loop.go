@@ -47,6 +47,14 @@ const (
 	KindStep       = "step"       // step-done markers keyed "r<round>/<step>"
 )
 
+// selectBlock is the number of selection items whose candidates are
+// encoded and searched together; encodeBlock the number of queries fused
+// per encoder call when mining. Both are progress granularities.
+const (
+	selectBlock = 64
+	encodeBlock = 256
+)
+
 // RunFile is WorkDir's file naming the run to resume.
 const RunFile = "run.json"
 
@@ -88,7 +96,8 @@ type state struct {
 	gens     map[int]generate.Generator // tag → generator (0 = initial)
 	encs     map[int]*encode.BERTEncoder
 	indexes  map[int]*dense.Index
-	bm25     *bm25.Index
+	bmRun    eval.Run               // BM25 hits of the evaluation queries
+	qvecs    map[string][][]float32 // evaluation query vectors: "r<ret>" or "g<gen>/r<ret>"
 	rep      *Report
 }
 
@@ -116,6 +125,16 @@ type state struct {
 //     ablations (G_0, R_t) and (G_t, R_0). Round 0 holds BM25, the hybrid,
 //     dense R_0 and HyDE (G_0, R_0).
 //
+// Cost (performance only; results are those of item-by-item encoding up to
+// float rounding): the corpus is encoded once per retriever (cached in
+// WorkDir/vectors-r<tag>.f32); selection encodes and searches the
+// candidates of selectBlock items per call (blocks fixed over the items, so
+// a resumed run computes the same batches); mining fuses and searches all
+// queries in blocks; evaluation encodes all queries once per retriever, and
+// their HyDE vectors once per (generator, retriever), for all variants that
+// share them, and searches them in one index call. Progress is reported
+// per block, per training update and per evaluated variant.
+//
 // Resume: the run is cfg.ResumeRunID, else the id in WorkDir/run.json, else
 // a new run of kind "selflearn" (whose id is then written to run.json).
 // Items already stored without error are not generated again; items stored
@@ -137,7 +156,7 @@ func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []dat
 	}
 	s := &state{cfg: cfg, corpus: corpus, byID: map[string]int{}, queries: evalQueries, qrels: evalQrels,
 		progress: progress, gens: map[int]generate.Generator{}, encs: map[int]*encode.BERTEncoder{},
-		indexes: map[int]*dense.Index{}}
+		indexes: map[int]*dense.Index{}, qvecs: map[string][][]float32{}}
 	for i, c := range corpus {
 		if _, dup := s.byID[c.ID]; dup {
 			return nil, fmt.Errorf("selflearn: corpus: chunk %d: duplicate id %q", i, c.ID)
@@ -619,13 +638,29 @@ func (s *state) selectAll(ctx context.Context, t int, keys []string, qs, cands m
 	}
 	depth := min(s.cfg.SelectionDepth, len(s.corpus))
 	pfx := len(roundKey(t, ""))
-	for _, k := range pending {
+	// Blocks are fixed over keys (not over the pending items), so a resumed
+	// run encodes and searches exactly the batches an uninterrupted one does.
+	for b := 0; b < len(keys); b += selectBlock {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		vecs, err := enc.EncodeDocs(cands[k])
+		blk := keys[b:min(b+selectBlock, len(keys))]
+		todo := false
+		for _, k := range blk {
+			if _, ok := out[k]; !ok {
+				todo = true
+			}
+		}
+		if !todo {
+			continue
+		}
+		var texts []string
+		for _, k := range blk {
+			texts = append(texts, cands[k]...)
+		}
+		vecs, err := enc.EncodeDocs(texts)
 		if err != nil {
-			return nil, fmt.Errorf("selection: %s: %w", k, err)
+			return nil, fmt.Errorf("selection: %s..%s: %w", blk[0], blk[len(blk)-1], err)
 		}
 		flat := make([]float32, 0, len(vecs)*enc.Dim())
 		for _, v := range vecs {
@@ -633,17 +668,26 @@ func (s *state) selectAll(ctx context.Context, t int, keys []string, qs, cands m
 		}
 		hits, err := ix.Search(flat, depth)
 		if err != nil {
-			return nil, fmt.Errorf("selection: %s: %w", k, err)
+			return nil, fmt.Errorf("selection: %s..%s: %w", blk[0], blk[len(blk)-1], err)
 		}
-		it := selItem{Query: qs[k][0], Cands: cands[k], Ranks: make([]int, len(hits))}
-		for i, h := range hits {
-			it.Ranks[i] = RankOf(h, k[pfx:])
+		at := 0
+		for _, k := range blk {
+			nc := len(cands[k])
+			if _, ok := out[k]; ok {
+				at += nc
+				continue
+			}
+			it := selItem{Query: qs[k][0], Cands: cands[k], Ranks: make([]int, nc)}
+			for i, h := range hits[at : at+nc] {
+				it.Ranks[i] = RankOf(h, k[pfx:])
+			}
+			at += nc
+			it.Best = SelectBest(it.Ranks)
+			if err := s.run.PutItem(KindSelection, k, it); err != nil {
+				return nil, err
+			}
+			out[k] = it
 		}
-		it.Best = SelectBest(it.Ranks)
-		if err := s.run.PutItem(KindSelection, k, it); err != nil {
-			return nil, err
-		}
-		out[k] = it
 		s.report(stage, len(out), len(keys))
 	}
 	return out, nil
@@ -705,22 +749,32 @@ func (s *state) mine(ctx context.Context, t int, keys []string, qs, hypos map[st
 		return tr, 0, err
 	}
 	stage := roundKey(t, "mine")
-	s.report(stage, 0, len(keys))
+	s.report(stage, 0, len(keys)+1) // +1: the search and the JSONL file
 	ix, enc, err := s.index(t - 1)
 	if err != nil {
 		return nil, 0, err
 	}
-	hcfg := hyde.Config{Mode: hyde.ModeFusion, N: max(s.cfg.N, 1), Normalize: true}
 	pfx := len(roundKey(t, ""))
 	vecs := make([][]float32, len(keys))
 	pos := make([]string, len(keys))
-	for i, k := range keys {
+	for b := 0; b < len(keys); b += encodeBlock {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
-		if vecs[i], err = hyde.Encode(enc, hcfg, qs[k][0], hypos[k]); err != nil {
-			return nil, 0, fmt.Errorf("mine: %s: %w", k, err)
+		blk := keys[b:min(b+encodeBlock, len(keys))]
+		q := make([]string, len(blk))
+		h := make([][]string, len(blk))
+		for i, k := range blk {
+			q[i], h[i] = qs[k][0], hypos[k]
 		}
+		v, err := s.fuse(enc, q, h)
+		if err != nil {
+			return nil, 0, fmt.Errorf("mine: %s..%s: %w", blk[0], blk[len(blk)-1], err)
+		}
+		copy(vecs[b:], v)
+		s.report(stage, b+len(blk), len(keys)+1)
+	}
+	for i, k := range keys {
 		pos[i] = k[pfx:]
 	}
 	docOf := func(id string) string { return s.corpus[s.byID[id]].DocID }
@@ -743,7 +797,7 @@ func (s *state) mine(ctx context.Context, t int, keys []string, qs, hypos map[st
 	if err := s.run.Artifact("triplets", path); err != nil {
 		return nil, 0, err
 	}
-	s.report(stage, len(keys), len(keys))
+	s.report(stage, len(keys)+1, len(keys)+1)
 	return triplets, st.Shortfall, s.markDone(t, "mine", fmt.Sprintf("shortfall %d missing %d", st.Shortfall, st.Missing))
 }
 
@@ -758,6 +812,7 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 	rc.Temperature, rc.MaxLength, rc.NumNegatives, rc.NumHypo = s.cfg.Temperature, s.cfg.MaxLength, s.cfg.NumNegatives, max(s.cfg.N, 1)
 	rc.QueryInstruction, rc.Seed = s.cfg.QueryInstruction, uint64(s.cfg.Seed)+uint64(t)
 	_, _, total := rc.Plan(len(triplets))
+	s.report(stage, 0, total)
 	res, err := retriever.Train(ctx, rc, triplets, s.retrieverDir(t-1), s.run, func(e trainer.LogEntry) {
 		s.report(stage, e.Step, total)
 	})
@@ -889,66 +944,114 @@ func (s *state) evaluate(ctx context.Context, t int) error {
 
 func (s *state) retrieve(ctx context.Context, sp variantSpec, rd *Round) (eval.Run, error) {
 	k := s.cfg.EvalDepth
-	out := eval.Run{}
-	var bm map[string][]retrieval.Hit
 	if sp.kind == "bm25" || sp.kind == "hybrid" {
-		if s.bm25 == nil {
+		if s.bmRun == nil {
 			ix, err := bm25.NewMemory(s.corpus, bm25.DefaultConfig())
 			if err != nil {
 				return nil, err
 			}
-			s.bm25 = ix
-		}
-		bm = map[string][]retrieval.Hit{}
-		for _, q := range s.queries {
-			h, err := s.bm25.Search(q.Text, k)
-			if err != nil {
-				return nil, fmt.Errorf("bm25: query %s: %w", q.ID, err)
+			bm := eval.Run{}
+			for _, q := range s.queries {
+				h, err := ix.Search(q.Text, k)
+				if err != nil {
+					return nil, fmt.Errorf("bm25: query %s: %w", q.ID, err)
+				}
+				bm[q.ID] = h
 			}
-			bm[q.ID] = h
+			s.bmRun = bm
 		}
 		if sp.kind == "bm25" {
-			return bm, nil
+			return s.bmRun, nil
 		}
 	}
 	ix, enc, err := s.index(sp.ret)
 	if err != nil {
 		return nil, err
 	}
-	var hypos map[string][]string
+	// Query vectors are computed once per retriever (plain queries) or per
+	// (generator, retriever) (HyDE), for all queries in one encoder call,
+	// and shared by the variants that use them.
+	key := fmt.Sprintf("r%d", sp.ret)
 	if sp.kind == "hyde" {
-		if hypos, err = s.evalHypos(ctx, sp.gen, rd); err != nil {
-			return nil, err
-		}
+		key = fmt.Sprintf("g%d/r%d", sp.gen, sp.ret)
 	}
-	hcfg := hyde.Config{Mode: hyde.ModeFusion, N: max(s.cfg.N, 1), Normalize: true}
-	for _, q := range s.queries {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	vecs, ok := s.qvecs[key]
+	if !ok {
+		texts := make([]string, len(s.queries))
+		for i, q := range s.queries {
+			texts[i] = q.Text
 		}
-		var v []float32
 		if sp.kind == "hyde" {
-			v, err = hyde.Encode(enc, hcfg, q.Text, hypos[q.ID])
-		} else {
-			var vs [][]float32
-			if vs, err = enc.EncodeQueries([]string{q.Text}); err == nil {
-				v = vs[0]
+			hypos, err := s.evalHypos(ctx, sp.gen, rd)
+			if err != nil {
+				return nil, err
 			}
+			hs := make([][]string, len(s.queries))
+			for i, q := range s.queries {
+				hs[i] = hypos[q.ID]
+			}
+			vecs, err = s.fuse(enc, texts, hs)
+		} else {
+			vecs, err = enc.EncodeQueries(texts)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("query %s: %w", q.ID, err)
+			return nil, fmt.Errorf("encode %d queries (%s): %w", len(texts), key, err)
 		}
-		hits, err := ix.Search(v, k)
-		if err != nil {
-			return nil, fmt.Errorf("query %s: %w", q.ID, err)
-		}
-		out[q.ID] = hits[0]
+		s.qvecs[key] = vecs
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	flat := make([]float32, 0, len(vecs)*enc.Dim())
+	for _, v := range vecs {
+		flat = append(flat, v...)
+	}
+	hits, err := ix.Search(flat, k)
+	if err != nil {
+		return nil, fmt.Errorf("search %d queries (%s): %w", len(vecs), key, err)
+	}
+	out := eval.Run{}
+	for i, q := range s.queries {
+		out[q.ID] = hits[i]
 		if sp.kind == "hybrid" {
-			if out[q.ID], err = fusion.RRF([][]retrieval.Hit{hits[0], bm[q.ID]},
+			if out[q.ID], err = fusion.RRF([][]retrieval.Hit{hits[i], s.bmRun[q.ID]},
 				[]float64{fusion.DenseWeight, fusion.BM25Weight}, k, fusion.Options{}); err != nil {
 				return nil, err
 			}
 		}
+	}
+	return out, nil
+}
+
+// fuse returns the Eq. 10 query vectors (hyde.ModeFusion, normalised, the
+// first max(N, 1) hypothetical documents of each query; none = the plain
+// query), as hyde.Encode computes them one query at a time, with all
+// queries in one EncodeQueries call and all documents in one EncodeDocs
+// call.
+func (s *state) fuse(enc encode.Encoder, queries []string, hypos [][]string) ([][]float32, error) {
+	n := max(s.cfg.N, 1)
+	qv, err := enc.EncodeQueries(queries)
+	if err != nil {
+		return nil, fmt.Errorf("hyde: encode queries: %w", err)
+	}
+	var docs []string
+	for _, h := range hypos {
+		docs = append(docs, h[:min(n, len(h))]...)
+	}
+	var dv [][]float32
+	if len(docs) > 0 {
+		if dv, err = enc.EncodeDocs(docs); err != nil {
+			return nil, fmt.Errorf("hyde: encode %d hypothetical documents: %w", len(docs), err)
+		}
+	}
+	out := make([][]float32, len(queries))
+	at := 0
+	for i, h := range hypos {
+		m := min(n, len(h))
+		if out[i], err = hyde.Fuse(qv[i], dv[at:at+m], hyde.ModeFusion, true); err != nil {
+			return nil, err
+		}
+		at += m
 	}
 	return out, nil
 }
