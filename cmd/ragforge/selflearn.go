@@ -131,6 +131,10 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 			}
 			b = progress.New(g.Err, total, stage)
 			bars[stage] = b
+			if !progress.Enabled(g.Err) {
+				// No bars off a terminal: one line per stage keeps logs readable.
+				fmt.Fprintf(g.Err, "selflearn: %s (%d items)\n", stage, total)
+			}
 		}
 		b.Set(done, total)
 	}
