@@ -28,9 +28,19 @@ func weight(ctx *context.Context, g *graph.Graph, hfName string) *graph.Node {
 	return v.ValueGraph(g)
 }
 
-// linear is nn.Linear without bias: x [B, L, in] · Wᵀ with W [out, in] → [B, L, out].
+// linear is nn.Linear without bias: x [..., in] · Wᵀ with W [out, in] →
+// [..., out]. It is one 2-D DotGeneral [N, in]×[out, in] (N = product of the
+// leading axes), the layout the pure-Go backend multiplies without
+// re-laying out either operand.
 func linear(x, w *graph.Node) *graph.Node {
-	return graph.Einsum("bli,oi->blo", x, w)
+	d := x.Shape().Dimensions
+	n := 1
+	for _, v := range d[:len(d)-1] {
+		n *= v
+	}
+	y := graph.DotGeneral(graph.Reshape(x, n, d[len(d)-1]), []int{1}, nil, w, []int{1}, nil)
+	out := append(append([]int(nil), d[:len(d)-1]...), w.Shape().Dimensions[0])
+	return graph.Reshape(y, out...)
 }
 
 // rmsNorm is T5LayerNorm: w · x / sqrt(mean(x²) + eps) over the last axis, no
@@ -104,10 +114,10 @@ func (m *Model) mergeHeads(x *graph.Node) *graph.Node {
 // q [B,H,Lq,d_kv], k,v [B,H,Lk,d_kv], bias broadcastable to [B,H,Lq,Lk]
 // (position bias plus additive mask) → [B,H,Lq,d_kv].
 func (m *Model) attend(ctx *context.Context, q, k, v, bias *graph.Node) *graph.Node {
-	scores := graph.Einsum("bhqd,bhkd->bhqk", q, k)
+	scores := graph.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [B,H,Lq,Lk]
 	scores = graph.Add(scores, graph.BroadcastToDims(bias, scores.Shape().Dimensions...))
 	w := m.dropout(ctx, graph.Softmax(scores, -1))
-	return graph.Einsum("bhqk,bhkd->bhqd", w, v)
+	return graph.DotGeneral(w, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1}) // [B,H,Lq,d_kv]
 }
 
 // attention is T5Attention without cache. prefix names the module (e.g.
@@ -121,6 +131,63 @@ func (m *Model) attention(ctx *context.Context, prefix string, x, kvIn, bias *gr
 	out := m.mergeHeads(m.attend(ctx, q, k, v, bias))
 	return linear(out, weight(ctx, g, prefix+".o.weight"))
 }
+
+// crossAttention is T5Attention for EncDecAttention (no position bias):
+// x [B,T,d_model] decoder states, enc [B,L,d_model] encoder output, bias
+// [B,H,T,L] the encoder padding mask → [B,T,d_model].
+//
+// When the decoder is short (the RAG² filter scores one or two target
+// tokens), projecting all L encoder positions to keys and values
+// (2·B·L·d_model·H·d_kv multiply-adds per layer) costs far more than the
+// attention itself. The products are then reassociated, which is exact in
+// real arithmetic (float32 rounding differs at the 1e-6 level):
+//
+//	scores_h = q_h·(enc·W_k,hᵀ)ᵀ = (q_h·W_k,h)·encᵀ
+//	out_h    = w_h·(enc·W_v,hᵀ)  = (w_h·enc)·W_v,hᵀ
+//
+// with W_k,h, W_v,h the [d_kv, d_model] rows of head h; cost
+// 2·B·T·H·d_kv·d_model + 2·B·H·T·L·d_model. The cheaper form is chosen
+// from the static shapes.
+func (m *Model) crossAttention(ctx *context.Context, prefix string, x, enc, bias *graph.Node) *graph.Node {
+	c := m.Config
+	xd, ed := x.Shape().Dimensions, enc.Shape().Dimensions
+	B, T, L, D := xd[0], xd[1], ed[1], ed[2]
+	H, K := c.NumHeads, c.DKV
+	if crossForm == crossDirect || crossForm == crossAuto && !reassociateCross(T, L, D, H, K) {
+		return m.attention(ctx, prefix, x, enc, bias)
+	}
+	g := x.Graph()
+	q := m.splitHeads(linear(x, weight(ctx, g, prefix+".q.weight")))            // [B,H,T,K]
+	wk := graph.Reshape(weight(ctx, g, prefix+".k.weight"), H, K, D)            // [H,K,D]
+	wv := graph.Reshape(weight(ctx, g, prefix+".v.weight"), H, K, D)            // [H,K,D]
+	qk := graph.DotGeneral(q, []int{3}, []int{1}, wk, []int{1}, []int{0})       // [H,B,T,D]
+	qk = graph.Reshape(graph.TransposeAllAxes(qk, 1, 0, 2, 3), B, H*T, D)       // [B,H·T,D]
+	scores := graph.DotGeneral(qk, []int{2}, []int{0}, enc, []int{2}, []int{0}) // [B,H·T,L]
+	scores = graph.Add(graph.Reshape(scores, B, H, T, L), graph.BroadcastToDims(bias, B, H, T, L))
+	w := m.dropout(ctx, graph.Softmax(scores, -1))                                                   // [B,H,T,L]
+	we := graph.DotGeneral(graph.Reshape(w, B, H*T, L), []int{2}, []int{0}, enc, []int{1}, []int{0}) // [B,H·T,D]
+	we = graph.Reshape(we, B, H, T, D)
+	out := graph.DotGeneral(we, []int{3}, []int{1}, wv, []int{2}, []int{0}) // [H,B,T,K]
+	out = graph.Reshape(graph.TransposeAllAxes(out, 1, 2, 0, 3), B, T, H*K) // [B,T,H·K]
+	return linear(out, weight(ctx, g, prefix+".o.weight"))
+}
+
+// reassociateCross reports whether the reassociated cross-attention costs
+// fewer multiply-adds per batch row than the direct one, for T decoder and L
+// encoder positions, d_model D, H heads of d_kv K:
+// T·H·K·D + H·T·L·D (reassociated) < L·D·H·K + H·T·L·K (direct).
+func reassociateCross(T, L, D, H, K int) bool {
+	return T*H*K*D+H*T*L*D < L*D*H*K+H*T*L*K
+}
+
+// crossForm selects the cross-attention form; tests force one or the other.
+var crossForm = crossAuto
+
+const (
+	crossAuto = iota
+	crossDirect
+	crossReassociated
+)
 
 // positionBias is T5Attention.compute_bias: table[bucket(k - q - queryOffset), h]
 // as [1, H, qLen, kLen]; table is relative_attention_bias.weight [buckets, H].
@@ -223,7 +290,7 @@ func (m *Model) decoderStack(ctx *context.Context, decIDs, encOut, encMask *grap
 		n := rmsNorm(h, weight(ctx, g, p+"0.layer_norm.weight"), c.LayerNormEpsilon)
 		h = graph.Add(h, m.dropout(ctx, m.attention(ctx, p+"0.SelfAttention", n, n, selfBias)))
 		n = rmsNorm(h, weight(ctx, g, p+"1.layer_norm.weight"), c.LayerNormEpsilon)
-		h = graph.Add(h, m.dropout(ctx, m.attention(ctx, p+"1.EncDecAttention", n, encOut, crossBias)))
+		h = graph.Add(h, m.dropout(ctx, m.crossAttention(ctx, p+"1.EncDecAttention", n, encOut, crossBias)))
 		h = m.layerFF(ctx, p+"2", h)
 		if keep {
 			outs = append(outs, h)
@@ -242,6 +309,31 @@ func (m *Model) lmHead(ctx *context.Context, h *graph.Node) *graph.Node {
 		return linear(h, weight(ctx, g, "shared.weight"))
 	}
 	return linear(h, weight(ctx, g, "lm_head.weight"))
+}
+
+// TokenLogitsGraph is LogitsGraph restricted to the vocabulary entries
+// tokens: inputIDs, mask [B, L], decIDs [B, T] → logits [B, T, len(tokens)]
+// float32, column j being the logit of tokens[j] (same values as the full
+// LogitsGraph, whose other columns are never computed: scoring a few label
+// tokens skips the [B·T, d_model]×[d_model, vocab] head). tokens must lie in
+// [0, vocab) (graph-building panic otherwise).
+func (m *Model) TokenLogitsGraph(ctx *context.Context, inputIDs, mask, decIDs *graph.Node, tokens []int) *graph.Node {
+	enc := m.EncoderGraph(ctx, inputIDs, mask)
+	h := m.DecoderGraph(ctx, decIDs, enc, mask)
+	g := h.Graph()
+	idx := make([]int32, len(tokens))
+	for i, tk := range tokens {
+		if tk < 0 || tk >= m.Config.VocabSize {
+			panic(fmt.Errorf("t5: token %d outside [0,%d)", tk, m.Config.VocabSize))
+		}
+		idx[i] = int32(tk)
+	}
+	rows := graph.Reshape(graph.Const(g, idx), len(tokens), 1)
+	if m.Config.TieWordEmbeddings {
+		h = graph.MulScalar(h, math.Pow(float64(m.Config.DModel), -0.5))
+		return linear(h, graph.Gather(weight(ctx, g, "shared.weight"), rows))
+	}
+	return linear(h, graph.Gather(weight(ctx, g, "lm_head.weight"), rows))
 }
 
 // LogitsGraph is T5ForConditionalGeneration.forward (teacher forcing):

@@ -482,6 +482,22 @@ func BenchmarkTrainStep(b *testing.B) {
 	b.ReportMetric(r.CompileMs, "compile_ms")
 }
 
+// BenchmarkTrainStepTiny is the `ragforge train filter` demo shape: the tiny
+// T5 (d_model 64, 2+2 layers, vocab 2100), batch 8 × 192 tokens.
+func BenchmarkTrainStepTiny(b *testing.B) {
+	if _, err := backend.New(""); err != nil {
+		b.Fatal(err)
+	}
+	r, err := BenchTrainStep(t5.TinyConfig(2100), 8, 192, 2, max(1, b.N))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(r.TrainTokensPerSec, "tokens/s")
+	b.ReportMetric(r.MsPerStep, "ms/step")
+	b.ReportMetric(r.InferExamplesPerSec, "infer_examples/s")
+	b.ReportMetric(r.CompileMs, "compile_ms")
+}
+
 // BenchTrainStep runs end to end on tiny shapes and reports positive rates.
 func TestBenchTrainStepTiny(t *testing.T) {
 	t.Setenv(backend.EnvVar, testBackend)

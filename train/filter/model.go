@@ -133,29 +133,38 @@ func (lm *labeled) lossFn(ctx *context.Context, in []*graph.Node) *graph.Node {
 	return t5.LossGraph(lm.m.LogitsGraph(ctx, in[0], in[1], in[2]), in[3])
 }
 
+// compileScore builds (once) the scoring executable: encoder ids, mask [B, L]
+// → the two label-token logits [B, 2] at the first decoder step (decoder
+// input = decoder_start_token_id); only those two rows of the LM head are
+// multiplied.
+func (lm *labeled) compileScore() error {
+	if lm.score != nil {
+		return nil
+	}
+	h, n := lm.helpful, lm.unhelpful
+	start := lm.m.Config.DecoderStartTokenID
+	e, err := context.NewExecAny(lm.m.Backend, lm.m.Ctx, func(ctx *context.Context, ids, mask *graph.Node) *graph.Node {
+		B := ids.Shape().Dimensions[0]
+		dec := graph.Reshape(graph.Const(ids.Graph(), make([]int32, B)), B, 1)
+		if start != 0 {
+			dec = graph.AddScalar(dec, float64(start))
+		}
+		return graph.Reshape(lm.m.TokenLogitsGraph(ctx, ids, mask, dec, []int{h, n}), B, 2)
+	})
+	if err != nil {
+		return err
+	}
+	lm.score = e
+	return nil
+}
+
 // scoreRows returns P(helpful) per row: the softmax over the two label-token
 // logits at the first decoder step (decoder input = decoder_start_token_id),
 // i.e. 1/(1+exp(ℓ_not − ℓ_helpful)). Rows are processed batch at a time in
 // order of length (so padding buckets stay small); results are in input order.
 func (lm *labeled) scoreRows(rows [][]int, batch int, progress func(done, total int)) ([]float64, error) {
-	if lm.score == nil {
-		h, n := lm.helpful, lm.unhelpful
-		start := lm.m.Config.DecoderStartTokenID
-		e, err := context.NewExecAny(lm.m.Backend, lm.m.Ctx, func(ctx *context.Context, ids, mask *graph.Node) *graph.Node {
-			B := ids.Shape().Dimensions[0]
-			dec := graph.Reshape(graph.Const(ids.Graph(), make([]int32, B)), B, 1)
-			if start != 0 {
-				dec = graph.AddScalar(dec, float64(start))
-			}
-			logits := graph.Reshape(lm.m.LogitsGraph(ctx, ids, mask, dec), B, -1) // [B, V]
-			lh := graph.Slice(logits, graph.AxisRange(), graph.AxisRange(h, h+1))
-			ln := graph.Slice(logits, graph.AxisRange(), graph.AxisRange(n, n+1))
-			return graph.Concatenate([]*graph.Node{lh, ln}, 1) // [B, 2]
-		})
-		if err != nil {
-			return nil, err
-		}
-		lm.score = e
+	if err := lm.compileScore(); err != nil {
+		return nil, err
 	}
 	order := make([]int, len(rows))
 	for i := range order {
