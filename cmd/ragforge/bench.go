@@ -99,7 +99,7 @@ resident set size so far (it only grows).`,
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().IntVar(&steps, "steps", 3, "timed steps per configuration (after one compile step)")
+	cmd.Flags().IntVar(&steps, "steps", 1, "timed steps per configuration (after one compile step; small takes minutes per step on the pure-Go backend)")
 	cmd.Flags().StringVar(&only, "only", "", "run only this configuration (mini or small)")
 	_ = os.Stderr
 	return cmd
