@@ -21,6 +21,7 @@ type selflearnOptions struct {
 	Split   string
 	Resume  string
 	Relevan string
+	Limit   int
 }
 
 func newSelflearnCmd(g *globals) *cobra.Command {
@@ -63,6 +64,7 @@ chat server: vLLM, llama.cpp server, Ollama).`,
 	f.StringVar(&o.EvalQA, "eval-qa", "", "evaluation questions: AP QA CSV or BEIR dir (required)")
 	f.StringVar(&o.Split, "split", "test", "BEIR qrels split")
 	f.StringVar(&o.Relevan, "relevance", "contains", "relevance rule for a QA CSV: contains | span")
+	f.IntVar(&o.Limit, "eval-limit", 0, "evaluate on the first N questions only (0 = all)")
 	f.IntVar(&c.Rounds, "rounds", c.Rounds, "self-learning rounds")
 	f.IntVar(&c.Samples, "samples", c.Samples, "chunks sampled per round for queries (<= 0: all)")
 	f.IntVar(&c.L, "candidates", c.L, "hypothetical documents per query, L (Eq. 3)")
@@ -105,6 +107,9 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	queries, qrels, err := retrieve.Queries(o.EvalQA, o.Split)
 	if err != nil {
 		return err
+	}
+	if o.Limit > 0 && o.Limit < len(queries) {
+		queries = queries[:o.Limit]
 	}
 	if qrels == nil {
 		rule := eval.Rule{}
