@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// models init output must load and run through every infer command, and
+// inspect must report what init wrote.
+func TestModelsInitLoadsAndRuns(t *testing.T) {
+	spm := sharedDir(t, "fixtures/tokenizer/spiece.model")
+	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	t5dir, bertdir := filepath.Join(dir, "t5"), filepath.Join(dir, "bert")
+	run(t, "models", "init", "--db", db, "--arch", "t5", "--size", "tiny", "--tokenizer", spm, "--add-tokens", "[HELPFUL],[NOT_HELPFUL]", "--out", t5dir)
+	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bertdir)
+
+	var info struct {
+		ModelType    string         `json:"model_type"`
+		Parameters   int64          `json:"parameters"`
+		TokenizerLen int            `json:"tokenizer_len"`
+		AddedTokens  map[string]int `json:"added_tokens"`
+		Config       map[string]any `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(run(t, "models", "inspect", t5dir, "--json")), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.ModelType != "t5" || info.TokenizerLen != 2102 || info.AddedTokens["[HELPFUL]"] != 2100 || info.AddedTokens["[NOT_HELPFUL]"] != 2101 {
+		t.Errorf("inspect t5: %+v", info)
+	}
+	if v, _ := info.Config["vocab_size"].(float64); int(v) != 2102 {
+		t.Errorf("config vocab_size %v, want 2102 (tokenizer length incl. added tokens)", info.Config["vocab_size"])
+	}
+
+	var gen struct {
+		Text string `json:"text"`
+		IDs  []int  `json:"ids"`
+	}
+	if err := json.Unmarshal([]byte(run(t, "infer", "generate", "--model", t5dir, "--input", "Which stain shows amyloid?", "--max-new-tokens", "4", "--json")), &gen); err != nil {
+		t.Fatal(err)
+	}
+	if len(gen.IDs) < 2 || gen.IDs[0] != 0 {
+		t.Errorf("generate ids %v: want the decoder start 0 then new tokens", gen.IDs)
+	}
+	var sc scoreResult
+	if err := json.Unmarshal([]byte(run(t, "infer", "score", "--model", t5dir, "--input", "q", "--target", "answer text", "--json")), &sc); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Tokens == 0 || !(sc.Perplexity > 1) || sc.MeanNLL <= 0 {
+		t.Errorf("score: %+v", sc)
+	}
+	var emb struct {
+		Dim       int       `json:"dim"`
+		Embedding []float32 `json:"embedding"`
+	}
+	if err := json.Unmarshal([]byte(run(t, "infer", "embed", "--model", bertdir, "--input", "HER2 scoring", "--json")), &emb); err != nil {
+		t.Fatal(err)
+	}
+	var norm float64
+	for _, x := range emb.Embedding {
+		norm += float64(x) * float64(x)
+	}
+	if emb.Dim != 128 || norm < 0.999 || norm > 1.001 {
+		t.Errorf("embed: dim %d, squared norm %f (want 128 and 1)", emb.Dim, norm)
+	}
+	if code, stderr := runErr("infer", "embed", "--model", t5dir, "--input", "x"); code == 0 || !strings.Contains(stderr, "BERT") {
+		t.Errorf("embedding with a T5 model should fail naming BERT: %d %s", code, stderr)
+	}
+}
