@@ -180,7 +180,7 @@ func demoSelflearn(ctx context.Context, st *demoState) (demoStage, error) {
 	work := st.fresh("selflearn")
 	args := append([]string{"selflearn"}, st.chunkArgs()...)
 	args = append(args, "--retriever", st.dirs["bert-tiny"], "--generator", "ict", "--rounds", "1", "--eval-qa", st.qa,
-		"--work", work, "--max-length", "256", "--retriever-batch", "8", "--retriever-lr", "5e-5", "--seed", strconv.FormatInt(st.o.Seed, 10))
+		"--work", work, "--samples", strconv.Itoa(st.o.Samples), "--max-length", "256", "--retriever-batch", "8", "--retriever-lr", "5e-5", "--seed", strconv.FormatInt(st.o.Seed, 10))
 	var rep struct {
 		RunID  string `json:"run_id"`
 		Rounds []struct {
