@@ -43,7 +43,7 @@ demo: build
 ## demo-ap: the same stages on the real anatomical-pathology corpus in ../shared.
 demo-ap: build
 	@test -d $(SHARED)/data/ap_protocols || { echo "demo-ap needs $(SHARED)/data (not found)"; exit 1; }
-	$(BIN) demo --corpus $(SHARED)/data/ap_protocols --qa $(SHARED)/data/ap_protocols_qa/dev.csv
+	$(BIN) demo --corpus $(SHARED)/data/ap_protocols --qa $(SHARED)/data/ap_protocols_qa/dev.csv --work ragforge-demo-ap --filter-epochs 1
 
 fmt:
 	gofmt -l -w $$(git ls-files '*.go')

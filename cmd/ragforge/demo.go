@@ -24,6 +24,7 @@ type demoOptions struct {
 	Overlap    int
 	Seed       int64
 	Samples    int  // chunks sampled for the self-learning round
+	Epochs     int  // filter training epochs
 	Quick      bool // fewer steps (tests)
 }
 
@@ -84,6 +85,7 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.IntVar(&o.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
 	f.Int64Var(&o.Seed, "seed", 42, "seed for initialization, sampling and data order")
 	f.IntVar(&o.Samples, "samples", 64, "chunks sampled for the self-learning round (the paper samples up to 10,000)")
+	f.IntVar(&o.Epochs, "filter-epochs", 3, "filter training epochs")
 	f.BoolVar(&o.Quick, "quick", false, "fewer training steps (for tests)")
 	return cmd
 }

@@ -128,7 +128,7 @@ func demoLabels(ctx context.Context, st *demoState) (demoStage, error) {
 
 func demoTrainFilter(ctx context.Context, st *demoState) (demoStage, error) {
 	out := st.fresh("filter")
-	epochs, maxLen := "3", "192"
+	epochs, maxLen := strconv.Itoa(max(1, st.o.Epochs)), "192"
 	if st.o.Quick {
 		epochs = "1"
 	}
