@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/ragforge/ragforge/internal/testutil"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,30 +25,6 @@ import (
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
-
-// sharedPath returns <module root>/../shared/<rel> or skips the test.
-func sharedPath(t testing.TB, rel string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("SKIP: %s not found (needs /work/shared): %v", p, err)
-	}
-	return p
-}
 
 // judgeServer is a loopback OpenAI-compatible chat server; reply maps the
 // user prompt to the answer text, or sleeps when it returns delay > 0.
@@ -100,11 +76,11 @@ func TestRunAPAcceptance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the AP answer-evaluation run")
 	}
-	docs, err := data.LoadHFDataset(sharedPath(t, "data/ap_protocols"), data.HFOptions{})
+	docs, err := data.LoadHFDataset(testutil.SharedPath(t, "data/ap_protocols"), data.HFOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs, err := data.LoadAPQA(sharedPath(t, "data/ap_protocols_qa/dev.csv"))
+	qs, err := data.LoadAPQA(testutil.SharedPath(t, "data/ap_protocols_qa/dev.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +113,7 @@ func TestRunAPAcceptance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t5dir := sharedPath(t, "fixtures/t5-flan-tiny")
+	t5dir := testutil.SharedPath(t, "fixtures/t5-flan-tiny")
 	gen, err := t5.Load(be, t5dir)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +123,7 @@ func TestRunAPAcceptance(t *testing.T) {
 		t.Fatal(err)
 	}
 	answerer := &T5Answerer{Model: gen, Tokenizer: spm, MaxInputTokens: 256, Gen: t5.GenerateOptions{MaxNewTokens: 8}}
-	bdir := sharedPath(t, "fixtures/bert-tiny")
+	bdir := testutil.SharedPath(t, "fixtures/bert-tiny")
 	bm, err := bert.Load(be, bdir)
 	if err != nil {
 		t.Fatal(err)

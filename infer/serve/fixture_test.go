@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/ragforge/ragforge/internal/testutil"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,30 +21,6 @@ import (
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/models/tokenizer/wordpiece"
 )
-
-// sharedDir returns ../shared/<rel> above the module root, or skips.
-func sharedDir(t testing.TB, rel string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("SKIP: %s not found (needs /work/shared fixtures): %v", p, err)
-	}
-	return p
-}
 
 // Chunks of the tiny pipeline: two corpora, words chosen so BM25 matches
 // are known by hand ("hematoxylin" only in tb#0, "formalin" only in pm#0).
@@ -85,8 +62,8 @@ var (
 // generator (the fixture SentencePiece model).
 func buildPipeline(t *testing.T) string {
 	t.Helper()
-	vocab := sharedDir(t, "fixtures/bert-tiny")
-	spm := sharedDir(t, "fixtures/tokenizer")
+	vocab := testutil.SharedPath(t, "fixtures/bert-tiny")
+	spm := testutil.SharedPath(t, "fixtures/tokenizer")
 	buildOnce.Do(func() {
 		root, err := os.MkdirTemp("", "ragforge-serve-test-")
 		if err != nil {

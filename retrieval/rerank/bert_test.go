@@ -1,9 +1,8 @@
 package rerank
 
 import (
+	"github.com/ragforge/ragforge/internal/testutil"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -13,35 +12,11 @@ import (
 	"github.com/ragforge/ragforge/retrieval"
 )
 
-// sharedDir returns <module root>/../shared/<rel> or skips the test.
-func sharedDir(t testing.TB, rel string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("SKIP: %s not found (needs /work/shared): %v", p, err)
-	}
-	return p
-}
-
 // With the real WordPiece tokenizer, Pair of short texts equals HF
 // tokenizer(a, b) as EncodePair builds it, and a random-weight BERT
 // cross-encoder reranks with batches exactly as it scores pairs one by one.
 func TestCrossEncoderBERT(t *testing.T) {
-	tok, err := wordpiece.Load(sharedDir(t, "fixtures/bert-tiny"))
+	tok, err := wordpiece.Load(testutil.SharedPath(t, "fixtures/bert-tiny"))
 	if err != nil {
 		t.Fatal(err)
 	}
