@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragforge/ragforge/models/tokenizer/internal/fixtures"
+	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/models/tokenizer/wordpiece"
 )
@@ -151,7 +151,7 @@ func spCases(t *testing.T, dir string) []spCase {
 // The 565-id passage with MaxLength 128, Stride 32: content 127 per window,
 // starts 0, 95, 190, 285, 380, 475; each window is the fixture slice + eos.
 func TestEncodeBatchT5LongPassage(t *testing.T) {
-	dir := fixtures.Dir(t, "tokenizer")
+	dir := testutil.SharedPath(t, "fixtures/tokenizer")
 	tok, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -190,8 +190,8 @@ func TestEncodeBatchT5LongPassage(t *testing.T) {
 }
 
 func TestLoadDirs(t *testing.T) {
-	spDir := fixtures.Dir(t, "tokenizer")
-	bertDir := fixtures.Dir(t, "bert-tiny")
+	spDir := testutil.SharedPath(t, "fixtures/tokenizer")
+	bertDir := testutil.SharedPath(t, "fixtures/bert-tiny")
 	t5, err := Load(spDir)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestLoadDirs(t *testing.T) {
 
 func TestSaveLoadAddedTokens(t *testing.T) {
 	for _, sub := range []string{"tokenizer", "bert-tiny"} {
-		tok, err := Load(fixtures.Dir(t, sub))
+		tok, err := Load(testutil.SharedPath(t, filepath.Join("fixtures", sub)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +245,7 @@ func TestSaveLoadAddedTokens(t *testing.T) {
 // HF layout (vocab, added_tokens, Precompiled charsmap in base64) and must
 // encode the fixture cases exactly as the native files do.
 func TestLoadJSONUnigram(t *testing.T) {
-	dir := fixtures.Dir(t, "tokenizer")
+	dir := testutil.SharedPath(t, "fixtures/tokenizer")
 	m, err := sentencepiece.Load(filepath.Join(dir, "spiece.model"))
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +295,7 @@ func TestLoadJSONUnigram(t *testing.T) {
 }
 
 func TestLoadJSONWordPiece(t *testing.T) {
-	dir := fixtures.Dir(t, "bert-tiny")
+	dir := testutil.SharedPath(t, "fixtures/bert-tiny")
 	vocab, err := wordpiece.ReadVocab(filepath.Join(dir, "vocab.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +367,7 @@ func writeJSON(t *testing.T, v any) string {
 }
 
 func BenchmarkEncodeBatchLongPassage(b *testing.B) {
-	dir := fixtures.Dir(b, "tokenizer")
+	dir := testutil.SharedPath(b, "fixtures/tokenizer")
 	tok, err := Load(dir)
 	if err != nil {
 		b.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ragforge/ragforge/models/tokenizer/internal/fixtures"
+	"github.com/ragforge/ragforge/internal/testutil"
 )
 
 type spCase struct {
@@ -26,7 +26,7 @@ type spCase struct {
 
 func loadFixture(t testing.TB) (*Model, []spCase, string) {
 	t.Helper()
-	dir := fixtures.Dir(t, "tokenizer")
+	dir := testutil.SharedPath(t, "fixtures/tokenizer")
 	m, err := Load(filepath.Join(dir, "spiece.model"))
 	if err != nil {
 		t.Fatal(err)

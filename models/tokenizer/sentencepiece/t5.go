@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ragforge/ragforge/models/tokenizer/internal/addedtokens"
 )
 
 // DefaultExtraIDs is the number of T5 sentinel tokens (HF T5Tokenizer extra_ids).
@@ -253,16 +254,6 @@ func (t *T5) Decode(ids []int, skipSpecial bool) string {
 	return strings.Join(parts, " ")
 }
 
-// hfAddedToken is one entry of tokenizer_config.json added_tokens_decoder.
-type hfAddedToken struct {
-	Content    string `json:"content"`
-	LStrip     bool   `json:"lstrip"`
-	Normalized bool   `json:"normalized"`
-	RStrip     bool   `json:"rstrip"`
-	SingleWord bool   `json:"single_word"`
-	Special    bool   `json:"special"`
-}
-
 // Save writes the HF T5Tokenizer files to dir (created if needed):
 // spiece.model, special_tokens_map.json, tokenizer_config.json
 // (added_tokens_decoder, additional_special_tokens, extra_ids) and
@@ -275,24 +266,24 @@ func (t *T5) Save(dir string) error {
 		return fmt.Errorf("save t5 tokenizer: %w", err)
 	}
 	n := t.sp.Size()
-	decoder := map[string]hfAddedToken{}
+	decoder := map[string]addedtokens.Entry{}
 	addedVocab := map[string]int{}
 	var additional []string
 	for id, p := range t.sp.pieces {
 		if p.Type == Control || p.Type == Unknown {
-			decoder[strconv.Itoa(id)] = hfAddedToken{Content: p.Piece, Special: true}
+			decoder[strconv.Itoa(id)] = addedtokens.Entry{Content: p.Piece, Special: true}
 		}
 	}
 	for k := 0; k < t.extraIDs; k++ {
 		tok := fmt.Sprintf("<extra_id_%d>", k)
 		id := n + t.extraIDs - 1 - k
-		decoder[strconv.Itoa(id)] = hfAddedToken{Content: tok, LStrip: true, RStrip: true, Special: true}
+		decoder[strconv.Itoa(id)] = addedtokens.Entry{Content: tok, LStrip: true, RStrip: true, Special: true}
 		addedVocab[tok] = id
 		additional = append(additional, tok)
 	}
 	for i, a := range t.added {
 		id := n + t.extraIDs + i
-		decoder[strconv.Itoa(id)] = hfAddedToken{Content: a.Content, Normalized: !a.Special, Special: a.Special}
+		decoder[strconv.Itoa(id)] = addedtokens.Entry{Content: a.Content, Normalized: !a.Special, Special: a.Special}
 		addedVocab[a.Content] = id
 		if a.Special {
 			additional = append(additional, a.Content)
@@ -345,21 +336,14 @@ func LoadT5(dir string) (*T5, error) {
 		return nil, err
 	}
 	t := NewT5(m, DefaultExtraIDs)
-	type entry struct {
-		id      int
-		content string
-		special bool
-	}
-	var extra []entry
-	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	cfgPath := filepath.Join(dir, addedtokens.ConfigFile)
 	buf, err := os.ReadFile(cfgPath)
 	switch {
 	case err == nil:
 		var cfg struct {
-			ExtraIDs        *int                    `json:"extra_ids"`
-			ModelMaxLength  *float64                `json:"model_max_length"`
-			AddedTokens     map[string]hfAddedToken `json:"added_tokens_decoder"`
-			AdditionalSpecs []json.RawMessage       `json:"additional_special_tokens"`
+			ExtraIDs        *int              `json:"extra_ids"`
+			ModelMaxLength  *float64          `json:"model_max_length"`
+			AdditionalSpecs []json.RawMessage `json:"additional_special_tokens"`
 		}
 		if err := json.Unmarshal(buf, &cfg); err != nil {
 			return nil, fmt.Errorf("load %s: %w", cfgPath, err)
@@ -370,43 +354,19 @@ func LoadT5(dir string) (*T5, error) {
 		if cfg.ModelMaxLength != nil && *cfg.ModelMaxLength < 1e9 {
 			t.ModelMaxLength = int(*cfg.ModelMaxLength)
 		}
-		for key, a := range cfg.AddedTokens {
-			id, err := strconv.Atoi(key)
-			if err != nil {
-				return nil, fmt.Errorf("load %s: field %q: key %q: %w", cfgPath, "added_tokens_decoder", key, err)
-			}
-			if id >= m.Size()+t.extraIDs {
-				extra = append(extra, entry{id, a.Content, a.Special})
-			}
-		}
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return nil, fmt.Errorf("load t5 tokenizer: %w", err)
 	}
-	if extra == nil {
-		path := filepath.Join(dir, "added_tokens.json")
-		buf, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("load t5 tokenizer: %w", err)
-		}
-		if err == nil {
-			var vocab map[string]int
-			if err := json.Unmarshal(buf, &vocab); err != nil {
-				return nil, fmt.Errorf("load %s: %w", path, err)
-			}
-			for tok, id := range vocab {
-				if id >= m.Size()+t.extraIDs {
-					extra = append(extra, entry{id, tok, false})
-				}
-			}
-		}
+	added, err := addedtokens.Read(dir, t.Len())
+	if err != nil {
+		return nil, err
 	}
-	sort.Slice(extra, func(i, j int) bool { return extra[i].id < extra[j].id })
-	for _, e := range extra {
-		if e.id != t.Len() {
-			return nil, fmt.Errorf("load t5 tokenizer %s: added token %q has id %d, want %d (ids must follow the sentinels contiguously)", dir, e.content, e.id, t.Len())
+	for _, a := range added {
+		if a.ID != t.Len() { // Read checked base+i; differs when an earlier content was already known (addTokens kept its id)
+			return nil, fmt.Errorf("load t5 tokenizer %s: added token %q has id %d, want %d (ids must follow the sentinels contiguously)", dir, a.Content, a.ID, t.Len())
 		}
-		t.addTokens([]string{e.content}, e.special)
+		t.addTokens([]string{a.Content}, a.Special)
 	}
 	return t, nil
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/internal/testutil"
 )
 
 func loadT5(t *testing.T) (*T5, []spCase) {
@@ -123,7 +125,7 @@ func TestT5SaveLoad(t *testing.T) {
 	if err := tok.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	orig, _ := os.ReadFile(filepath.Join(fixtureDir(t), "spiece.model"))
+	orig, _ := os.ReadFile(filepath.Join(testutil.SharedPath(t, "fixtures/tokenizer"), "spiece.model"))
 	saved, _ := os.ReadFile(filepath.Join(dir, "spiece.model"))
 	if !slices.Equal(orig, saved) {
 		t.Errorf("saved spiece.model differs from the original")
@@ -166,7 +168,7 @@ func TestT5SaveLoad(t *testing.T) {
 }
 
 func TestLoadT5Errors(t *testing.T) {
-	src := fixtureDir(t)
+	src := testutil.SharedPath(t, "fixtures/tokenizer")
 	model, err := os.ReadFile(filepath.Join(src, "spiece.model"))
 	if err != nil {
 		t.Fatal(err)
@@ -189,9 +191,4 @@ func TestLoadT5Errors(t *testing.T) {
 	if _, err := LoadT5(t.TempDir()); err == nil {
 		t.Errorf("LoadT5(empty dir) succeeded, want error")
 	}
-}
-
-func fixtureDir(t *testing.T) string {
-	_, _, dir := loadFixture(t)
-	return dir
 }

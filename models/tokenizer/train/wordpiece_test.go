@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/models/tokenizer"
-	"github.com/ragforge/ragforge/models/tokenizer/internal/fixtures"
 	"github.com/ragforge/ragforge/models/tokenizer/wordpiece"
 )
 
@@ -145,7 +145,7 @@ func TestTrainWordPieceDemo(t *testing.T) {
 // TestBERTSpecialsMatchFixture checks the special ids against bert-tiny's
 // vocab.txt, which the BERT retriever's code and checkpoints assume.
 func TestBERTSpecialsMatchFixture(t *testing.T) {
-	dir := fixtures.Dir(t, "bert-tiny")
+	dir := testutil.SharedPath(t, "fixtures/bert-tiny")
 	b, err := os.ReadFile(filepath.Join(dir, "vocab.txt"))
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ import (
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/ragforge/ragforge/models/tokenizer/internal/addedtokens"
 )
 
 // Config holds the BertTokenizer options, with HF defaults (DefaultConfig).
@@ -98,27 +100,18 @@ func ReadVocab(path string) ([]string, error) {
 
 // hfConfig is the subset of tokenizer_config.json read and written.
 type hfConfig struct {
-	TokenizerClass       string                  `json:"tokenizer_class,omitempty"`
-	DoLowerCase          *bool                   `json:"do_lower_case,omitempty"`
-	StripAccents         *bool                   `json:"strip_accents"`
-	TokenizeChineseChars *bool                   `json:"tokenize_chinese_chars,omitempty"`
-	DoBasicTokenize      *bool                   `json:"do_basic_tokenize,omitempty"`
-	ModelMaxLength       *float64                `json:"model_max_length,omitempty"`
-	UnkToken             *string                 `json:"unk_token,omitempty"`
-	SepToken             *string                 `json:"sep_token,omitempty"`
-	PadToken             *string                 `json:"pad_token,omitempty"`
-	ClsToken             *string                 `json:"cls_token,omitempty"`
-	MaskToken            *string                 `json:"mask_token,omitempty"`
-	AddedTokensDecoder   map[string]hfAddedToken `json:"added_tokens_decoder,omitempty"`
-}
-
-type hfAddedToken struct {
-	Content    string `json:"content"`
-	LStrip     bool   `json:"lstrip"`
-	Normalized bool   `json:"normalized"`
-	RStrip     bool   `json:"rstrip"`
-	SingleWord bool   `json:"single_word"`
-	Special    bool   `json:"special"`
+	TokenizerClass       string                       `json:"tokenizer_class,omitempty"`
+	DoLowerCase          *bool                        `json:"do_lower_case,omitempty"`
+	StripAccents         *bool                        `json:"strip_accents"`
+	TokenizeChineseChars *bool                        `json:"tokenize_chinese_chars,omitempty"`
+	DoBasicTokenize      *bool                        `json:"do_basic_tokenize,omitempty"`
+	ModelMaxLength       *float64                     `json:"model_max_length,omitempty"`
+	UnkToken             *string                      `json:"unk_token,omitempty"`
+	SepToken             *string                      `json:"sep_token,omitempty"`
+	PadToken             *string                      `json:"pad_token,omitempty"`
+	ClsToken             *string                      `json:"cls_token,omitempty"`
+	MaskToken            *string                      `json:"mask_token,omitempty"`
+	AddedTokensDecoder   map[string]addedtokens.Entry `json:"added_tokens_decoder,omitempty"`
 }
 
 // Load reads an HF BertTokenizer directory: vocab.txt and, when present,
@@ -130,13 +123,7 @@ func Load(dir string) (*Tokenizer, error) {
 		return nil, err
 	}
 	cfg := DefaultConfig()
-	type entry struct {
-		id      int
-		content string
-		special bool
-	}
-	var extra []entry
-	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	cfgPath := filepath.Join(dir, addedtokens.ConfigFile)
 	buf, err := os.ReadFile(cfgPath)
 	switch {
 	case err == nil:
@@ -166,47 +153,23 @@ func Load(dir string) (*Tokenizer, error) {
 		if hc.ModelMaxLength != nil && *hc.ModelMaxLength < 1e9 {
 			cfg.ModelMaxLength = int(*hc.ModelMaxLength)
 		}
-		for key, a := range hc.AddedTokensDecoder {
-			var id int
-			if _, err := fmt.Sscan(key, &id); err != nil {
-				return nil, fmt.Errorf("load %s: field %q: key %q: %w", cfgPath, "added_tokens_decoder", key, err)
-			}
-			if id >= len(vocab) {
-				extra = append(extra, entry{id, a.Content, a.Special})
-			}
-		}
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return nil, fmt.Errorf("wordpiece: %w", err)
-	}
-	if extra == nil {
-		path := filepath.Join(dir, "added_tokens.json")
-		buf, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("wordpiece: %w", err)
-		}
-		if err == nil {
-			var m map[string]int
-			if err := json.Unmarshal(buf, &m); err != nil {
-				return nil, fmt.Errorf("load %s: %w", path, err)
-			}
-			for tok, id := range m {
-				if id >= len(vocab) {
-					extra = append(extra, entry{id, tok, false})
-				}
-			}
-		}
 	}
 	t, err := New(vocab, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	slices.SortFunc(extra, func(a, b entry) int { return a.id - b.id })
-	for _, e := range extra {
-		if e.id != t.Len() {
-			return nil, fmt.Errorf("load %s: added token %q has id %d, want %d (ids must follow the vocabulary contiguously)", dir, e.content, e.id, t.Len())
+	added, err := addedtokens.Read(dir, len(vocab))
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range added {
+		if a.ID != t.Len() { // Read checked base+i; differs when an earlier content was already known (addTokens kept its id)
+			return nil, fmt.Errorf("load %s: added token %q has id %d, want %d (ids must follow the vocabulary contiguously)", dir, a.Content, a.ID, t.Len())
 		}
-		t.addTokens([]string{e.content}, e.special)
+		t.addTokens([]string{a.Content}, a.Special)
 	}
 	return t, nil
 }
@@ -488,17 +451,17 @@ func (t *Tokenizer) Save(dir string) error {
 		return fmt.Errorf("save wordpiece tokenizer: %w", err)
 	}
 	c := t.cfg
-	decoder := map[string]hfAddedToken{}
+	decoder := map[string]addedtokens.Entry{}
 	for _, s := range []string{c.PadToken, c.UnkToken, c.ClsToken, c.SepToken, c.MaskToken} {
 		if id, ok := t.ids[s]; ok {
-			decoder[fmt.Sprint(id)] = hfAddedToken{Content: s, Special: true}
+			decoder[fmt.Sprint(id)] = addedtokens.Entry{Content: s, Special: true}
 		}
 	}
 	added := map[string]int{}
 	var additional []string
 	for i, a := range t.added {
 		id := len(t.vocab) + i
-		decoder[fmt.Sprint(id)] = hfAddedToken{Content: a.Content, Normalized: !a.Special, Special: a.Special}
+		decoder[fmt.Sprint(id)] = addedtokens.Entry{Content: a.Content, Normalized: !a.Special, Special: a.Special}
 		added[a.Content] = id
 		if a.Special {
 			additional = append(additional, a.Content)

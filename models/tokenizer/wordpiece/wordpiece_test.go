@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ragforge/ragforge/models/tokenizer/internal/fixtures"
+	"github.com/ragforge/ragforge/internal/testutil"
 )
 
 type bertCase struct {
@@ -19,7 +19,7 @@ type bertCase struct {
 
 func loadBert(t testing.TB) (*Tokenizer, []bertCase, string) {
 	t.Helper()
-	dir := fixtures.Dir(t, "bert-tiny")
+	dir := testutil.SharedPath(t, "fixtures/bert-tiny")
 	tok, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
