@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
@@ -28,26 +29,8 @@ func testBackend(t testing.TB) backends.Backend {
 	return b
 }
 
-// fixtureDir returns <module root>/../shared/fixtures/bert-tiny or skips.
-func fixtureDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for !fileExists(filepath.Join(dir, "go.mod")) {
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above test directory")
-		}
-		dir = parent
-	}
-	fx := filepath.Join(dir, "..", "shared", "fixtures", "bert-tiny")
-	if !fileExists(filepath.Join(fx, "expected.safetensors")) {
-		t.Skipf("SKIP: BERT fixture not found at %s (needs /work/shared)", fx)
-	}
-	return fx
-}
+// bertTiny is the BERT fixture directory under ../shared.
+const bertTiny = "fixtures/bert-tiny"
 
 type fixture struct {
 	dir                  string
@@ -62,7 +45,7 @@ type fixture struct {
 
 func loadFixture(t testing.TB) *fixture {
 	t.Helper()
-	dir := fixtureDir(t)
+	dir := testutil.SharedPath(t, bertTiny)
 	f, err := safetensors.ReadFile(filepath.Join(dir, "expected.safetensors"))
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +263,7 @@ func writeCheckpoint(t *testing.T, dir string, ts map[string]*safetensors.Tensor
 	if err := safetensors.WriteFile(filepath.Join(dir, WeightsFile), list, nil); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := os.ReadFile(filepath.Join(fixtureDir(t), ConfigFile))
+	cfg, err := os.ReadFile(filepath.Join(testutil.SharedPath(t, bertTiny), ConfigFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +278,7 @@ func writeCheckpoint(t *testing.T, dir string, ts map[string]*safetensors.Tensor
 
 func fixtureWeights(t *testing.T) map[string]*safetensors.Tensor {
 	t.Helper()
-	f, err := safetensors.ReadFile(filepath.Join(fixtureDir(t), WeightsFile))
+	f, err := safetensors.ReadFile(filepath.Join(testutil.SharedPath(t, bertTiny), WeightsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +376,7 @@ func sameFiles(t *testing.T, d1, d2 string) {
 }
 
 func TestLoadErrors(t *testing.T) {
-	fixtureDir(t)
+	testutil.SharedPath(t, bertTiny)
 	f32 := func(shape ...int) *safetensors.Tensor {
 		n := 1
 		for _, d := range shape {

@@ -3,20 +3,11 @@ package hf
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
-)
 
-func fixturesDir(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "fixtures")
-	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
-		t.Skipf("SKIP: shared fixtures not available at %s (%v)", dir, err)
-	}
-	return dir
-}
+	"github.com/ragforge/ragforge/internal/testutil"
+)
 
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()
@@ -37,7 +28,7 @@ type t5Config struct {
 }
 
 func TestReadConfigFixtures(t *testing.T) {
-	dir := fixturesDir(t)
+	dir := testutil.SharedPath(t, "fixtures")
 	cases := []struct {
 		model  string
 		dModel int

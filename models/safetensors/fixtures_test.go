@@ -6,27 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"testing"
-)
 
-// fixturesDir returns ../shared/fixtures relative to the module root, or
-// skips the test with a visible message when the shared data is absent.
-func fixturesDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	// models/safetensors/<file> → module root is two levels up.
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "fixtures")
-	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
-		t.Skipf("SKIP: shared fixtures not available at %s (%v)", dir, err)
-	}
-	return dir
-}
+	"github.com/ragforge/ragforge/internal/testutil"
+)
 
 // TestFixtureRoundTrip: ReadFile → WriteFile reproduces every fixture file
 // byte for byte (same sha256), i.e. our serializer matches the reference one.
 func TestFixtureRoundTrip(t *testing.T) {
-	dir := fixturesDir(t)
+	dir := testutil.SharedPath(t, "fixtures")
 	files, err := filepath.Glob(filepath.Join(dir, "*", "*.safetensors"))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +65,7 @@ func TestFixtureRoundTrip(t *testing.T) {
 
 // TestFixtureContents checks values stated in fixtures/README.md.
 func TestFixtureContents(t *testing.T) {
-	dir := fixturesDir(t)
+	dir := testutil.SharedPath(t, "fixtures")
 	counts := map[string]int{"t5-flan-tiny": 52, "t5-v1_0-tiny": 47, "t5-flan-inner": 66, "bert-tiny": 39}
 	for model, want := range counts {
 		ts, err := LoadDir(filepath.Join(dir, model))

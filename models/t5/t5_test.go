@@ -18,35 +18,12 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
 
 var fixtureNames = []string{"t5-flan-tiny", "t5-v1_0-tiny", "t5-flan-inner"}
-
-// fixturesRoot returns <module root>/../shared/fixtures or skips.
-func fixturesRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above test directory")
-		}
-		dir = parent
-	}
-	fx := filepath.Join(dir, "..", "shared", "fixtures")
-	if _, err := os.Stat(filepath.Join(fx, "t5-flan-tiny", "expected.safetensors")); err != nil {
-		t.Skipf("SKIP: T5 fixtures not found at %s (needs /work/shared): %v", fx, err)
-	}
-	return fx
-}
 
 // testBackend is simplego with ops run sequentially: in GoMLX v0.26 the default
 // parallel op scheduling can deadlock on machines with few CPUs (parallel ops
@@ -74,7 +51,7 @@ var (
 // loadFixture loads a fixture's expected tensors and its model (shared across tests; read-only use).
 func loadFixture(t *testing.T, name string) (*fixture, *Model) {
 	t.Helper()
-	dir := filepath.Join(fixturesRoot(t), name)
+	dir := testutil.SharedPath(t, filepath.Join("fixtures", name))
 	f, err := safetensors.ReadFile(filepath.Join(dir, "expected.safetensors"))
 	if err != nil {
 		t.Fatal(err)
@@ -513,9 +490,8 @@ func variant(t *testing.T, src string, editTensors func(map[string]*safetensors.
 }
 
 func TestLoadErrors(t *testing.T) {
-	root := fixturesRoot(t)
-	flan := filepath.Join(root, "t5-flan-tiny")
-	inner := filepath.Join(root, "t5-flan-inner")
+	flan := testutil.SharedPath(t, "fixtures/t5-flan-tiny")
+	inner := testutil.SharedPath(t, "fixtures/t5-flan-inner")
 	q := "encoder.block.1.layer.0.SelfAttention.q.weight"
 	cases := []struct {
 		name   string
@@ -568,8 +544,7 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	root := fixturesRoot(t)
-	c, err := LoadConfig(filepath.Join(root, "t5-flan-inner"))
+	c, err := LoadConfig(testutil.SharedPath(t, "fixtures/t5-flan-inner"))
 	if err != nil {
 		t.Fatal(err)
 	}
