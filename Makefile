@@ -9,7 +9,7 @@ LDFLAGS  = -X github.com/ragforge/ragforge/internal/version.Version=$(VERSION)
 # The pure-Go GoMLX backend unless the user asks for XLA.
 export GOMLX_BACKEND ?= go
 
-.PHONY: setup build test test-short bench demo demo-ap fmt vet clean
+.PHONY: setup build test test-short bench demo demo-ap selflearn-ap fmt vet clean
 
 ## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS, Chromium for browser tests) and the Go modules.
 setup:
@@ -45,6 +45,16 @@ demo-ap: build
 	@test -d $(SHARED)/data/ap_protocols || { echo "demo-ap needs $(SHARED)/data (not found)"; exit 1; }
 	$(BIN) demo --corpus $(SHARED)/data/ap_protocols --qa $(SHARED)/data/ap_protocols_qa/dev.csv --work ragforge-demo-ap --filter-epochs 1
 
+## selflearn-ap: two SL-HyDE rounds on the AP corpus at the paper's settings (about 20 min on 2 cores).
+SELFLEARN_AP = ragforge-selflearn-ap
+selflearn-ap: build
+	@test -d $(SHARED)/data/ap_protocols || { echo "selflearn-ap needs $(SHARED)/data (not found)"; exit 1; }
+	@test -f $(SELFLEARN_AP)/bert-tiny/config.json || $(BIN) models init --arch bert --size tiny \
+	  --tokenizer $(SHARED)/fixtures/bert-tiny/vocab.txt --out $(SELFLEARN_AP)/bert-tiny
+	$(BIN) --db $(SELFLEARN_AP)/runs.db selflearn --corpus $(SHARED)/data/ap_protocols --chunk-size 512 --chunk-overlap 128 \
+	  --retriever $(SELFLEARN_AP)/bert-tiny --generator ict --rounds 2 \
+	  --eval-qa $(SHARED)/data/ap_protocols_qa/dev.csv --work $(SELFLEARN_AP)/work
+
 fmt:
 	gofmt -l -w $$(git ls-files '*.go')
 
@@ -52,4 +62,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin ragforge-demo
+	rm -rf bin ragforge-demo ragforge-demo-ap $(SELFLEARN_AP)

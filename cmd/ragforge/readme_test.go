@@ -39,7 +39,9 @@ func readmeBlocks(t *testing.T, from, to string) []string {
 // beside it: the real binary, bash, the real data. Only three things are
 // changed, for the test's sake: the load test runs 3 s at 4 clients instead of
 // 30 s at 32, the judge URL points at a loopback fake judge, and the server's
-// readiness is awaited before the next command.
+// readiness is awaited before the next command. ```sh blocks are the
+// paper-setting runs of tens of minutes (measured in docs/benchmarks.md,
+// `make selflearn-ap`): shown to users, not run here.
 func TestREADMEWorkflows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every README workflow (minutes); skipped with -short")
