@@ -12,32 +12,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/ragforge/ragforge/internal/testutil"
 )
 
-// sharedData returns <module root>/../shared/data/rel, skipping the test when
-// it is missing.
-func sharedData(tb testing.TB, rel string) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "data", rel)
-	if _, err := os.Stat(p); err != nil {
-		tb.Skipf("shared data missing (%v): skipping", err)
-	}
-	return p
-}
+// sharedData returns <module root>/../shared/data/rel or skips.
+func sharedData(tb testing.TB, rel string) string { return testutil.SharedPath(tb, "data/"+rel) }
 
 func writeFile(t *testing.T, path, content string) string {
 	t.Helper()

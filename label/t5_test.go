@@ -11,20 +11,14 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 )
 
-// flanTiny returns the t5-flan-tiny fixture directory (<module root>/../shared/fixtures) or skips.
-func flanTiny(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "fixtures", "t5-flan-tiny")
-	if _, err := os.Stat(filepath.Join(dir, "expected.json")); err != nil {
-		t.Skipf("SKIP: fixture t5-flan-tiny not found at %s (needs /work/shared): %v", dir, err)
-	}
-	return dir
-}
+// flanTiny returns the t5-flan-tiny fixture directory or skips.
+func flanTiny(t *testing.T) string { return testutil.SharedPath(t, "fixtures/t5-flan-tiny") }
 
 func loadFlanTiny(t *testing.T) (string, *LocalT5Scorer, *t5.Model) {
 	dir := flanTiny(t)

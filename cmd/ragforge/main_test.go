@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data/sample"
+	"github.com/ragforge/ragforge/internal/testutil"
 )
 
 // run executes the CLI in-process and returns stdout; it fails the test on a
@@ -29,15 +30,8 @@ func runErr(args ...string) (int, string) {
 	return code, errb.String()
 }
 
-// sharedDir returns ../shared/<rel> from the module root, or skips.
-func sharedDir(t *testing.T, rel string) string {
-	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("needs ../shared/%s beside the checkout (not found: %v); CI provides it", rel, err)
-	}
-	return p
-}
+// sharedDir returns <module root>/../shared/rel or skips.
+func sharedDir(t *testing.T, rel string) string { return testutil.SharedPath(t, rel) }
 
 func TestEvalRetrievalSampleJSONAndRunsList(t *testing.T) {
 	dir := t.TempDir()

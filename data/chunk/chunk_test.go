@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/internal/testutil"
 )
 
 // golden is the content of testdata/<case>.golden. Every golden file was
@@ -304,30 +305,8 @@ func TestSplitAll(t *testing.T) {
 	}
 }
 
-// shared returns the path of the read-only shared data directory
-// (<module root>/../shared/data/rel), skipping the test when it is missing.
-func shared(tb testing.TB, rel string) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "data", rel)
-	if _, err := os.Stat(p); err != nil {
-		tb.Skipf("shared data missing (%v): skipping", err)
-	}
-	return p
-}
+// shared returns <module root>/../shared/data/rel or skips.
+func shared(tb testing.TB, rel string) string { return testutil.SharedPath(tb, "data/"+rel) }
 
 // TestSplitAPCorpus is the acceptance check: the AP corpus (221 pages), split
 // per page with 512/128, gives 956 chunks as in the paper's setup.

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
@@ -180,12 +178,7 @@ func TestOpenAIPerItemErrors(t *testing.T) {
 }
 
 func fixture(t *testing.T, name string) string {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "fixtures", name)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("SKIP: fixture %s not found (needs /work/shared): %v", dir, err)
-	}
-	return dir
+	return testutil.SharedPath(t, "fixtures/"+name)
 }
 
 // Sampling is per prompt: a prompt gives the same texts alone or in a batch,

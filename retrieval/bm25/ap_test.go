@@ -1,27 +1,16 @@
 package bm25
 
 import (
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/internal/testutil"
 )
 
-// sharedDir returns /work/shared/data as seen from the module root
-// (../shared/data), or skips the test when it is missing.
-func sharedDir(t testing.TB, rel string) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..") // retrieval/bm25 → module root
-	p := filepath.Join(root, "..", "shared", "data", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("real data not available: %v", err)
-	}
-	return p
-}
+// sharedDir returns <module root>/../shared/data/rel or skips.
+func sharedDir(t testing.TB, rel string) string { return testutil.SharedPath(t, "data/"+rel) }
 
 // passage is a chunk text normalized for the AP QA relevance rule
 // (shared/data/README.md): lower case, diacritics removed, whitespace

@@ -4,13 +4,13 @@ import (
 	"encoding/csv"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/internal/testutil"
 )
 
 func TestNormalize(t *testing.T) {
@@ -198,10 +198,10 @@ func bruteQrels(queries []data.Query, chunks []data.Chunk, rule Rule) data.Qrels
 // ../shared, skipping the test when it is absent.
 func loadAPDev(tb testing.TB) []data.Query {
 	tb.Helper()
-	path := filepath.Join("..", "..", "..", "shared", "data", "ap_protocols_qa", "dev.csv")
+	path := testutil.SharedPath(tb, "data/ap_protocols_qa/dev.csv")
 	f, err := os.Open(path)
 	if err != nil {
-		tb.Skipf("AP QA dev split not available (%v): skipping real-data test", err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	recs, err := csv.NewReader(f).ReadAll()

@@ -9,11 +9,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/safetensors"
@@ -24,18 +24,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-// sharedDir is ../shared relative to the module root (/work/shared); tests
-// needing it skip visibly when it is missing.
-func sharedDir(t testing.TB, rel string) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	p := filepath.Join(root, "..", "shared", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("SKIP: shared data %s missing (%v)", p, err)
-	}
-	return p
-}
+// sharedDir returns <module root>/../shared/rel or skips.
+func sharedDir(t testing.TB, rel string) string { return testutil.SharedPath(t, rel) }
 
 // fixtureModel is the t5-flan-tiny checkpoint (vocab 2100, spiece.model).
 func fixtureModel(t testing.TB) string { return sharedDir(t, "fixtures/t5-flan-tiny") }
