@@ -48,10 +48,9 @@ var nodeExecutors [backends.OpTypeLast]executor
 func getBufferForShape(b *simplego.Backend, shape shapes.Shape) *simplego.Buffer
 
 var (
-	native    executor // simplego's own DotGeneral executor
-	installed bool
-	enabled   atomic.Bool
-	status    string
+	native       executor // simplego's own DotGeneral executor
+	notInstalled string   // why the hook is not in simplego's table; "" when it is
+	enabled      atomic.Bool
 
 	// Offsets of the unexported fields read, checked in init.
 	nodeData, nodeShape, bufShape, bufFlat uintptr
@@ -62,27 +61,32 @@ var (
 func init() {
 	native = nodeExecutors[backends.OpTypeDotGeneral]
 	if err := checkLayout(); err != nil {
-		status = "simplego matmul (OpenBLAS hook not installed: " + err.Error() + ")"
+		notInstalled = err.Error()
 		return
 	}
 	if native == nil {
-		status = "simplego matmul (OpenBLAS hook not installed: no DotGeneral executor registered)"
+		notInstalled = "no DotGeneral executor registered"
 		return
 	}
 	nodeExecutors[backends.OpTypeDotGeneral] = execDotGeneral
-	installed = true
 	switch strings.ToLower(os.Getenv(EnvVar)) {
 	case "off", "0", "false", "no":
-		status = "simplego matmul (" + EnvVar + "=" + os.Getenv(EnvVar) + ")"
 	default:
 		enabled.Store(true)
-		status = "OpenBLAS sgemm/dgemm"
 	}
 }
 
-// Status describes which matmul the pure-Go backend uses, and why when it
-// is not OpenBLAS.
-func Status() string { return status }
+// Status describes which matmul the pure-Go backend uses now, and why when
+// it is not OpenBLAS.
+func Status() string {
+	switch {
+	case notInstalled != "":
+		return "simplego matmul (OpenBLAS hook not installed: " + notInstalled + ")"
+	case !enabled.Load():
+		return "simplego matmul (OpenBLAS switched off: " + EnvVar + "=" + os.Getenv(EnvVar) + " or SetEnabled(false))"
+	}
+	return "OpenBLAS sgemm/dgemm"
+}
 
 // Enabled reports whether DotGeneral runs on OpenBLAS (float32 and float64).
 func Enabled() bool { return enabled.Load() }
@@ -92,7 +96,7 @@ func Enabled() bool { return enabled.Load() }
 // effect when the hook could not be installed (see Status). Meant for tests
 // and benchmarks comparing the two.
 func SetEnabled(on bool) (prev bool) {
-	if !installed {
+	if notInstalled != "" {
 		return false
 	}
 	return enabled.Swap(on)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -245,6 +246,9 @@ func TestStatus(t *testing.T) {
 	}
 	if !SetEnabled(false) || Enabled() {
 		t.Error("SetEnabled(false) did not switch off")
+	}
+	if !strings.HasPrefix(Status(), "simplego matmul (OpenBLAS switched off") {
+		t.Errorf("Status() after SetEnabled(false) = %q", Status())
 	}
 	if SetEnabled(true) || !Enabled() {
 		t.Error("SetEnabled(true) did not switch back on")
