@@ -7,7 +7,7 @@
 // plugin or hangs when offline.
 //
 // On the pure-Go backend, matrix products run on OpenBLAS (package
-// models/backend/blas, imported here so every process that computes gets it):
+// models/backend/hook, imported here so every process that computes gets it):
 // 20–25× GoMLX v0.26's own Go matmul on a large product here (BenchmarkMatmul).
 package backend
 
@@ -22,7 +22,7 @@ import (
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/backends/xla"
 
-	"github.com/ragforge/ragforge/models/backend/blas"
+	"github.com/ragforge/ragforge/models/backend/hook"
 )
 
 // EnvVar is GoMLX's own variable for the backend configuration
@@ -132,7 +132,7 @@ const TestEnvVar = "RAGFORGE_TEST_BACKEND"
 // records; for the pure-Go backend it names the matmul in use.
 func Describe(b backends.Backend) string {
 	if _, ok := b.(*simplego.Backend); ok {
-		return fmt.Sprintf("%s (%s; matmul: %s)", b.Name(), b.Description(), blas.Status())
+		return fmt.Sprintf("%s (%s; matmul: %s)", b.Name(), b.Description(), hook.Status())
 	}
 	return fmt.Sprintf("%s (%s)", b.Name(), b.Description())
 }

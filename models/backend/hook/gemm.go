@@ -1,4 +1,4 @@
-package blas
+package hook
 
 /*
 #cgo LDFLAGS: -lopenblas

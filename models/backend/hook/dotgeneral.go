@@ -1,108 +1,22 @@
-// Package blas runs the matrix products of GoMLX's pure-Go backend on
-// OpenBLAS.
-//
-// GoMLX v0.26's simplego multiplies matrices in plain Go, without SIMD
-// (about 2 GFLOP/s per run on this project's 2-core machines), and encoder
-// forward and backward passes are almost all DotGeneral: encoding a corpus or
-// training a retriever spent over 95% of its time there. Install replaces
-// simplego's DotGeneral executor with one that lays both operands out as
-// [batch, rows, cols] (no copy when they already are, else one transpose)
-// and calls cblas_sgemm / cblas_dgemm, from the OpenBLAS that FAISS already
-// links. Every other op still runs in simplego; other dtypes (bfloat16,
-// integers) and any layout this package does not recognise go to simplego's
-// own executor.
-//
-// simplego has no public hook for executors, so its executor table and
-// output-buffer pool are reached with go:linkname, and the unexported fields
-// of Node and Buffer through offsets that are checked by reflection at start
-// up. When the layout is not the one expected (another GoMLX version), the
-// hook is not installed and Status says why: results stay correct, only slower.
-//
-// Set RAGFORGE_BLAS=off to keep simplego's own matmul (for comparisons).
-package blas
+// DotGeneral on OpenBLAS: simplego's executor signature, operands laid out
+// as [batch, rows, cols] (no copy when they already are, else one transpose)
+// and cblas_sgemm / cblas_dgemm called; any other dtype or layout goes to
+// simplego's own executor.
+
+package hook
 
 import (
 	"fmt"
-	"os"
 	"reflect"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
-	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
-// EnvVar turns the OpenBLAS path off when set to "off", "0" or "false".
-const EnvVar = "RAGFORGE_BLAS"
-
-type executor = func(*simplego.Backend, *simplego.Node, []*simplego.Buffer, []bool) (*simplego.Buffer, error)
-
-//go:linkname nodeExecutors github.com/gomlx/gomlx/backends/simplego.nodeExecutors
-var nodeExecutors [backends.OpTypeLast]executor
-
-//go:linkname getBufferForShape github.com/gomlx/gomlx/backends/simplego.(*Backend).getBufferForShape
-func getBufferForShape(b *simplego.Backend, shape shapes.Shape) *simplego.Buffer
-
-var (
-	native       executor // simplego's own DotGeneral executor
-	notInstalled string   // why the hook is not in simplego's table; "" when it is
-	enabled      atomic.Bool
-
-	// Offsets of the unexported fields read, checked in init.
-	nodeData, nodeShape, bufShape, bufFlat uintptr
-
-	paramsLayouts sync.Map // reflect.Type of node data -> *paramsLayout (nil when unusable)
-)
-
-func init() {
-	native = nodeExecutors[backends.OpTypeDotGeneral]
-	if err := checkLayout(); err != nil {
-		notInstalled = err.Error()
-		return
-	}
-	if native == nil {
-		notInstalled = "no DotGeneral executor registered"
-		return
-	}
-	nodeExecutors[backends.OpTypeDotGeneral] = execDotGeneral
-	switch strings.ToLower(os.Getenv(EnvVar)) {
-	case "off", "0", "false", "no":
-	default:
-		enabled.Store(true)
-	}
-}
-
-// Status describes which matmul the pure-Go backend uses now, and why when
-// it is not OpenBLAS.
-func Status() string {
-	switch {
-	case notInstalled != "":
-		return "simplego matmul (OpenBLAS hook not installed: " + notInstalled + ")"
-	case !enabled.Load():
-		return "simplego matmul (OpenBLAS switched off: " + EnvVar + "=" + os.Getenv(EnvVar) + " or SetEnabled(false))"
-	}
-	return "OpenBLAS sgemm/dgemm"
-}
-
-// Enabled reports whether DotGeneral runs on OpenBLAS (float32 and float64).
-func Enabled() bool { return enabled.Load() }
-
-// SetEnabled switches between OpenBLAS and simplego's own DotGeneral for
-// graphs executed from now on, and returns the previous setting. It has no
-// effect when the hook could not be installed (see Status). Meant for tests
-// and benchmarks comparing the two.
-func SetEnabled(on bool) (prev bool) {
-	if notInstalled != "" {
-		return false
-	}
-	return enabled.Swap(on)
-}
-
-var anyType = reflect.TypeFor[any]()
+var paramsLayouts sync.Map // reflect.Type of node data -> *paramsLayout (nil when unusable)
 
 // fieldOffset returns the offset of an unexported field after checking its
 // type, so a changed layout is detected instead of misread.
@@ -115,26 +29,6 @@ func fieldOffset(t reflect.Type, name string, want reflect.Type) (uintptr, error
 		return 0, fmt.Errorf("%s.%s is %s, want %s", t, name, f.Type, want)
 	}
 	return f.Offset, nil
-}
-
-func checkLayout() error {
-	var err error
-	nt := reflect.TypeFor[simplego.Node]()
-	bt := reflect.TypeFor[simplego.Buffer]()
-	shapeType := reflect.TypeFor[shapes.Shape]()
-	if nodeData, err = fieldOffset(nt, "data", anyType); err != nil {
-		return err
-	}
-	if nodeShape, err = fieldOffset(nt, "shape", shapeType); err != nil {
-		return err
-	}
-	if bufShape, err = fieldOffset(bt, "shape", shapeType); err != nil {
-		return err
-	}
-	if bufFlat, err = fieldOffset(bt, "flat", anyType); err != nil {
-		return err
-	}
-	return nil
 }
 
 // paramsLayout locates simplego's dotGeneralNodeData fields.

@@ -1,4 +1,4 @@
-package trainer
+package hook
 
 import (
 	"math"
@@ -9,8 +9,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
-
-	"github.com/ragforge/ragforge/models/backend"
 )
 
 // The DotGeneral VJP registered by this package agrees with GoMLX's own
@@ -19,10 +17,7 @@ import (
 // contracting axes before or after the free ones, several contracting and
 // batch axes in permuted orders.
 func TestDotGeneralVJP(t *testing.T) {
-	be, err := backend.New("go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	be := newBackend(t)
 	cases := []struct {
 		name           string
 		a, b           []int
@@ -97,10 +92,7 @@ func TestDotGeneralVJP(t *testing.T) {
 // Hand-computed: loss = Σ (A·B) for A [2,2], B [2,2] gives ∂A = 1·Bᵀ (row sums
 // of B), ∂B = Aᵀ·1 (column sums of A).
 func TestDotGeneralVJPHand(t *testing.T) {
-	be, err := backend.New("go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	be := newBackend(t)
 	e := graph.MustNewExec(be, func(a, b *graph.Node) []*graph.Node {
 		loss := graph.ReduceAllSum(graph.DotGeneral(a, []int{1}, nil, b, []int{0}, nil))
 		return graph.Gradient(loss, a, b)
@@ -121,10 +113,7 @@ func TestDotGeneralVJPHand(t *testing.T) {
 // W [160, 64] (the tiny T5's FF at batch 8 × 192), with this package's VJP
 // ("matmul") and GoMLX v0.26's broadcast-and-reduce one ("broadcast").
 func BenchmarkDotGeneralGradient(b *testing.B) {
-	be, err := backend.New("go")
-	if err != nil {
-		b.Fatal(err)
-	}
+	be := newBackend(b)
 	x := tensors.FromShape(shapes.Make(dtypes.Float32, 1536, 64))
 	w := tensors.FromShape(shapes.Make(dtypes.Float32, 160, 64))
 	for _, c := range []struct {

@@ -1,4 +1,4 @@
-package trainer
+package hook
 
 import (
 	"reflect"
@@ -72,18 +72,6 @@ func dotGeneralAxes(node *graph.Node) (lc, lb, rc, rb []int, ok bool) {
 	rc, ok3 = read("rhsContractingAxes")
 	rb, ok4 = read("rhsBatchAxes")
 	return lc, lb, rc, rb, ok1 && ok2 && ok3 && ok4 && len(lc) == len(rc) && len(lb) == len(rb)
-}
-
-// freeAxes lists, in increasing order, the axes of a rank-r operand that are
-// neither contracting nor batch (XLA's order for DotGeneral outputs).
-func freeAxes(r int, contracting, batch []int) []int {
-	var out []int
-	for a := range r {
-		if !slices.Contains(contracting, a) && !slices.Contains(batch, a) {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 func axisSeq(start, n int) []int {
@@ -164,15 +152,6 @@ func dotGeneralVJP(node *graph.Node, v []*graph.Node, outShape shapes.Shape) []*
 		gr = transposeIfNeeded(graph.DotGeneral(lhs, lf, lb, g, vL, vBatch), permA)
 	}
 	return []*graph.Node{gl, gr}
-}
-
-func isIdentity(perm []int) bool {
-	for i, p := range perm {
-		if i != p {
-			return false
-		}
-	}
-	return true
 }
 
 func transposeIfNeeded(x *graph.Node, perm []int) *graph.Node {

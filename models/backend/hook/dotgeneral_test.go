@@ -1,8 +1,9 @@
-package blas
+package hook
 
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
@@ -280,5 +282,62 @@ func BenchmarkMatmul(b *testing.B) {
 			flops := 2.0 * 1024 * 768 * 3072
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// The executor patch refuses to install over a layout other than the one it
+// was written against: a field of another type, a missing or extra field, a
+// renamed field, a non-struct. The real v0.26 types pass.
+func TestInstallRefusesWrongLayout(t *testing.T) {
+	type wrongFlat struct { // Buffer with flat as a concrete slice
+		shape shapes.Shape
+		valid bool
+		flat  []float32
+	}
+	type extraField struct { // Buffer with a field added
+		shape  shapes.Shape
+		valid  bool
+		flat   any
+		device int
+	}
+	type renamed struct { // Buffer with flat renamed
+		shape shapes.Shape
+		valid bool
+		data  any
+	}
+	type shortNode struct { // Node of an older layout
+		inputs []*simplego.Node
+		shape  shapes.Shape
+		data   any
+	}
+	realNode, realBuf := reflect.TypeFor[simplego.Node](), reflect.TypeFor[simplego.Buffer]()
+	for _, c := range []struct {
+		name      string
+		node, buf reflect.Type
+		want      string // substring of the error; "" = installs
+	}{
+		{"v0.26 types", realNode, realBuf, ""},
+		{"flat of another type", realNode, reflect.TypeFor[wrongFlat](), "field 2 is flat []float32, want flat interface {}"},
+		{"extra field", realNode, reflect.TypeFor[extraField](), "has 4 fields, want 3"},
+		{"renamed field", realNode, reflect.TypeFor[renamed](), "field 2 is data interface {}, want flat"},
+		{"older node", reflect.TypeFor[shortNode](), realBuf, "has 3 fields, want 10"},
+		{"not a struct", reflect.TypeFor[*simplego.Node](), realBuf, "want a struct"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := install(c.node, c.buf)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("install(v0.26 types) = %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("install = %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	// The failed checks above must not have moved the offsets in use.
+	if err := install(realNode, realBuf); err != nil {
+		t.Fatal(err)
 	}
 }
