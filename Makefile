@@ -9,7 +9,7 @@ LDFLAGS  = -X github.com/ragforge/ragforge/internal/version.Version=$(VERSION)
 # The pure-Go GoMLX backend unless the user asks for XLA.
 export GOMLX_BACKEND ?= go
 
-.PHONY: setup build test test-short bench demo demo-ap selflearn-ap fmt vet clean
+.PHONY: setup build test test-short bench demo demo-ap selflearn-ap device-bundle device-check fmt vet clean
 
 ## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS, Chromium for browser tests) and the Go modules.
 setup:
@@ -55,6 +55,14 @@ selflearn-ap: build
 	  --retriever $(SELFLEARN_AP)/bert-tiny --generator ict --rounds 2 \
 	  --eval-qa $(SHARED)/data/ap_protocols_qa/dev.csv --work $(SELFLEARN_AP)/work
 
+## device-bundle: dist/device.tar.xz, the GPU check with its binaries, libraries and fixtures (for a machine without Go).
+device-bundle:
+	scripts/device/bundle.sh $(SHARED)
+
+## device-check: on a machine with an NVIDIA GPU and JAX's CUDA PJRT plugin: fixture parity, training-step fixtures and bench models through XLA/CUDA beside PyTorch.
+device-check: device-bundle
+	dist/device/check.sh
+
 fmt:
 	gofmt -l -w $$(git ls-files '*.go')
 
@@ -62,4 +70,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin ragforge-demo ragforge-demo-ap $(SELFLEARN_AP)
+	rm -rf bin dist ragforge-demo ragforge-demo-ap $(SELFLEARN_AP)

@@ -7,12 +7,23 @@ import (
 	"testing"
 )
 
-// SharedPath returns <module root>/../shared/<rel>, the read-only reference
-// data and fixtures laid beside a checkout, or skips the test with a visible
-// message when it is missing (a user's clone has no ../shared; CI always
-// has it).
+// SharedEnvVar, when set, is the directory used instead of ../shared (for a
+// test binary run outside its checkout, as on a GPU machine).
+const SharedEnvVar = "RAGFORGE_SHARED"
+
+// SharedPath returns <module root>/../shared/<rel> (or $RAGFORGE_SHARED/<rel>),
+// the read-only reference data and fixtures laid beside a checkout, or skips
+// the test with a visible message when it is missing (a user's clone has no
+// ../shared; CI always has it).
 func SharedPath(t testing.TB, rel string) string {
 	t.Helper()
+	if d := os.Getenv(SharedEnvVar); d != "" {
+		p := filepath.Join(d, rel)
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("SKIP: %s not found ($%s=%s): %v", p, SharedEnvVar, d, err)
+		}
+		return p
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
