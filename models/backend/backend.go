@@ -132,7 +132,7 @@ const TestEnvVar = "RAGFORGE_TEST_BACKEND"
 // records; for the pure-Go backend it names the matmul in use.
 func Describe(b backends.Backend) string {
 	if _, ok := b.(*simplego.Backend); ok {
-		return fmt.Sprintf("%s (%s; matmul: %s)", b.Name(), b.Description(), hook.Status())
+		return fmt.Sprintf("%s (%s; matmul: %s; %s)", b.Name(), b.Description(), hook.Status(), hook.ParallelStatus())
 	}
 	return fmt.Sprintf("%s (%s)", b.Name(), b.Description())
 }

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -60,7 +61,7 @@ var (
 	enabled      atomic.Bool
 
 	// Offsets of the unexported fields read, set by checkLayout.
-	nodeData, nodeShape, bufShape, bufFlat uintptr
+	nodeData, nodeShape, nodeOpType, bufShape, bufFlat uintptr
 )
 
 // fieldSpec is one struct field as reflect reports it: name and type string.
@@ -85,11 +86,17 @@ func init() {
 		return
 	}
 	nodeExecutors[backends.OpTypeDotGeneral] = execDotGeneral
-	switch strings.ToLower(os.Getenv(EnvVar)) {
+	enabled.Store(!isOff(os.Getenv(EnvVar)))
+	installParallel()
+	parallelOn.Store(!isOff(os.Getenv(EnvVarParallel)))
+}
+
+func isOff(v string) bool {
+	switch strings.ToLower(v) {
 	case "off", "0", "false", "no":
-	default:
-		enabled.Store(true)
+		return true
 	}
+	return false
 }
 
 // install runs every check the executor patch depends on, for the given
@@ -113,7 +120,7 @@ func checkLayout(node, buf reflect.Type) error {
 	if err := sameFields(buf, wantBuffer); err != nil {
 		return err
 	}
-	nodeData, nodeShape = offset(node, "data"), offset(node, "shape")
+	nodeData, nodeShape, nodeOpType = offset(node, "data"), offset(node, "shape"), offset(node, "opType")
 	bufShape, bufFlat = offset(buf, "shape"), offset(buf, "flat")
 	return nil
 }
@@ -175,6 +182,27 @@ func Status() string {
 		return "simplego matmul (OpenBLAS switched off: " + EnvVar + "=" + os.Getenv(EnvVar) + " or SetEnabled(false))"
 	}
 	return "OpenBLAS sgemm/dgemm"
+}
+
+// ParallelStatus describes how the element-wise ops run.
+func ParallelStatus() string {
+	switch {
+	case notInstalled != "":
+		return "simplego element-wise ops (hook not installed)"
+	case !parallelOn.Load():
+		return "simplego element-wise ops (" + EnvVarParallel + "=" + os.Getenv(EnvVarParallel) + " or SetParallel(false))"
+	}
+	return fmt.Sprintf("element-wise ops on %d cores from %d elements", runtime.GOMAXPROCS(0), parallelMin)
+}
+
+// SetParallel switches the multi-core element-wise executors on or off for
+// ops executed from now on and returns the previous setting (no effect when
+// the hook is not installed).
+func SetParallel(on bool) (prev bool) {
+	if notInstalled != "" {
+		return false
+	}
+	return parallelOn.Swap(on)
 }
 
 // Enabled reports whether DotGeneral runs on OpenBLAS (float32 and float64).

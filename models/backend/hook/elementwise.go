@@ -1,0 +1,420 @@
+// Element-wise ops across all cores. GoMLX v0.26's simplego runs them in one
+// goroutine (its own parallel scheduling deadlocks on 2 cores, see
+// models/backend.DefaultGoOptions), and with matrix products on OpenBLAS they
+// take most of a training step. For float32 tensors of at least
+// parallelMin elements, the executors below split the output into one
+// contiguous block per core, each computed by its own goroutine (never
+// waiting on simplego's worker pool, so they cannot deadlock). Every
+// element is computed with exactly simplego's expression (the same float64
+// round trip for transcendental functions), so results are bit-identical to
+// simplego's, whatever the split; TestElementwiseBitIdentical checks it
+// against simplego's own executors. Smaller tensors, other dtypes and
+// operands of different ranks go to simplego's executor.
+
+package hook
+
+import (
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// parallelMin is the size from which an op is split across cores: below it
+// the goroutine hand-off costs more than it saves.
+const parallelMin = 1 << 15
+
+// EnvVarParallel turns the multi-core element-wise executors off when set to
+// "off" (simplego's single-threaded ones then run).
+const EnvVarParallel = "RAGFORGE_PARALLEL_OPS"
+
+var (
+	parallelOn  atomic.Bool
+	nativeOps   [backends.OpTypeLast]executor // simplego's executors that the parallel ones replace
+	parallelOps = map[backends.OpType]bool{}  // the op types installed
+)
+
+var unaryOpTypes = []backends.OpType{
+	backends.OpTypeNeg, backends.OpTypeAbs, backends.OpTypeExp, backends.OpTypeLog,
+	backends.OpTypeSqrt, backends.OpTypeRsqrt, backends.OpTypeTanh, backends.OpTypeLogistic, backends.OpTypeErf,
+}
+
+var binaryOpTypes = []backends.OpType{
+	backends.OpTypeAdd, backends.OpTypeSub, backends.OpTypeMul, backends.OpTypeDiv,
+	backends.OpTypeMax, backends.OpTypeMin, backends.OpTypePow,
+}
+
+// installParallel puts the parallel executors in simplego's table; called
+// from init after the layout checks passed.
+func installParallel() {
+	for _, op := range unaryOpTypes {
+		installOp(op, execUnary)
+	}
+	for _, op := range binaryOpTypes {
+		installOp(op, execBinary)
+	}
+}
+
+func installOp(op backends.OpType, exec executor) {
+	if nodeExecutors[op] == nil {
+		return
+	}
+	nativeOps[op] = nodeExecutors[op]
+	nodeExecutors[op] = exec
+	parallelOps[op] = true
+}
+
+// parallelFor runs fn over [0, n) split into one contiguous block per core
+// (blocks start at multiples of align), the last block in this goroutine.
+func parallelFor(n, align int, fn func(lo, hi int)) {
+	p := runtime.GOMAXPROCS(0)
+	if p < 2 || n < parallelMin {
+		fn(0, n)
+		return
+	}
+	block := (n + p - 1) / p
+	block = (block + align - 1) / align * align
+	var wg sync.WaitGroup
+	lo := 0
+	for ; lo+block < n; lo += block {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, lo+block)
+	}
+	fn(lo, n)
+	wg.Wait()
+}
+
+func opOf(node *simplego.Node) backends.OpType {
+	return field[backends.OpType](unsafe.Pointer(node), nodeOpType)
+}
+
+func shapeOfBuf(b *simplego.Buffer) shapes.Shape {
+	return field[shapes.Shape](unsafe.Pointer(b), bufShape)
+}
+
+func flat32(b *simplego.Buffer) []float32 {
+	f, _ := field[any](unsafe.Pointer(b), bufFlat).([]float32)
+	return f
+}
+
+func parallelEnabled(n int) bool {
+	return parallelOn.Load() && n >= parallelMin && runtime.GOMAXPROCS(0) > 1
+}
+
+// execUnary has simplego's executor signature: output in place when the
+// input is owned (as simplego's unaryOperandAndOutput does), else a new
+// buffer from simplego's pool.
+func execUnary(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, owned []bool) (*simplego.Buffer, error) {
+	op := opOf(node)
+	in := inputs[0]
+	s := shapeOfBuf(in)
+	if s.DType != dtypes.Float32 || !parallelEnabled(s.Size()) {
+		return nativeOps[op](b, node, inputs, owned)
+	}
+	out := in
+	if owned[0] {
+		inputs[0] = nil // tells the executor loop the buffer was taken over
+	} else {
+		out = getBufferForShape(b, s)
+	}
+	src, dst := flat32(in), flat32(out)
+	parallelFor(len(dst), 1, func(lo, hi int) { unary32(op, src[lo:hi], dst[lo:hi]) })
+	return out, nil
+}
+
+// unary32 is simplego v0.26's float32 kernel of op (exec_unary.go).
+func unary32(op backends.OpType, in, out []float32) {
+	switch op {
+	case backends.OpTypeNeg:
+		for i, x := range in {
+			out[i] = -x
+		}
+	case backends.OpTypeAbs:
+		for i, x := range in {
+			if x < 0 {
+				out[i] = -x
+			} else {
+				out[i] = x
+			}
+		}
+	case backends.OpTypeExp:
+		for i, x := range in {
+			out[i] = float32(math.Exp(float64(x)))
+		}
+	case backends.OpTypeLog:
+		for i, x := range in {
+			out[i] = float32(math.Log(float64(x)))
+		}
+	case backends.OpTypeSqrt:
+		for i, x := range in {
+			out[i] = float32(math.Sqrt(float64(x)))
+		}
+	case backends.OpTypeRsqrt:
+		for i, x := range in {
+			out[i] = float32(1.0 / math.Sqrt(float64(x)))
+		}
+	case backends.OpTypeTanh:
+		for i, x := range in {
+			out[i] = float32(math.Tanh(float64(x)))
+		}
+	case backends.OpTypeErf:
+		for i, x := range in {
+			out[i] = float32(math.Erf(float64(x)))
+		}
+	case backends.OpTypeLogistic:
+		for i, x := range in {
+			if x >= 0 {
+				out[i] = float32(1.0 / (1.0 + math.Exp(-float64(x))))
+			} else {
+				e := math.Exp(float64(x))
+				out[i] = float32(e / (1.0 + e))
+			}
+		}
+	default:
+		panic("hook: no parallel kernel for " + op.String())
+	}
+}
+
+// execBinary handles float32 operands of the output's rank whose every axis
+// is the output's or 1 (implicit broadcasting, as simplego allows), and
+// scalars; other cases go to simplego. The output reuses an owned operand of
+// the output's shape, the right one first, as simplego's
+// binaryOperandsAndOutput does.
+func execBinary(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, owned []bool) (*simplego.Buffer, error) {
+	op := opOf(node)
+	outShape := field[shapes.Shape](unsafe.Pointer(node), nodeShape)
+	lhs, rhs := inputs[0], inputs[1]
+	ls, rs := shapeOfBuf(lhs), shapeOfBuf(rhs)
+	if outShape.DType != dtypes.Float32 || ls.DType != dtypes.Float32 || rs.DType != dtypes.Float32 ||
+		!parallelEnabled(outShape.Size()) || !broadcastable(ls, outShape) || !broadcastable(rs, outShape) {
+		return nativeOps[op](b, node, inputs, owned)
+	}
+	var out *simplego.Buffer
+	switch {
+	case owned[1] && rs.Equal(outShape):
+		out, inputs[1] = rhs, nil
+	case owned[0] && ls.Equal(outShape):
+		out, inputs[0] = lhs, nil
+	default:
+		out = getBufferForShape(b, outShape)
+	}
+	l, r, o := flat32(lhs), flat32(rhs), flat32(out)
+	if commutative[op] && ls.Size() == 1 && rs.Size() != 1 {
+		// simplego swaps so that the scalar is on the right: x op c.
+		l, r, ls, rs = r, l, rs, ls
+	}
+	dims := outShape.Dimensions
+	inner := 1
+	if len(dims) > 0 {
+		inner = dims[len(dims)-1]
+	}
+	if inner == 0 {
+		return out, nil
+	}
+	lStrides, rStrides := broadcastStrides(ls, outShape), broadcastStrides(rs, outShape)
+	lInner, rInner := innerStep(ls, outShape), innerStep(rs, outShape)
+	rows := len(o) / inner
+	// Split by whole rows of the last axis: each row is one loop with each
+	// operand either contiguous or constant.
+	parallelFor(rows, 1, func(lo, hi int) {
+		for row := lo; row < hi; row++ {
+			lOff, rOff := rowOffset(row, dims, lStrides), rowOffset(row, dims, rStrides)
+			binaryRow(op, o[row*inner:(row+1)*inner], l, lOff, lInner, r, rOff, rInner)
+		}
+	})
+	return out, nil
+}
+
+// commutative ops are computed by simplego with a size-1 operand on the
+// right; keeping that order keeps NaN payloads identical too.
+var commutative = map[backends.OpType]bool{
+	backends.OpTypeAdd: true, backends.OpTypeMul: true, backends.OpTypeMax: true, backends.OpTypeMin: true,
+}
+
+// broadcastable reports whether s broadcasts to out implicitly: a scalar
+// (size 1), or the same rank with every axis equal or 1.
+func broadcastable(s, out shapes.Shape) bool {
+	if s.Size() == 1 {
+		return true
+	}
+	if s.Rank() != out.Rank() {
+		return false
+	}
+	for i, d := range s.Dimensions {
+		if d != out.Dimensions[i] && d != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// broadcastStrides gives, per output axis, the operand's flat stride (0 on
+// a broadcast axis or for a scalar).
+func broadcastStrides(s, out shapes.Shape) []int {
+	st := make([]int, out.Rank())
+	if s.Size() == 1 {
+		return st
+	}
+	step := 1
+	for i := out.Rank() - 1; i >= 0; i-- {
+		if s.Dimensions[i] != 1 {
+			st[i] = step
+		}
+		step *= s.Dimensions[i]
+	}
+	return st
+}
+
+// innerStep is 1 when the operand runs along the output's last axis, 0 when
+// it is constant along it.
+func innerStep(s, out shapes.Shape) int {
+	if s.Size() == 1 || out.Rank() == 0 || s.Dimensions[out.Rank()-1] == 1 {
+		return 0
+	}
+	return 1
+}
+
+// rowOffset is the operand's flat offset of the first element of output row
+// row (all axes but the last).
+func rowOffset(row int, dims, strides []int) int {
+	off := 0
+	for ax := len(dims) - 2; ax >= 0 && row > 0; ax-- {
+		off += (row % dims[ax]) * strides[ax]
+		row /= dims[ax]
+	}
+	return off
+}
+
+// binaryRow computes one output row; each operand is contiguous (step 1)
+// or constant (step 0). The expressions are simplego v0.26's
+// (gen_exec_binary.go) for float32.
+func binaryRow(op backends.OpType, o, l []float32, lOff, lStep int, r []float32, rOff, rStep int) {
+	n := len(o)
+	switch {
+	case lStep == 1 && rStep == 1:
+		binarySlices(op, o, l[lOff:lOff+n], r[rOff:rOff+n])
+	case lStep == 1:
+		binaryScalarRight(op, o, l[lOff:lOff+n], r[rOff])
+	case rStep == 1:
+		binaryScalarLeft(op, o, l[lOff], r[rOff:rOff+n])
+	default:
+		binaryScalarRight(op, o[:1], l[lOff:lOff+1], r[rOff])
+		for i := 1; i < n; i++ {
+			o[i] = o[0]
+		}
+	}
+}
+
+func binarySlices(op backends.OpType, o, l, r []float32) {
+	switch op {
+	case backends.OpTypeAdd:
+		for i := range o {
+			o[i] = l[i] + r[i]
+		}
+	case backends.OpTypeSub:
+		for i := range o {
+			o[i] = l[i] - r[i]
+		}
+	case backends.OpTypeMul:
+		for i := range o {
+			o[i] = l[i] * r[i]
+		}
+	case backends.OpTypeDiv:
+		for i := range o {
+			o[i] = l[i] / r[i]
+		}
+	case backends.OpTypeMax:
+		for i := range o {
+			o[i] = max(l[i], r[i])
+		}
+	case backends.OpTypeMin:
+		for i := range o {
+			o[i] = min(l[i], r[i])
+		}
+	case backends.OpTypePow:
+		for i := range o {
+			o[i] = float32(math.Pow(float64(l[i]), float64(r[i])))
+		}
+	default:
+		panic("hook: no parallel kernel for " + op.String())
+	}
+}
+
+func binaryScalarRight(op backends.OpType, o, l []float32, c float32) {
+	switch op {
+	case backends.OpTypeAdd:
+		for i, x := range l {
+			o[i] = x + c
+		}
+	case backends.OpTypeSub:
+		for i, x := range l {
+			o[i] = x - c
+		}
+	case backends.OpTypeMul:
+		for i, x := range l {
+			o[i] = x * c
+		}
+	case backends.OpTypeDiv:
+		for i, x := range l {
+			o[i] = x / c
+		}
+	case backends.OpTypeMax:
+		for i, x := range l {
+			o[i] = max(x, c)
+		}
+	case backends.OpTypeMin:
+		for i, x := range l {
+			o[i] = min(x, c)
+		}
+	case backends.OpTypePow:
+		for i, x := range l {
+			o[i] = float32(math.Pow(float64(x), float64(c)))
+		}
+	default:
+		panic("hook: no parallel kernel for " + op.String())
+	}
+}
+
+func binaryScalarLeft(op backends.OpType, o []float32, c float32, r []float32) {
+	switch op {
+	case backends.OpTypeAdd:
+		for i, x := range r {
+			o[i] = c + x
+		}
+	case backends.OpTypeSub:
+		for i, x := range r {
+			o[i] = c - x
+		}
+	case backends.OpTypeMul:
+		for i, x := range r {
+			o[i] = c * x
+		}
+	case backends.OpTypeDiv:
+		for i, x := range r {
+			o[i] = c / x
+		}
+	case backends.OpTypeMax:
+		for i, x := range r {
+			o[i] = max(c, x)
+		}
+	case backends.OpTypeMin:
+		for i, x := range r {
+			o[i] = min(c, x)
+		}
+	case backends.OpTypePow:
+		for i, x := range r {
+			o[i] = float32(math.Pow(float64(c), float64(x)))
+		}
+	default:
+		panic("hook: no parallel kernel for " + op.String())
+	}
+}

@@ -1,0 +1,152 @@
+package hook
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// specials are mixed into the random inputs: the multi-core kernels must
+// agree with simplego's bit for bit on them too.
+var specials = []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-38, -3e38, 88.7, -104}
+
+func randTensor(rng *rand.Rand, dims ...int) *tensors.Tensor {
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	v := make([]float32, n)
+	for i := range v {
+		if rng.IntN(50) == 0 {
+			v[i] = specials[rng.IntN(len(specials))]
+		} else {
+			v[i] = float32(rng.NormFloat64() * 3)
+		}
+	}
+	if len(dims) == 0 {
+		return tensors.FromScalar(v[0])
+	}
+	return tensors.FromFlatDataAndDimensions(v, dims...)
+}
+
+func bits(t *testing.T, x *tensors.Tensor) []uint32 {
+	t.Helper()
+	v := tensors.MustCopyFlatData[float32](x)
+	out := make([]uint32, len(v))
+	for i, f := range v {
+		out[i] = math.Float32bits(f)
+	}
+	return out
+}
+
+// TestElementwiseBitIdentical runs every op with the multi-core executors on
+// and off, on tensors above the parallel threshold, for plain, scalar and
+// broadcast operands, with inputs as parameters and as owned intermediates
+// (the in-place paths), and requires identical bits.
+func TestElementwiseBitIdentical(t *testing.T) {
+	if ParallelStatus() == "" || notInstalled != "" {
+		t.Fatalf("hook not installed: %s", Status())
+	}
+	be := newBackend(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	unary := map[string]func(x *graph.Node) *graph.Node{
+		"Neg": graph.Neg, "Abs": graph.Abs, "Exp": graph.Exp, "Log": graph.Log, "Sqrt": graph.Sqrt,
+		"Rsqrt": graph.Rsqrt, "Tanh": graph.Tanh, "Logistic": graph.Logistic, "Erf": graph.Erf,
+	}
+	binary := map[string]func(x, y *graph.Node) *graph.Node{
+		"Add": graph.Add, "Sub": graph.Sub, "Mul": graph.Mul, "Div": graph.Div,
+		"Max": graph.Max, "Min": graph.Min, "Pow": graph.Pow,
+	}
+	pairs := []struct {
+		name string
+		l, r []int
+	}{
+		{"same shape", []int{128, 512}, []int{128, 512}},
+		{"rhs scalar", []int{128, 512}, nil},
+		{"lhs scalar", nil, []int{128, 512}},
+		{"lhs size 1", []int{1, 1}, []int{128, 512}},
+		{"bias row", []int{128, 512}, []int{1, 512}},
+		{"per-row", []int{128, 1}, []int{128, 512}},
+		{"both broadcast", []int{128, 1}, []int{1, 512}},
+		{"attention", []int{2, 4, 64, 128}, []int{2, 4, 64, 1}},
+		{"odd sizes", []int{3, 7, 1601}, []int{3, 1, 1601}},
+	}
+	run := func(fn func(in []*graph.Node) *graph.Node, args ...*tensors.Tensor) (on, off []uint32) {
+		for _, par := range []bool{true, false} {
+			prev := SetParallel(par)
+			e := graph.MustNewExec(be, func(in []*graph.Node) *graph.Node { return fn(in) })
+			anyArgs := make([]any, len(args))
+			for i, a := range args {
+				anyArgs[i] = a
+			}
+			out := bits(t, e.MustExec(anyArgs...)[0])
+			e.Finalize()
+			SetParallel(prev)
+			if par {
+				on = out
+			} else {
+				off = out
+			}
+		}
+		return on, off
+	}
+	same := func(on, off []uint32) error {
+		if len(on) != len(off) {
+			return fmt.Errorf("sizes %d vs %d", len(on), len(off))
+		}
+		for i := range on {
+			if on[i] != off[i] {
+				return fmt.Errorf("element %d: multi-core %08x, simplego %08x", i, on[i], off[i])
+			}
+		}
+		return nil
+	}
+	for name, f := range unary {
+		t.Run(name, func(t *testing.T) {
+			x := randTensor(rng, 130, 509)
+			must(t, same(run(func(in []*graph.Node) *graph.Node { return f(in[0]) }, x))) // parameter input
+			must(t, same(run(func(in []*graph.Node) *graph.Node {                         // owned intermediate, in place
+				return f(graph.MulScalar(in[0], 1))
+			}, x)))
+		})
+	}
+	for name, f := range binary {
+		for _, p := range pairs {
+			t.Run(name+"/"+p.name, func(t *testing.T) {
+				l, r := randTensor(rng, p.l...), randTensor(rng, p.r...)
+				must(t, same(run(func(in []*graph.Node) *graph.Node { return f(in[0], in[1]) }, l, r)))
+				must(t, same(run(func(in []*graph.Node) *graph.Node {
+					return f(graph.MulScalar(in[0], 1), graph.MulScalar(in[1], 1))
+				}, l, r)))
+			})
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// parallelFor covers [0, n) exactly once for sizes around the threshold.
+func TestParallelForCoversOnce(t *testing.T) {
+	for _, n := range []int{0, 1, parallelMin - 1, parallelMin, parallelMin + 1, 3*parallelMin + 7} {
+		hits := make([]int32, n)
+		parallelFor(n, 1, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				hits[i]++
+			}
+		})
+		for i, h := range hits {
+			if h != 1 {
+				t.Fatalf("n %d: index %d covered %d times", n, i, h)
+			}
+		}
+	}
+}
