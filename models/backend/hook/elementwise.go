@@ -6,9 +6,10 @@
 // contiguous block per core, each computed by its own goroutine (never
 // waiting on simplego's worker pool, so they cannot deadlock). Every
 // element is computed with exactly simplego's expression (the same float64
-// round trip for transcendental functions), so results are bit-identical to
-// simplego's, whatever the split; TestElementwiseBitIdentical checks it
-// against simplego's own executors. Smaller tensors, other dtypes and
+// round trip for transcendental functions, the same accumulation order for
+// reductions), so results are bit-identical to simplego's whatever the split
+// (a NaN may differ in sign and payload); TestElementwiseBitIdentical checks
+// it against simplego's own executors. Smaller tensors, other dtypes and
 // operands of different ranks go to simplego's executor.
 
 package hook
@@ -53,6 +54,7 @@ var binaryOpTypes = []backends.OpType{
 // installParallel puts the parallel executors in simplego's table; called
 // from init after the layout checks passed.
 func installParallel() {
+	installLayoutOps()
 	for _, op := range unaryOpTypes {
 		installOp(op, execUnary)
 	}
@@ -70,16 +72,16 @@ func installOp(op backends.OpType, exec executor) {
 	parallelOps[op] = true
 }
 
-// parallelFor runs fn over [0, n) split into one contiguous block per core
-// (blocks start at multiples of align), the last block in this goroutine.
-func parallelFor(n, align int, fn func(lo, hi int)) {
-	p := runtime.GOMAXPROCS(0)
-	if p < 2 || n < parallelMin {
+// parallelFor runs fn over the items [0, n) split into one contiguous block
+// per core, the last block in this goroutine, when the op touches at least
+// parallelMin elements (work); else in one call.
+func parallelFor(n, work int, fn func(lo, hi int)) {
+	p := min(runtime.GOMAXPROCS(0), n)
+	if p < 2 || work < parallelMin {
 		fn(0, n)
 		return
 	}
 	block := (n + p - 1) / p
-	block = (block + align - 1) / align * align
 	var wg sync.WaitGroup
 	lo := 0
 	for ; lo+block < n; lo += block {
@@ -127,7 +129,7 @@ func execUnary(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buff
 		out = getBufferForShape(b, s)
 	}
 	src, dst := flat32(in), flat32(out)
-	parallelFor(len(dst), 1, func(lo, hi int) { unary32(op, src[lo:hi], dst[lo:hi]) })
+	parallelFor(len(dst), len(dst), func(lo, hi int) { unary32(op, src[lo:hi], dst[lo:hi]) })
 	return out, nil
 }
 
@@ -225,7 +227,7 @@ func execBinary(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buf
 	rows := len(o) / inner
 	// Split by whole rows of the last axis: each row is one loop with each
 	// operand either contiguous or constant.
-	parallelFor(rows, 1, func(lo, hi int) {
+	parallelFor(rows, len(o), func(lo, hi int) {
 		for row := lo; row < hi; row++ {
 			lOff, rOff := rowOffset(row, dims, lStrides), rowOffset(row, dims, rStrides)
 			binaryRow(op, o[row*inner:(row+1)*inner], l, lOff, lInner, r, rOff, rInner)
@@ -417,4 +419,194 @@ func binaryScalarLeft(op backends.OpType, o []float32, c float32, r []float32) {
 	default:
 		panic("hook: no parallel kernel for " + op.String())
 	}
+}
+
+// installLayoutOps adds the data-movement and reduction executors.
+func installLayoutOps() {
+	installOp(backends.OpTypeTranspose, execTranspose)
+	installOp(backends.OpTypeBroadcastInDim, execBroadcastInDim)
+	installOp(backends.OpTypeReduceSum, execReduce)
+	installOp(backends.OpTypeReduceMax, execReduce)
+}
+
+func nodeIntsData(node *simplego.Node) ([]int, bool) {
+	v, ok := field[any](unsafe.Pointer(node), nodeData).([]int)
+	return v, ok
+}
+
+// execTranspose copies float32 operands with permuted axes (node data: the
+// permutation, output axis i = operand axis perm[i]), split by output blocks.
+func execTranspose(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, owned []bool) (*simplego.Buffer, error) {
+	op := opOf(node)
+	in := inputs[0]
+	s := shapeOfBuf(in)
+	perm, ok := nodeIntsData(node)
+	if s.DType != dtypes.Float32 || !ok || len(perm) != s.Rank() || !parallelEnabled(s.Size()) {
+		return nativeOps[op](b, node, inputs, owned)
+	}
+	outShape := field[shapes.Shape](unsafe.Pointer(node), nodeShape)
+	out := getBufferForShape(b, outShape)
+	src, dst := flat32(in), flat32(out)
+	strides := rowMajorStrides(s.Dimensions)
+	ps := make([]int, len(perm)) // operand stride of each output axis
+	for i, a := range perm {
+		ps[i] = strides[a]
+	}
+	stridedCopy(dst, src, outShape.Dimensions, ps)
+	return out, nil
+}
+
+// execBroadcastInDim repeats a float32 operand along the new axes (node
+// data: the output axis of each operand axis, increasing), split by rows.
+func execBroadcastInDim(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, owned []bool) (*simplego.Buffer, error) {
+	op := opOf(node)
+	in := inputs[0]
+	s := shapeOfBuf(in)
+	outShape := field[shapes.Shape](unsafe.Pointer(node), nodeShape)
+	axes, ok := nodeIntsData(node)
+	if s.DType != dtypes.Float32 || !ok || len(axes) != s.Rank() || !parallelEnabled(outShape.Size()) {
+		return nativeOps[op](b, node, inputs, owned)
+	}
+	for i := 1; i < len(axes); i++ {
+		if axes[i] <= axes[i-1] {
+			return nativeOps[op](b, node, inputs, owned)
+		}
+	}
+	// The operand viewed at the output's rank, 1 on the new axes.
+	dims := make([]int, outShape.Rank())
+	for i := range dims {
+		dims[i] = 1
+	}
+	for i, a := range axes {
+		dims[a] = s.Dimensions[i]
+	}
+	st := broadcastStrides(shapes.Make(s.DType, dims...), outShape)
+	out := getBufferForShape(b, outShape)
+	stridedCopy(flat32(out), flat32(in), outShape.Dimensions, st)
+	return out, nil
+}
+
+func rowMajorStrides(dims []int) []int {
+	st := make([]int, len(dims))
+	s := 1
+	for i := len(dims) - 1; i >= 0; i-- {
+		st[i] = s
+		s *= dims[i]
+	}
+	return st
+}
+
+// stridedCopy sets dst[i] = src[Σ idx_k·strides[k]] for every row-major
+// multi-index idx of dims, in parallel blocks of whole rows.
+func stridedCopy(dst, src []float32, dims, strides []int) {
+	r := len(dims)
+	if r == 0 || len(dst) == 0 {
+		copy(dst, src[:len(dst)])
+		return
+	}
+	inner, innerStride := dims[r-1], strides[r-1]
+	rows := len(dst) / inner
+	parallelFor(rows, len(dst), func(lo, hi int) {
+		for row := lo; row < hi; row++ {
+			off := rowOffset(row, dims, strides)
+			d := dst[row*inner : (row+1)*inner]
+			switch innerStride {
+			case 0:
+				v := src[off]
+				for j := range d {
+					d[j] = v
+				}
+			case 1:
+				copy(d, src[off:off+inner])
+			default:
+				for j := range d {
+					d[j] = src[off]
+					off += innerStride
+				}
+			}
+		}
+	})
+}
+
+// execReduce computes ReduceSum and ReduceMax of float32 operands over one
+// contiguous block of axes (operand viewed as [A, R, C], output [A, C]),
+// accumulating each output element in simplego's order: from 0 (Sum) or
+// the dtype's lowest value (Max), over r ascending.
+func execReduce(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, owned []bool) (*simplego.Buffer, error) {
+	op := opOf(node)
+	in := inputs[0]
+	s := shapeOfBuf(in)
+	axes, ok := nodeIntsData(node)
+	if s.DType != dtypes.Float32 || !ok || len(axes) == 0 || !parallelEnabled(s.Size()) {
+		return nativeOps[op](b, node, inputs, owned)
+	}
+	for i := 1; i < len(axes); i++ {
+		if axes[i] != axes[i-1]+1 {
+			return nativeOps[op](b, node, inputs, owned)
+		}
+	}
+	A, R, C := 1, 1, 1
+	for i, d := range s.Dimensions {
+		switch {
+		case i < axes[0]:
+			A *= d
+		case i <= axes[len(axes)-1]:
+			R *= d
+		default:
+			C *= d
+		}
+	}
+	outShape := field[shapes.Shape](unsafe.Pointer(node), nodeShape)
+	out := getBufferForShape(b, outShape)
+	src, dst := flat32(in), flat32(out)
+	init := float32(0)
+	if op == backends.OpTypeReduceMax {
+		init = dtypes.Float32.LowestValue().(float32)
+	}
+	reduceRows := func(lo, hi int) { // output rows a in [lo, hi), all C columns
+		for a := lo; a < hi; a++ {
+			o := dst[a*C : (a+1)*C]
+			for c := range o {
+				o[c] = init
+			}
+			for r := range R {
+				x := src[(a*R+r)*C : (a*R+r+1)*C]
+				if op == backends.OpTypeReduceMax {
+					for c, v := range x {
+						o[c] = max(o[c], v)
+					}
+				} else {
+					for c, v := range x {
+						o[c] += v
+					}
+				}
+			}
+		}
+	}
+	if A >= runtime.GOMAXPROCS(0) || C == 1 {
+		parallelFor(A, len(src), reduceRows)
+		return out, nil
+	}
+	// Few output rows (e.g. a bias gradient summed over the batch): split the columns.
+	parallelFor(C, len(src), func(lo, hi int) {
+		for a := range A {
+			o := dst[a*C+lo : a*C+hi]
+			for c := range o {
+				o[c] = init
+			}
+			for r := range R {
+				x := src[(a*R+r)*C+lo : (a*R+r)*C+hi]
+				if op == backends.OpTypeReduceMax {
+					for c, v := range x {
+						o[c] = max(o[c], v)
+					}
+				} else {
+					for c, v := range x {
+						o[c] += v
+					}
+				}
+			}
+		}
+	})
+	return out, nil
 }
