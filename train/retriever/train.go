@@ -121,6 +121,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// optim maps the optimiser fields onto a trainer.Config for total updates.
+func (c Config) optim(total int) trainer.Config {
+	o := trainer.DefaultConfig()
+	o.LearningRate, o.WeightDecay, o.MaxGradNorm = c.LearningRate, c.WeightDecay, c.MaxGradNorm
+	o.WarmupRatio, o.TotalSteps, o.GradAccumulation = c.WarmupRatio, total, c.GradAccumulation
+	return o
+}
+
 // MetricLogger receives per-update metrics ("loss", "learning_rate",
 // "grad_norm", "epoch"); *runs.Run (data/runs) implements it.
 type MetricLogger interface {
@@ -262,14 +270,11 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 	}
 
 	microPerEpoch, _, total := cfg.Plan(len(triplets))
-	tcfg := trainer.DefaultConfig()
-	tcfg.LearningRate, tcfg.WeightDecay, tcfg.MaxGradNorm = cfg.LearningRate, cfg.WeightDecay, cfg.MaxGradNorm
-	tcfg.WarmupRatio, tcfg.TotalSteps, tcfg.GradAccumulation = cfg.WarmupRatio, total, cfg.GradAccumulation
 	gc, err := newGradCache(be, m, cfg, tk, n, nh, maxTok)
 	if err != nil {
 		return nil, fmt.Errorf("retriever train: %w", err)
 	}
-	tr, err := trainer.New(be, m.Ctx, gc.surrogate, tcfg)
+	tr, err := trainer.New(be, m.Ctx, gc.surrogate, cfg.optim(total))
 	if err != nil {
 		return nil, fmt.Errorf("retriever train: %w", err)
 	}
