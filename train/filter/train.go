@@ -161,10 +161,9 @@ func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *r
 			progress(p)
 		}
 	}
-	lastSaved := -1
-	if latest != "" {
-		lastSaved = st.GlobalStep
-	}
+	// unsaved: data consumed since the last checkpoint (updates, or skipped
+	// non-finite ones, which move the data position but not the step).
+	unsaved := false
 	// HF-style logging: means over the updates since the last log line.
 	var logLoss, logSecs float64
 	var logN, logTokens, logRows int
@@ -233,7 +232,7 @@ func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *r
 				return false, err
 			}
 		}
-		lastSaved, res.LastCheckpoint = step, dir
+		unsaved, res.LastCheckpoint = false, dir
 		report(Progress{Phase: "checkpoint", Epoch: st.Epoch, Step: step, Checkpoint: dir})
 		return cfg.EarlyStoppingPatience > 0 && st.EvalsWithoutImprovement >= cfg.EarlyStoppingPatience, nil
 	}
@@ -272,6 +271,7 @@ loop:
 				return res, fmt.Errorf("train filter: epoch %d: %w", st.Epoch+1, err)
 			}
 			secs := time.Since(t0).Seconds()
+			unsaved = true
 			st.GlobalStep, st.BatchInEpoch = sr.Step, min((g+1)*A, numMicro)
 			ep := float64(st.Epoch) + float64(g+1)/float64(perEpoch)
 			lastEpoch = ep
@@ -317,7 +317,7 @@ loop:
 			}
 		}
 	}
-	if lastSaved != tr.GlobalStep() {
+	if unsaved {
 		if _, err := checkpoint(false); err != nil {
 			return res, fmt.Errorf("train filter: checkpoint: %w", err)
 		}
