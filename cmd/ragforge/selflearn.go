@@ -77,6 +77,7 @@ chat server: vLLM, llama.cpp server, Ollama).`,
 	f.IntVar(&c.NumNegatives, "negatives", c.NumNegatives, "hard negatives per query")
 	f.Float64Var(&c.Temperature, "temperature", c.Temperature, "InfoNCE temperature")
 	f.Float64Var(&c.RetrieverLR, "retriever-lr", c.RetrieverLR, "retriever AdamW peak learning rate")
+	f.BoolVar(&c.SkipNonFinite, "skip-nonfinite", false, "retriever training: skip and count updates whose loss or gradient is not finite (default: stop with an error)")
 	f.IntVar(&c.RetrieverBatch, "retriever-batch", c.RetrieverBatch, "retriever batch size")
 	f.Float64Var(&c.GeneratorLR, "generator-lr", c.GeneratorLR, "generator AdamW peak learning rate")
 	f.IntVar(&c.GeneratorBatch, "generator-batch", c.GeneratorBatch, "generator SFT batch size")

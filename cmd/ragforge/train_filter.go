@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/train/filter"
+	"github.com/ragforge/ragforge/train/trainer"
 )
 
 func init() {
@@ -56,6 +58,12 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 			if o.Train == "" || c.ModelDir == "" || c.OutputDir == "" {
 				return fmt.Errorf("--model, --train and --out are required")
 			}
+			if !trainer.ValidScheduler(c.LRScheduler) {
+				return fmt.Errorf("--lr-scheduler %q: want one of %s", c.LRScheduler, strings.Join(trainer.Schedulers, ", "))
+			}
+			if c.LoggingSteps < 1 {
+				return fmt.Errorf("--logging-steps %d: want >= 1", c.LoggingSteps)
+			}
 			if err := c.Validate(); err != nil {
 				return err
 			}
@@ -94,9 +102,12 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 			defer finishRun(run, &err)
 			bar := progress.New(g.Err, -1, "train filter")
 			res, err := filter.Train(cmdContext(cmd), c, train, valid, run, func(p filter.Progress) {
-				if p.Phase == "train" {
+				switch p.Phase {
+				case "train":
 					bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Epochs, p.Loss, p.LearningRate, p.TokensPerSec))
 					bar.Set(p.Step, p.Steps)
+				case "log", "eval":
+					bar.Println(g.Err, filterLogLine(p))
 				}
 			})
 			bar.Finish()
@@ -108,6 +119,9 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 			}
 			fmt.Fprintf(g.Out, "run %s: %d steps (%s), final loss %.4f, %d train examples (%d windows), %d validation examples\n",
 				run.ID, res.GlobalStep, res.StopReason, res.FinalLoss, res.TrainExamples, res.TrainWindows, len(valid))
+			if c.SkipNonFinite || res.SkippedNonFinite > 0 {
+				fmt.Fprintf(g.Out, "%d updates skipped: loss or gradient not finite\n", res.SkippedNonFinite)
+			}
 			if res.BestAccuracy >= 0 {
 				fmt.Fprintf(g.Out, "best checkpoint %s (validation accuracy %.4f)\n", res.BestCheckpoint, res.BestAccuracy)
 			} else {
@@ -134,11 +148,33 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 	f.IntVar(&c.WarmupSteps, "warmup-steps", c.WarmupSteps, "linear warmup steps")
 	f.Float64Var(&c.WarmupRatio, "warmup-ratio", c.WarmupRatio, "linear warmup as a fraction of all steps")
 	f.Float64Var(&c.MaxGradNorm, "max-grad-norm", c.MaxGradNorm, "gradient clipping norm (0: none)")
+	f.StringVar(&c.LRScheduler, "lr-scheduler", c.LRScheduler, "learning-rate schedule after warmup: linear, cosine or constant (HF lr_scheduler_type)")
+	f.BoolVar(&c.SkipNonFinite, "skip-nonfinite", false, "skip and count updates whose loss or gradient is not finite (default: stop with an error)")
+	f.IntVar(&c.LoggingSteps, "logging-steps", c.LoggingSteps, "print loss, learning rate, gradient norm and throughput to stderr every N updates")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for data order and dropout")
 	f.IntVar(&c.SaveSteps, "save-steps", c.SaveSteps, "checkpoint every N updates (0: every epoch)")
 	f.IntVar(&c.EarlyStoppingPatience, "early-stopping", c.EarlyStoppingPatience, "stop after N validations without a better accuracy (0: off)")
 	f.BoolVar(&c.Resume, "resume", false, "continue from the newest checkpoint in --out")
 	return cmd
+}
+
+// filterLogLine formats a "log" or "eval" progress report as HF Trainer's
+// log line (a Python-style dict; eval metrics prefixed "eval_").
+func filterLogLine(p filter.Progress) string {
+	if p.Phase == "eval" {
+		parts := make([]string, 0, len(p.Valid)+2)
+		for _, k := range sortedKeys(p.Valid) {
+			parts = append(parts, fmt.Sprintf("'eval_%s': %.4g", k, p.Valid[k]))
+		}
+		parts = append(parts, fmt.Sprintf("'epoch': %.2f", p.EpochFrac), fmt.Sprintf("'step': %d", p.Step))
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	line := fmt.Sprintf("{'loss': %.4f, 'grad_norm': %.4g, 'learning_rate': %.4g, 'epoch': %.2f, 'step': %d, 'train_tokens_per_second': %.1f, 'train_samples_per_second': %.2f",
+		p.Loss, p.GradNorm, p.LearningRate, p.EpochFrac, p.Step, p.TokensPerSec, p.WindowsPerSec)
+	if p.SkippedNonFinite > 0 {
+		line += fmt.Sprintf(", 'skipped_nonfinite': %d", p.SkippedNonFinite)
+	}
+	return line + "}"
 }
 
 func newEvalFilterCmd(g *globals) *cobra.Command {

@@ -5,6 +5,7 @@
 package progress
 
 import (
+	"fmt"
 	"io"
 	"os"
 
@@ -68,4 +69,13 @@ func (b *Bar) Finish() {
 		return
 	}
 	_ = b.bar.Finish()
+}
+
+// Println writes line (and a newline) to w above the bar: a drawn bar is
+// cleared first and redrawn by its next update.
+func (b *Bar) Println(w io.Writer, line string) {
+	if b != nil && b.bar != nil {
+		_ = b.bar.Clear()
+	}
+	fmt.Fprintln(w, line)
 }

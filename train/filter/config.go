@@ -39,7 +39,8 @@ const (
 // script values (classifier/run/run_large_train_xl_000.sh: lr 3e-5, batch 16,
 // max_seq_length 512, doc_stride 128, 40 epochs, checkpoint every epoch) and
 // run_classifier.py's defaults for the rest (AdamW weight decay 0, linear
-// schedule, no warmup, accumulation 1, no clipping); seed 42 (HF default).
+// schedule, no warmup, accumulation 1, no clipping); seed 42 (HF default);
+// a log line every 10 updates.
 type Config struct {
 	ModelDir  string `json:"model_dir"`  // starting HF T5 checkpoint (config.json, model.safetensors, tokenizer files)
 	OutputDir string `json:"output_dir"` // checkpoint-<step>/, best → checkpoint-<step>
@@ -58,7 +59,18 @@ type Config struct {
 	WarmupSteps      int     `json:"num_warmup_steps"`
 	WarmupRatio      float64 `json:"warmup_ratio"`
 	MaxGradNorm      float64 `json:"max_grad_norm"` // 0 = no clipping (RAG²)
-	Seed             int64   `json:"seed"`          // data order and dropout
+	// LRScheduler is the schedule after warmup (trainer.Schedulers; HF
+	// lr_scheduler_type): "linear" (RAG², default), "cosine" or "constant".
+	LRScheduler string `json:"lr_scheduler_type"`
+	// SkipNonFinite skips (and counts, Result.SkippedNonFinite) an update
+	// whose loss or gradient is not finite instead of stopping with an
+	// error; such an update never changes the weights or the optimiser.
+	SkipNonFinite bool  `json:"skip_nonfinite"`
+	Seed          int64 `json:"seed"` // data order and dropout
+	// LoggingSteps is how often (in updates) the mean loss, learning rate,
+	// gradient norm and throughput are reported (Progress phase "log"; HF
+	// TrainingArguments.logging_steps). Default 10.
+	LoggingSteps int `json:"logging_steps"`
 
 	// SaveSteps > 0 writes a checkpoint every SaveSteps updates (and at the
 	// end); 0 writes one at the end of every epoch (RAG² --checkpointing_steps epoch).
@@ -79,7 +91,7 @@ func DefaultConfig() Config {
 	return Config{
 		MaxSeqLength: 512, DocStride: 128, Aggregate: AggregateMax,
 		BatchSize: 16, EvalBatchSize: 16, GradAccumulation: 1, Epochs: 40,
-		LearningRate: 3e-5, Seed: 42,
+		LearningRate: 3e-5, LRScheduler: trainer.SchedulerLinear, Seed: 42, LoggingSteps: 10,
 	}
 }
 
@@ -111,6 +123,8 @@ func (c Config) Validate() error {
 		return bad("SaveSteps", c.SaveSteps, ">= 0")
 	case c.EarlyStoppingPatience < 0:
 		return bad("EarlyStoppingPatience", c.EarlyStoppingPatience, ">= 0")
+	case c.LoggingSteps < 1:
+		return bad("LoggingSteps", c.LoggingSteps, ">= 1")
 	}
 	return c.optim(1).Validate()
 }
@@ -120,5 +134,6 @@ func (c Config) optim(total int) trainer.Config {
 	o := trainer.DefaultConfig()
 	o.LearningRate, o.WeightDecay, o.MaxGradNorm = c.LearningRate, c.WeightDecay, c.MaxGradNorm
 	o.WarmupSteps, o.WarmupRatio, o.TotalSteps, o.GradAccumulation = c.WarmupSteps, c.WarmupRatio, total, c.GradAccumulation
+	o.Scheduler, o.SkipNonFinite = c.LRScheduler, c.SkipNonFinite
 	return o
 }

@@ -504,3 +504,42 @@ func TestBenchTrainStepTiny(t *testing.T) {
 		t.Fatal("batch 0: no error")
 	}
 }
+
+// A diverging run (lr 1e30: after the first update the forward pass
+// overflows) stops with trainer.ErrNonFinite by default; with SkipNonFinite
+// it consumes its data, skips and counts every non-finite update, and its
+// weights stay those of the last finite update.
+func TestTrainSkipNonFinite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIP: trains a tiny T5")
+	}
+	for _, skip := range []bool{false, true} {
+		cfg := tinyConfig(t, 0)
+		cfg.LearningRate, cfg.Epochs, cfg.SaveSteps, cfg.SkipNonFinite = 1e30, 2, 1, skip
+		res, err := Train(context.Background(), cfg, toySet(8), nil, nil, nil)
+		if !skip {
+			if !errors.Is(err, trainer.ErrNonFinite) {
+				t.Fatalf("default: err %v, want trainer.ErrNonFinite", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Without MaxSteps the run plans Epochs × updates-per-epoch updates.
+		if res.TotalSteps < 2 || res.GlobalStep != 1 || res.SkippedNonFinite != res.TotalSteps-1 {
+			t.Fatalf("%d updates, %d skipped of %d planned; want 1 and %d", res.GlobalStep, res.SkippedNonFinite, res.TotalSteps, res.TotalSteps-1)
+		}
+		st, err := trainer.ReadState(res.LastCheckpoint)
+		if err != nil || st.GlobalStep != 1 || st.Epoch != cfg.Epochs {
+			t.Fatalf("last checkpoint state %+v (%v): want step 1, all %d epochs consumed", st, err, cfg.Epochs)
+		}
+		for name, w := range readWeights(t, filepath.Join(res.LastCheckpoint, "model.safetensors")) {
+			for _, x := range w {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					t.Fatalf("%s holds %v after skipped updates", name, x)
+				}
+			}
+		}
+	}
+}

@@ -21,18 +21,27 @@ import (
 // ArgsFile holds the Config of the run inside each checkpoint.
 const ArgsFile = "training_args.json"
 
-// Progress is reported after every update ("train"), validation ("eval") and
+// Progress is reported after every update ("train"), every
+// Config.LoggingSteps updates ("log"), after every validation ("eval") and
 // checkpoint ("checkpoint").
 type Progress struct {
 	Phase         string
-	Epoch, Epochs int // Epoch is 1-based
-	Step, Steps   int // updates done / planned
+	Epoch, Epochs int     // Epoch is 1-based
+	EpochFrac     float64 // epochs done, fractional (HF "epoch"); "train", "log", "eval"
+	Step, Steps   int     // updates done / planned
+	// Loss is this update's loss ("train") or the mean over the updates
+	// since the previous "log" (HF logging); LearningRate and GradNorm are
+	// the last update's (GradNorm before clipping).
 	Loss          float64
 	LearningRate  float64
-	TokensPerSec  float64 // real (unpadded) encoder tokens per second, this update
+	GradNorm      float64
+	TokensPerSec  float64 // real (unpadded) encoder tokens per second: this update ("train"), since the last log ("log")
 	WindowsPerSec float64
-	ValidAccuracy float64 // "eval" only
-	Checkpoint    string  // "checkpoint" only
+	ValidAccuracy float64            // "eval" only
+	Valid         map[string]float64 // "eval" only: every validation metric (EvalReport.Metrics)
+	Checkpoint    string             // "checkpoint" only
+	// SkippedNonFinite counts the updates skipped so far (Config.SkipNonFinite).
+	SkippedNonFinite int
 }
 
 // Result summarises a training run.
@@ -48,7 +57,10 @@ type Result struct {
 	StopReason     string  // "completed", "max_steps", "early_stopping"
 	TrainExamples  int
 	TrainWindows   int
-	History        []trainer.LogEntry
+	// SkippedNonFinite is the number of updates skipped because their loss
+	// or gradient was not finite (Config.SkipNonFinite; resumed runs included).
+	SkippedNonFinite int
+	History          []trainer.LogEntry
 }
 
 // Train fine-tunes the T5 checkpoint cfg.ModelDir as a RAG² filter on train
@@ -64,8 +76,12 @@ type Result struct {
 // With cfg.Resume the newest complete checkpoint is restored and training
 // continues after its last update; the result matches an uninterrupted run.
 //
-// run (may be nil) receives per-update train/loss, train/learning_rate,
-// train/grad_norm, validation metrics valid/* and checkpoint artifacts.
+// run (may be nil) receives per-update series train/loss,
+// train/learning_rate, train/grad_norm, train/tokens_per_second and
+// train/windows_per_second, validation metrics valid/* at their step,
+// train/skipped_nonfinite at the end, and checkpoint artifacts. A skipped
+// non-finite update (Config.SkipNonFinite) logs no series point; its data
+// still counts as consumed.
 // Cancelling ctx stops before the next update without writing anything (as a
 // kill would). Errors: invalid cfg, no training examples, an OutputDir that
 // already holds checkpoints without cfg.Resume, a checkpoint made with other
@@ -145,10 +161,13 @@ func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *r
 			progress(p)
 		}
 	}
-	lastSaved := -1
-	if latest != "" {
-		lastSaved = st.GlobalStep
-	}
+	// unsaved: data consumed since the last checkpoint (updates, or skipped
+	// non-finite ones, which move the data position but not the step).
+	unsaved := false
+	// HF-style logging: means over the updates since the last log line.
+	var logLoss, logSecs float64
+	var logN, logTokens, logRows int
+	lastEpoch := float64(st.Epoch)
 	checkpoint := func(epochDone bool) (stop bool, err error) {
 		step := tr.GlobalStep()
 		improved := false
@@ -164,7 +183,8 @@ func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *r
 				}
 			}
 			st.LogHistory = append(st.LogHistory, trainer.LogEntry{Step: step, Epoch: float64(st.Epoch), EvalAccuracy: r.Accuracy})
-			report(Progress{Phase: "eval", Epoch: st.Epoch + 1, Step: step, ValidAccuracy: r.Accuracy})
+			report(Progress{Phase: "eval", Epoch: st.Epoch + 1, EpochFrac: lastEpoch, Step: step, ValidAccuracy: r.Accuracy,
+				Valid: r.Metrics(""), SkippedNonFinite: tr.SkippedNonFinite()})
 			if r.Accuracy > st.BestMetric {
 				st.BestMetric, improved, st.EvalsWithoutImprovement = r.Accuracy, true, 0
 			} else {
@@ -212,7 +232,7 @@ func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *r
 				return false, err
 			}
 		}
-		lastSaved, res.LastCheckpoint = step, dir
+		unsaved, res.LastCheckpoint = false, dir
 		report(Progress{Phase: "checkpoint", Epoch: st.Epoch, Step: step, Checkpoint: dir})
 		return cfg.EarlyStoppingPatience > 0 && st.EvalsWithoutImprovement >= cfg.EarlyStoppingPatience, nil
 	}
@@ -251,19 +271,33 @@ loop:
 				return res, fmt.Errorf("train filter: epoch %d: %w", st.Epoch+1, err)
 			}
 			secs := time.Since(t0).Seconds()
+			unsaved = true
 			st.GlobalStep, st.BatchInEpoch = sr.Step, min((g+1)*A, numMicro)
-			res.GlobalStep, res.FinalLoss = sr.Step, sr.Loss
 			ep := float64(st.Epoch) + float64(g+1)/float64(perEpoch)
-			st.LogHistory = append(st.LogHistory, trainer.LogEntry{Step: sr.Step, Epoch: ep, Loss: sr.Loss, LearningRate: sr.LearningRate, GradNorm: sr.GradNorm})
-			if run != nil {
-				if err := run.LogMetrics(map[string]float64{"train/loss": sr.Loss, "train/learning_rate": sr.LearningRate, "train/grad_norm": sr.GradNorm}, sr.Step); err != nil {
-					return res, fmt.Errorf("train filter: %w", err)
+			lastEpoch = ep
+			if !sr.Skipped {
+				res.GlobalStep, res.FinalLoss = sr.Step, sr.Loss
+				st.LogHistory = append(st.LogHistory, trainer.LogEntry{Step: sr.Step, Epoch: ep, Loss: sr.Loss, LearningRate: sr.LearningRate, GradNorm: sr.GradNorm})
+				if run != nil {
+					if err := run.LogMetrics(map[string]float64{"train/loss": sr.Loss, "train/learning_rate": sr.LearningRate,
+						"train/grad_norm": sr.GradNorm, "train/tokens_per_second": float64(tokens) / secs,
+						"train/windows_per_second": float64(rows) / secs}, sr.Step); err != nil {
+						return res, fmt.Errorf("train filter: %w", err)
+					}
+				}
+				report(Progress{Phase: "train", Epoch: st.Epoch + 1, EpochFrac: ep, Step: sr.Step, Loss: sr.Loss, LearningRate: sr.LearningRate,
+					GradNorm: sr.GradNorm, TokensPerSec: float64(tokens) / secs, WindowsPerSec: float64(rows) / secs,
+					SkippedNonFinite: tr.SkippedNonFinite()})
+				logLoss, logN, logTokens, logRows, logSecs = logLoss+sr.Loss, logN+1, logTokens+tokens, logRows+rows, logSecs+secs
+				if sr.Step%cfg.LoggingSteps == 0 {
+					report(Progress{Phase: "log", Epoch: st.Epoch + 1, EpochFrac: ep, Step: sr.Step, Loss: logLoss / float64(logN),
+						LearningRate: sr.LearningRate, GradNorm: sr.GradNorm, TokensPerSec: float64(logTokens) / logSecs,
+						WindowsPerSec: float64(logRows) / logSecs, SkippedNonFinite: tr.SkippedNonFinite()})
+					logLoss, logN, logTokens, logRows, logSecs = 0, 0, 0, 0, 0
 				}
 			}
-			report(Progress{Phase: "train", Epoch: st.Epoch + 1, Step: sr.Step, Loss: sr.Loss, LearningRate: sr.LearningRate,
-				TokensPerSec: float64(tokens) / secs, WindowsPerSec: float64(rows) / secs})
 			last := g == perEpoch-1
-			if cfg.SaveSteps > 0 && sr.Step%cfg.SaveSteps == 0 || cfg.SaveSteps == 0 && last {
+			if cfg.SaveSteps > 0 && !sr.Skipped && sr.Step%cfg.SaveSteps == 0 || cfg.SaveSteps == 0 && last {
 				stop, err := checkpoint(last)
 				if err != nil {
 					return res, fmt.Errorf("train filter: checkpoint: %w", err)
@@ -283,12 +317,18 @@ loop:
 			}
 		}
 	}
-	if lastSaved != tr.GlobalStep() {
+	if unsaved {
 		if _, err := checkpoint(false); err != nil {
 			return res, fmt.Errorf("train filter: checkpoint: %w", err)
 		}
 	}
 	res.GlobalStep = tr.GlobalStep()
+	res.SkippedNonFinite = tr.SkippedNonFinite()
+	if run != nil {
+		if err := run.LogMetrics(map[string]float64{"train/skipped_nonfinite": float64(res.SkippedNonFinite)}, res.GlobalStep); err != nil {
+			return res, fmt.Errorf("train filter: %w", err)
+		}
+	}
 	res.BestCheckpoint = filepath.Join(cfg.OutputDir, st.BestModelCheckpoint)
 	res.BestAccuracy = st.BestMetric
 	res.History = st.LogHistory
@@ -306,8 +346,14 @@ func dataHash(examples []label.Example) string {
 
 // configHash fingerprints the settings that shape the trajectory.
 func configHash(c Config) string {
-	b, _ := json.Marshal([]any{c.MaxSeqLength, c.DocStride, c.BatchSize, c.GradAccumulation, c.Epochs, c.MaxSteps,
-		c.LearningRate, c.WeightDecay, c.WarmupSteps, c.WarmupRatio, c.MaxGradNorm, c.Seed})
+	fields := []any{c.MaxSeqLength, c.DocStride, c.BatchSize, c.GradAccumulation, c.Epochs, c.MaxSteps,
+		c.LearningRate, c.WeightDecay, c.WarmupSteps, c.WarmupRatio, c.MaxGradNorm, c.Seed}
+	if c.LRScheduler != trainer.SchedulerLinear {
+		// Appended only when not the default, so checkpoints written before
+		// the field existed still resume.
+		fields = append(fields, c.LRScheduler)
+	}
+	b, _ := json.Marshal(fields)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }

@@ -109,8 +109,29 @@ type subBatch struct {
 
 // update runs one optimiser update over the micro-batches (triplet indices)
 // of one accumulation group and returns the trainer's result with Loss
-// replaced by the mean InfoNCE of the micro-batches.
+// replaced by the mean InfoNCE of the micro-batches. A non-finite InfoNCE
+// or gradient follows the trainer's policy (trainer.Config.SkipNonFinite).
 func (gc *gradCache) update(tr *trainer.Trainer, ts []Triplet, micro [][]int) (trainer.StepResult, error) {
+	batches, loss, err := gc.prepare(ts, micro)
+	if err != nil {
+		return trainer.StepResult{}, err
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		// The trainer's own loss is the surrogate Σ e·G; the InfoNCE is checked here.
+		return tr.RejectNonFinite(loss)
+	}
+	sr, err := tr.Step(batches)
+	if err != nil {
+		return sr, err
+	}
+	sr.Loss = loss
+	return sr, nil
+}
+
+// prepare runs steps 1 and 2 of an update (embeddings, InfoNCE and its
+// gradient G with respect to the embeddings) and returns the trainer's
+// micro-batches of step 3 (ids, mask, G per sub-batch) and the mean InfoNCE.
+func (gc *gradCache) prepare(ts []Triplet, micro [][]int) ([][]*tensors.Tensor, float64, error) {
 	tk, n, nh := gc.tk, gc.n, gc.nh
 	// Distinct token sequences of the group.
 	var texts [][]int
@@ -160,25 +181,25 @@ func (gc *gradCache) update(tr *trainer.Trainer, ts []Triplet, micro [][]int) (t
 	// 1. Embeddings without gradients, from the saved RNG state.
 	rng := gc.m.Ctx.GetVariableByScopeAndName(mlctx.RootScope, mlctx.RNGStateVariableName)
 	if rng == nil {
-		return trainer.StepResult{}, fmt.Errorf("context has no RNG state (seed it before training)")
+		return nil, 0, fmt.Errorf("context has no RNG state (seed it before training)")
 	}
 	saved, err := rngValue(rng)
 	if err != nil {
-		return trainer.StepResult{}, err
+		return nil, 0, err
 	}
 	dummy := subBatch{cap: 1, l: len(tk.empty)}
 	for i, sb := range append([]subBatch{dummy}, subs...) {
 		ids, mask := gc.pad(sb, texts)
 		out, err := execCatch(gc.embed, ids, mask)
 		if err != nil {
-			return trainer.StepResult{}, fmt.Errorf("embed sub-batch %d [%d, %d]: %w", i, sb.cap, sb.l, err)
+			return nil, 0, fmt.Errorf("embed sub-batch %d [%d, %d]: %w", i, sb.cap, sb.l, err)
 		}
 		if i == 0 {
 			continue
 		}
 		flat, err := tensors.CopyFlatData[float32](out[0])
 		if err != nil {
-			return trainer.StepResult{}, err
+			return nil, 0, err
 		}
 		for j, u := range sb.rows {
 			copy(emb[u*h:(u+1)*h], flat[j*h:(j+1)*h])
@@ -209,13 +230,9 @@ func (gc *gradCache) update(tr *trainer.Trainer, ts []Triplet, micro [][]int) (t
 		args = append(args, gather(r.cands), tensors.FromFlatDataAndDimensions(r.valid, b, len(r.cands)))
 		out, err := execCatch(gc.lossExec, args...)
 		if err != nil {
-			return trainer.StepResult{}, fmt.Errorf("micro-batch %d: loss: %w", a, err)
+			return nil, 0, fmt.Errorf("micro-batch %d: loss: %w", a, err)
 		}
-		l := float64(tensors.ToScalar[float32](out[0]))
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return trainer.StepResult{}, fmt.Errorf("micro-batch %d: loss is %v", a, l)
-		}
-		loss += l / float64(len(micro))
+		loss += float64(tensors.ToScalar[float32](out[0])) / float64(len(micro))
 		rowsOf := [][]int{r.q}
 		if nh > 0 {
 			rowsOf = append(rowsOf, r.hypo)
@@ -224,7 +241,7 @@ func (gc *gradCache) update(tr *trainer.Trainer, ts []Triplet, micro [][]int) (t
 		for o, rows := range rowsOf {
 			g, err := tensors.CopyFlatData[float32](out[1+o])
 			if err != nil {
-				return trainer.StepResult{}, err
+				return nil, 0, err
 			}
 			for j, u := range rows {
 				if u < 0 {
@@ -240,10 +257,10 @@ func (gc *gradCache) update(tr *trainer.Trainer, ts []Triplet, micro [][]int) (t
 	// 3. Same dropout masks again: the trainer accumulates ∂(Σ e·G)/∂θ.
 	restore, err := saved.LocalClone()
 	if err != nil {
-		return trainer.StepResult{}, err
+		return nil, 0, err
 	}
 	if err := rng.SetValue(restore); err != nil {
-		return trainer.StepResult{}, err
+		return nil, 0, err
 	}
 	batches := make([][]*tensors.Tensor, 0, len(subs)+2)
 	for i, sb := range append(append([]subBatch{dummy}, subs...), dummy) {
@@ -258,12 +275,7 @@ func (gc *gradCache) update(tr *trainer.Trainer, ts []Triplet, micro [][]int) (t
 		}
 		batches = append(batches, []*tensors.Tensor{ids, mask, tensors.FromFlatDataAndDimensions(g, sb.cap, h)})
 	}
-	sr, err := tr.Step(batches)
-	if err != nil {
-		return sr, err
-	}
-	sr.Loss = loss
-	return sr, nil
+	return batches, loss, nil
 }
 
 // plan sorts the distinct texts by length (longest first, ties by first

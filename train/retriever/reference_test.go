@@ -144,12 +144,9 @@ func referenceTrain(t *testing.T, cfg Config, ts []Triplet, dir string) ([]train
 		t.Fatal(err)
 	}
 	microPerEpoch, _, total := cfg.Plan(len(ts))
-	tcfg := trainer.DefaultConfig()
-	tcfg.LearningRate, tcfg.WeightDecay, tcfg.MaxGradNorm = cfg.LearningRate, cfg.WeightDecay, cfg.MaxGradNorm
-	tcfg.WarmupRatio, tcfg.TotalSteps, tcfg.GradAccumulation = cfg.WarmupRatio, total, cfg.GradAccumulation
 	tr, err := trainer.New(be, m.Ctx, func(c *mlctx.Context, in []*graph.Node) *graph.Node {
 		return lossGraph(m, c, in, cfg, nh)
-	}, tcfg)
+	}, cfg.optim(total))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,6 +74,10 @@ type Config struct {
 	// (weights, AdamW moments, RNG, data position), refusing a checkpoint
 	// made from other data or other trajectory settings.
 	Resume bool
+	// SkipNonFinite skips (and counts, Result.SkippedNonFinite) an update
+	// whose InfoNCE or gradient is not finite instead of stopping with an
+	// error; such an update never changes the weights or the optimiser.
+	SkipNonFinite bool `json:",omitempty"`
 }
 
 // DefaultConfig returns SL-HyDE's retriever settings: lr 1e-5, τ 0.02, 7
@@ -121,6 +125,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// optim maps the optimiser fields onto a trainer.Config for total updates.
+func (c Config) optim(total int) trainer.Config {
+	o := trainer.DefaultConfig()
+	o.LearningRate, o.WeightDecay, o.MaxGradNorm = c.LearningRate, c.WeightDecay, c.MaxGradNorm
+	o.WarmupRatio, o.TotalSteps, o.GradAccumulation = c.WarmupRatio, total, c.GradAccumulation
+	o.SkipNonFinite = c.SkipNonFinite
+	return o
+}
+
 // MetricLogger receives per-update metrics ("loss", "learning_rate",
 // "grad_norm", "epoch"); *runs.Run (data/runs) implements it.
 type MetricLogger interface {
@@ -135,6 +148,9 @@ type Result struct {
 	History        []trainer.LogEntry  // one entry per update, resumed history included
 	LastCheckpoint string              // path of the last checkpoint written
 	ResumedFrom    string              // checkpoint resumed from, "" for a fresh run
+	// SkippedNonFinite is the number of updates skipped as non-finite
+	// (Config.SkipNonFinite; resumed ones included).
+	SkippedNonFinite int
 }
 
 // Plan is the size of a run: micro-batches per epoch
@@ -262,14 +278,11 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 	}
 
 	microPerEpoch, _, total := cfg.Plan(len(triplets))
-	tcfg := trainer.DefaultConfig()
-	tcfg.LearningRate, tcfg.WeightDecay, tcfg.MaxGradNorm = cfg.LearningRate, cfg.WeightDecay, cfg.MaxGradNorm
-	tcfg.WarmupRatio, tcfg.TotalSteps, tcfg.GradAccumulation = cfg.WarmupRatio, total, cfg.GradAccumulation
 	gc, err := newGradCache(be, m, cfg, tk, n, nh, maxTok)
 	if err != nil {
 		return nil, fmt.Errorf("retriever train: %w", err)
 	}
-	tr, err := trainer.New(be, m.Ctx, gc.surrogate, tcfg)
+	tr, err := trainer.New(be, m.Ctx, gc.surrogate, cfg.optim(total))
 	if err != nil {
 		return nil, fmt.Errorf("retriever train: %w", err)
 	}
@@ -324,26 +337,33 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 			if done == microPerEpoch {
 				state.Epoch, state.BatchInEpoch = epoch+1, 0
 			}
-			entry := trainer.LogEntry{Step: sr.Step, Epoch: float64(epoch) + float64(done)/float64(microPerEpoch),
-				Loss: sr.Loss, LearningRate: sr.LearningRate, GradNorm: sr.GradNorm}
-			state.LogHistory = append(state.LogHistory, entry)
-			if run != nil {
-				if err := run.LogMetrics(map[string]float64{"loss": sr.Loss, "learning_rate": sr.LearningRate,
-					"grad_norm": sr.GradNorm, "epoch": entry.Epoch}, sr.Step); err != nil {
-					return res, fmt.Errorf("retriever train: step %d: log: %w", sr.Step, err)
+			if !sr.Skipped { // a skipped update logs nothing; its data counts as consumed
+				entry := trainer.LogEntry{Step: sr.Step, Epoch: float64(epoch) + float64(done)/float64(microPerEpoch),
+					Loss: sr.Loss, LearningRate: sr.LearningRate, GradNorm: sr.GradNorm}
+				state.LogHistory = append(state.LogHistory, entry)
+				if run != nil {
+					if err := run.LogMetrics(map[string]float64{"loss": sr.Loss, "learning_rate": sr.LearningRate,
+						"grad_norm": sr.GradNorm, "epoch": entry.Epoch}, sr.Step); err != nil {
+						return res, fmt.Errorf("retriever train: step %d: log: %w", sr.Step, err)
+					}
+				}
+				if progress != nil {
+					progress(entry)
 				}
 			}
-			if progress != nil {
-				progress(entry)
-			}
-			if (cfg.SaveSteps > 0 && sr.Step%cfg.SaveSteps == 0) || done == microPerEpoch {
+			if (cfg.SaveSteps > 0 && !sr.Skipped && sr.Step%cfg.SaveSteps == 0) || done == microPerEpoch {
 				if err := save(); err != nil {
 					return res, fmt.Errorf("retriever train: %w", err)
 				}
 			}
 		}
 	}
-	res.Steps, res.History = tr.GlobalStep(), state.LogHistory
+	res.Steps, res.History, res.SkippedNonFinite = tr.GlobalStep(), state.LogHistory, tr.SkippedNonFinite()
+	if run != nil && cfg.SkipNonFinite {
+		if err := run.LogMetrics(map[string]float64{"skipped_nonfinite": float64(res.SkippedNonFinite)}, res.Steps); err != nil {
+			return res, fmt.Errorf("retriever train: log: %w", err)
+		}
+	}
 	if err := m.Save(cfg.OutputDir); err != nil {
 		return res, fmt.Errorf("retriever train: save final model: %w", err)
 	}
@@ -356,7 +376,7 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 // trajectory is the part of Config that determines the training trajectory
 // (hashed into trainer_state.json so a resume cannot silently change it).
 func trajectory(c Config) Config {
-	c.OutputDir, c.Backend, c.SaveSteps, c.Resume = "", "", 0, false
+	c.OutputDir, c.Backend, c.SaveSteps, c.Resume, c.SkipNonFinite = "", "", 0, false, false
 	if c.SubBatchTokens == 0 {
 		c.SubBatchTokens = DefaultSubBatchTokens
 	}

@@ -75,6 +75,10 @@ type Config struct {
 	Epochs          int     // epochs of both trainings (1)
 	MaxLength       int     // retriever token limit (512)
 	MaxTargetTokens int     // generator SFT target length limit (256)
+	// SkipNonFinite makes the retriever training skip (and count) updates
+	// whose loss or gradient is not finite instead of failing the round
+	// (not part of the config hash: a failed round may be rerun with it).
+	SkipNonFinite bool `json:",omitempty"`
 
 	ChunkSize, ChunkOverlap int // how the corpus was chunked (recorded; 512, 128)
 	QueryInstruction        string

@@ -203,9 +203,9 @@ func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []dat
 }
 
 // configHash fingerprints the settings that change results (not WorkDir,
-// Rounds, progress or implementation handles).
+// Rounds, progress, implementation handles or SkipNonFinite).
 func configHash(c Config) string {
-	c.WorkDir, c.ResumeRunID, c.Rounds, c.GeneratorImpl = "", "", 0, nil
+	c.WorkDir, c.ResumeRunID, c.Rounds, c.GeneratorImpl, c.SkipNonFinite = "", "", 0, nil, false
 	b, _ := json.Marshal(c)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
@@ -811,6 +811,7 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 	rc.Epochs, rc.BatchSize, rc.LearningRate, rc.WarmupRatio = s.cfg.Epochs, s.cfg.RetrieverBatch, s.cfg.RetrieverLR, s.cfg.WarmupRatio
 	rc.Temperature, rc.MaxLength, rc.NumNegatives, rc.NumHypo = s.cfg.Temperature, s.cfg.MaxLength, s.cfg.NumNegatives, max(s.cfg.N, 1)
 	rc.QueryInstruction, rc.Seed = s.cfg.QueryInstruction, uint64(s.cfg.Seed)+uint64(t)
+	rc.SkipNonFinite = s.cfg.SkipNonFinite
 	_, _, total := rc.Plan(len(triplets))
 	s.report(stage, 0, total)
 	res, err := retriever.Train(ctx, rc, triplets, s.retrieverDir(t-1), s.run, func(e trainer.LogEntry) {
@@ -822,7 +823,11 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 	if err := s.run.Artifact("retriever", filepath.Join(rc.OutputDir, "model.safetensors")); err != nil {
 		return err
 	}
-	return s.markDone(t, "train-retriever", fmt.Sprintf("steps %d", res.Steps))
+	note := fmt.Sprintf("steps %d", res.Steps)
+	if s.cfg.SkipNonFinite {
+		note += fmt.Sprintf(", skipped non-finite %d", res.SkippedNonFinite)
+	}
+	return s.markDone(t, "train-retriever", note)
 }
 
 // copyRetriever makes R_t a copy of R_{t-1} when nothing could be trained.

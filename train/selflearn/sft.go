@@ -95,7 +95,7 @@ func writeFileAtomic(path string, fill func(w io.Writer) error) error {
 // SFTConfig sets the generator fine-tuning (Eq. 6).
 type SFTConfig struct {
 	LearningRate    float64 // AdamW peak (1e-5)
-	WarmupRatio     float64 // linear warmup fraction (0.1)
+	WarmupRatio     float64 // linear warmup fraction (0.1), then the cosine decay (SFTScheduler)
 	Epochs          int     // 1
 	BatchSize       int     // 8
 	MaxTargetTokens int     // d* tokens kept, eos included (256)
@@ -103,12 +103,17 @@ type SFTConfig struct {
 	Seed            int64   // data order and dropout
 }
 
+// SFTScheduler is the generator fine-tuning schedule: SL-HyDE trains the
+// generator with a cosine learning-rate schedule after warmup
+// (transformers get_cosine_schedule_with_warmup, as LLaMA-Factory's
+// lr_scheduler_type cosine).
+const SFTScheduler = trainer.SchedulerCosine
+
 // FineTuneT5 trains g's model in place on pairs with the HF T5 loss
 // (teacher forcing; encoder input Render(cfg.Template, q, "") cut as
 // g.EncodePrompt does, target d* cut to MaxTargetTokens−1 tokens plus eos),
-// torch AdamW (β 0.9/0.999, ε 1e-8, no decay) and train/trainer's linear
-// schedule with warmup (SL-HyDE uses a cosine schedule; train/trainer has
-// only the linear one). Batches are a PCG(Seed, epoch) permutation of the
+// torch AdamW (β 0.9/0.999, ε 1e-8, no decay) and SFTScheduler (warmup,
+// then cosine decay to 0). Batches are a PCG(Seed, epoch) permutation of the
 // pairs, padded to BatchSize rows so one graph is compiled per padded length.
 // It returns the mean loss of each update. Cancelling ctx stops between
 // updates with ctx.Err(). Errors: no pairs, graph or execution failures.
@@ -122,6 +127,7 @@ func FineTuneT5(ctx context.Context, g *generate.T5Generator, pairs []SFTPair, c
 	perEpoch := (len(pairs) + B - 1) / B
 	tcfg := trainer.DefaultConfig()
 	tcfg.LearningRate, tcfg.WarmupRatio, tcfg.TotalSteps = cfg.LearningRate, cfg.WarmupRatio, perEpoch*max(cfg.Epochs, 1)
+	tcfg.Scheduler = SFTScheduler
 	loss := func(gctx *mlctx.Context, in []*graph.Node) *graph.Node {
 		return t5.LossGraph(m.LogitsGraph(gctx, in[0], in[1], in[2]), in[3])
 	}

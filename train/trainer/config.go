@@ -8,7 +8,8 @@
 //
 // Conventions follow PyTorch / Hugging Face so that a run can be compared with
 // a transformers script line by line: torch.optim.AdamW, transformers
-// get_linear_schedule_with_warmup, torch.nn.utils.clip_grad_norm_, and the
+// get_linear_schedule_with_warmup / get_cosine_schedule_with_warmup /
+// get_constant_schedule_with_warmup, torch.nn.utils.clip_grad_norm_, and the
 // Accelerate no_trainer loop (mean of the micro-batch losses per update).
 //
 // The package never prints; callers report progress themselves.
@@ -17,6 +18,7 @@ package trainer
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -40,15 +42,22 @@ type Config struct {
 	WarmupSteps int
 	WarmupRatio float64
 	// TotalSteps is the number of optimiser updates of the whole run; the
-	// learning rate decays linearly to 0 at TotalSteps. Required (> 0).
+	// linear and cosine schedules decay to 0 at TotalSteps. Required (> 0).
 	TotalSteps int
+	// Scheduler is the learning-rate schedule after warmup: SchedulerLinear
+	// (HF default), SchedulerCosine or SchedulerConstant (see Schedule).
+	Scheduler string
+	// SkipNonFinite makes Step skip (and count) an update whose loss or
+	// gradient is not finite instead of returning an error; either way such
+	// an update leaves the parameters and the optimiser state untouched.
+	SkipNonFinite bool
 	// GradAccumulation is the number of micro-batches per update (HF
 	// gradient_accumulation_steps); informative here: Trainer.Step takes the
 	// micro-batches of one update explicitly.
 	GradAccumulation int
 	// NoDecay reports which parameters are exempt from weight decay, by the
 	// variable's full context path ("/encoder/block/0/layer/0/layer_norm/weight").
-	// nil means DefaultNoDecay.
+	// nil means DefaultNoDecay (HF's rule on the HF parameter name).
 	NoDecay func(path string) bool `json:"-"`
 }
 
@@ -57,26 +66,51 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		LearningRate: 3e-5, Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8,
-		GradAccumulation: 1,
+		GradAccumulation: 1, Scheduler: SchedulerLinear,
 	}
 }
 
-// DefaultNoDecay is the no_decay list of the HF examples and RAG²
-// (["bias", "LayerNorm.weight", "layer_norm.weight"]) applied to GoMLX paths:
-// a variable named "bias", or any variable under a LayerNorm / layer_norm /
-// final_layer_norm scope.
-func DefaultNoDecay(path string) bool {
-	parts := strings.Split(path, "/")
-	if parts[len(parts)-1] == "bias" {
-		return true
-	}
-	for _, p := range parts {
-		if p == "LayerNorm" || strings.HasSuffix(p, "layer_norm") {
+// NoDecaySubstrings is the no_decay list of the HF examples (run_glue_no_trainer.py,
+// run_clm_no_trainer.py) and of RAG²'s run_classifier.py: a parameter whose HF
+// name contains one of them gets weight decay 0. As substrings, "bias" also
+// exempts T5's relative_attention_bias.weight.
+var NoDecaySubstrings = []string{"bias", "LayerNorm.weight", "layer_norm.weight"}
+
+// NoDecayName reports whether the HF parameter name ("encoder.block.0.layer.0.
+// SelfAttention.relative_attention_bias.weight") is exempt from weight decay
+// (NoDecaySubstrings). It is the one home of the rule.
+func NoDecayName(hfName string) bool {
+	for _, s := range NoDecaySubstrings {
+		if strings.Contains(hfName, s) {
 			return true
 		}
 	}
 	return false
 }
+
+// HFName maps a variable's context path to its HF parameter name: the path
+// without the leading separator, with "/" replaced by "." (the layout of
+// models/t5 and models/bert: "/a/b/weight" ↔ "a.b.weight").
+func HFName(path string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", ".")
+}
+
+// DefaultNoDecay is NoDecayName applied to the HF name of a context path.
+func DefaultNoDecay(path string) bool { return NoDecayName(HFName(path)) }
+
+// Learning-rate schedules (Config.Scheduler), named as HF's
+// TrainingArguments.lr_scheduler_type.
+const (
+	SchedulerLinear   = "linear"   // get_linear_schedule_with_warmup
+	SchedulerCosine   = "cosine"   // get_cosine_schedule_with_warmup, num_cycles 0.5
+	SchedulerConstant = "constant" // get_constant_schedule_with_warmup (= get_constant_schedule without warmup)
+)
+
+// Schedulers lists the valid Config.Scheduler values.
+var Schedulers = []string{SchedulerLinear, SchedulerCosine, SchedulerConstant}
+
+// ValidScheduler reports whether name is one of Schedulers.
+func ValidScheduler(name string) bool { return slices.Contains(Schedulers, name) }
 
 // Validate checks ranges; errors name the field.
 func (c Config) Validate() error {
@@ -104,6 +138,8 @@ func (c Config) Validate() error {
 		return bad("TotalSteps", c.TotalSteps, "> 0")
 	case c.GradAccumulation < 1:
 		return bad("GradAccumulation", c.GradAccumulation, ">= 1")
+	case !ValidScheduler(c.Scheduler):
+		return bad("Scheduler", fmt.Sprintf("%q", c.Scheduler), "one of "+strings.Join(Schedulers, ", "))
 	}
 	return nil
 }
@@ -130,4 +166,42 @@ func LinearSchedule(step, warmup, total int, peak float64) float64 {
 		return peak * float64(step) / float64(max(1, warmup))
 	}
 	return peak * math.Max(0, float64(total-step)/float64(max(1, total-warmup)))
+}
+
+// CosineSchedule is transformers.get_cosine_schedule_with_warmup with
+// num_cycles 0.5 (half a cosine from peak to 0), same step convention as
+// LinearSchedule:
+//
+//	peak·step/warmup                                        if step < warmup
+//	peak·max(0, ½(1 + cos(π·(step−warmup)/max(1, total−warmup))))  otherwise.
+func CosineSchedule(step, warmup, total int, peak float64) float64 {
+	if step < warmup {
+		return peak * float64(step) / float64(max(1, warmup))
+	}
+	progress := float64(step-warmup) / float64(max(1, total-warmup))
+	return peak * math.Max(0, 0.5*(1+math.Cos(math.Pi*progress)))
+}
+
+// ConstantSchedule is transformers.get_constant_schedule_with_warmup: linear
+// warmup from 0 (as LinearSchedule), then peak.
+func ConstantSchedule(step, warmup int, peak float64) float64 {
+	if step < warmup {
+		return peak * float64(step) / float64(max(1, warmup))
+	}
+	return peak
+}
+
+// Schedule returns the learning rate of the update that follows `step`
+// completed updates under the named schedule (Schedulers). It panics on an
+// unknown name: Config.Validate rejects those first.
+func Schedule(name string, step, warmup, total int, peak float64) float64 {
+	switch name {
+	case SchedulerLinear:
+		return LinearSchedule(step, warmup, total, peak)
+	case SchedulerCosine:
+		return CosineSchedule(step, warmup, total, peak)
+	case SchedulerConstant:
+		return ConstantSchedule(step, warmup, peak)
+	}
+	panic(fmt.Sprintf("trainer: unknown learning-rate schedule %q", name))
 }

@@ -26,8 +26,13 @@ const (
 	BestLink      = "best" // symlink in the output directory to the best checkpoint
 )
 
-// stepTensor is the optimiser-file entry holding the update count.
-const stepTensor = "step"
+// stepTensor is the optimiser-file entry holding the update count, and
+// skippedTensor the count of skipped non-finite updates (absent in files
+// written before it existed: 0).
+const (
+	stepTensor    = "step"
+	skippedTensor = "skipped_nonfinite"
+)
 
 var stDTypes = map[dtypes.DType]safetensors.DType{
 	dtypes.Float32: safetensors.F32, dtypes.Float64: safetensors.F64,
@@ -36,7 +41,8 @@ var stDTypes = map[dtypes.DType]safetensors.DType{
 
 // SaveState writes the optimiser state to path (safetensors, atomic): every
 // variable under StateScope except the gradient accumulators (zero between
-// updates), the context RNG state (dropout stream) and the update count.
+// updates), the context RNG state (dropout stream), the update count and the
+// count of skipped non-finite updates.
 // Tensor names are the variables' full context paths.
 func (t *Trainer) SaveState(path string) error {
 	var out []*safetensors.Tensor
@@ -65,14 +71,15 @@ func (t *Trainer) SaveState(path string) error {
 		}
 		out = append(out, st)
 	}
-	out = append(out, safetensors.FromInt64(stepTensor, nil, []int64{int64(t.step)}))
+	out = append(out, safetensors.FromInt64(stepTensor, nil, []int64{int64(t.step)}),
+		safetensors.FromInt64(skippedTensor, nil, []int64{int64(t.skipped)}))
 	if err := safetensors.WriteFile(path, out, map[string]string{"format": "ragforge-trainer"}); err != nil {
 		return fmt.Errorf("save trainer state: %w", err)
 	}
 	return nil
 }
 
-// LoadState restores what SaveState wrote: the update count, the moments
+// LoadState restores what SaveState wrote: the update counts, the moments
 // (created or overwritten) and the RNG state. Call it before the first Step.
 // Errors name the file and tensor: a missing step, a moment whose parameter
 // does not exist or has another shape, an unknown dtype.
@@ -89,8 +96,16 @@ func (t *Trainer) LoadState(path string) error {
 	if err != nil || len(steps) != 1 || steps[0] < 0 {
 		return fmt.Errorf("load trainer state %s: tensor %q: want one non-negative int64 (%v)", path, stepTensor, err)
 	}
+	skipped := int64(0)
+	if sk, ok := f.Tensors[skippedTensor]; ok {
+		v, err := sk.Int64()
+		if err != nil || len(v) != 1 || v[0] < 0 {
+			return fmt.Errorf("load trainer state %s: tensor %q: want one non-negative int64 (%v)", path, skippedTensor, err)
+		}
+		skipped = v[0]
+	}
 	for _, name := range f.Names() {
-		if name == stepTensor {
+		if name == stepTensor || name == skippedTensor {
 			continue
 		}
 		tt := f.Tensors[name]
@@ -137,7 +152,7 @@ func (t *Trainer) LoadState(path string) error {
 			return fmt.Errorf("load trainer state %s: tensor %q: %w", path, name, err)
 		}
 	}
-	t.step = int(steps[0])
+	t.step, t.skipped = int(steps[0]), int(skipped)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -28,14 +29,21 @@ type LossFn func(ctx *context.Context, inputs []*graph.Node) *graph.Node
 //
 // Not safe for concurrent use.
 type Trainer struct {
-	cfg     Config
-	backend backends.Backend
-	ctx     *context.Context
-	loss    LossFn
-	noDecay func(string) bool
-	step    int // completed updates
-	execs   map[mode]*context.Exec
+	cfg       Config
+	backend   backends.Backend
+	ctx       *context.Context
+	loss      LossFn
+	noDecay   func(string) bool
+	step      int      // completed updates
+	vars      []string // context paths of the gradients a grad-mode graph returns
+	lastGrads map[string]*tensors.Tensor
+	skipped   int // updates skipped as non-finite (SkipNonFinite)
+	execs     map[mode]*context.Exec
 }
+
+// ErrNonFinite is wrapped by the error of an update whose loss or gradient is
+// not finite (without Config.SkipNonFinite).
+var ErrNonFinite = errors.New("loss or gradient is not finite")
 
 // mode selects the graph run for one micro-batch of an update group.
 type mode int
@@ -45,6 +53,8 @@ const (
 	accAdd                 // acc += s·g
 	applyFresh             // update with s·g (group of one micro-batch)
 	applyAcc               // update with acc + s·g
+	gradFresh              // return s·g, no update
+	gradAcc                // return acc + s·g, no update
 )
 
 // StepResult describes one optimiser update.
@@ -53,6 +63,10 @@ type StepResult struct {
 	Loss         float64 // mean of the micro-batch losses (before scaling)
 	LearningRate float64 // learning rate this update used
 	GradNorm     float64 // global L2 norm of the accumulated gradient, before clipping
+	// Skipped is true for an update dropped because its loss or gradient
+	// was not finite (Config.SkipNonFinite): nothing changed, Step is the
+	// unchanged update count and LearningRate the rate it would have used.
+	Skipped bool
 }
 
 // New returns a trainer for the variables of ctx. ctx's RNG (dropout) state
@@ -75,19 +89,71 @@ func (t *Trainer) Config() Config { return t.cfg }
 // GlobalStep is the number of updates completed (restored by LoadState).
 func (t *Trainer) GlobalStep() int { return t.step }
 
-// LearningRate is the rate the next update will use (LinearSchedule).
+// SkippedNonFinite is the number of updates skipped because their loss or
+// gradient was not finite (restored by LoadState).
+func (t *Trainer) SkippedNonFinite() int { return t.skipped }
+
+// LearningRate is the rate the next update will use (Schedule with Config.Scheduler).
 func (t *Trainer) LearningRate() float64 {
-	return LinearSchedule(t.step, t.cfg.Warmup(), t.cfg.TotalSteps, t.cfg.LearningRate)
+	return Schedule(t.cfg.Scheduler, t.step, t.cfg.Warmup(), t.cfg.TotalSteps, t.cfg.LearningRate)
+}
+
+// RejectNonFinite applies the non-finite policy to an update whose loss was
+// found not finite outside the trainer (before Step was called, e.g. by a
+// caller computing its own loss): with Config.SkipNonFinite it counts the
+// update as skipped and returns a Skipped result, otherwise an error wrapping
+// ErrNonFinite. Nothing else changes.
+func (t *Trainer) RejectNonFinite(loss float64) (StepResult, error) {
+	return t.nonFinite(StepResult{Loss: loss, LearningRate: t.LearningRate()}, "loss is "+fmt.Sprint(loss))
+}
+
+func (t *Trainer) nonFinite(res StepResult, why string) (StepResult, error) {
+	res.Step = t.step
+	if !t.cfg.SkipNonFinite {
+		return res, fmt.Errorf("trainer step %d: %s: %w (parameters and optimizer state left unchanged)", t.step+1, why, ErrNonFinite)
+	}
+	t.skipped++
+	res.Skipped = true
+	return res, nil
 }
 
 // Step runs one optimiser update over the micro-batches of one accumulation
 // group: each micro-batch's loss is scaled by 1/len(micro) and its gradients
 // are summed (Accelerate / HF accumulation), then the sum is clipped to
 // MaxGradNorm and AdamW (torch.optim.AdamW) is applied with the learning rate
-// of LinearSchedule. Every micro-batch is a list of input tensors passed to
-// the LossFn in order. Errors: an empty group, graph construction or
-// execution failures (panics converted), a non-finite loss.
+// of Schedule. Every micro-batch is a list of input tensors passed to the
+// LossFn in order.
+//
+// An update whose loss (any micro-batch's) or accumulated gradient is not
+// finite changes no parameter, moment or update count (the new values are
+// selected away inside the graph, so the old ones stay bit-identical); it is
+// an error wrapping ErrNonFinite, or with Config.SkipNonFinite a result with
+// Skipped set. Errors: an empty group, graph construction or execution
+// failures (panics converted), a non-finite update.
 func (t *Trainer) Step(micro [][]*tensors.Tensor) (StepResult, error) {
+	return t.pass(micro, false)
+}
+
+// Gradients computes the gradient of one update group exactly as Step does
+// (micro-batch losses scaled by 1/len(micro) and summed, before clipping)
+// without changing any parameter, moment or the update count. It returns the
+// gradient of every trainable variable the loss uses, by context path
+// ("/encoder/…/weight"), and a result with Loss and GradNorm (Step and
+// LearningRate describe the next update). The dropout RNG state advances as
+// in Step. Errors: as Step's, without the non-finite check.
+func (t *Trainer) Gradients(micro [][]*tensors.Tensor) (map[string]*tensors.Tensor, StepResult, error) {
+	res, err := t.pass(micro, true)
+	if err != nil {
+		return nil, res, err
+	}
+	grads := t.lastGrads
+	t.lastGrads = nil
+	return grads, res, nil
+}
+
+// pass runs the micro-batches of one group; gradOnly returns the gradients
+// (into t.lastGrads) instead of updating.
+func (t *Trainer) pass(micro [][]*tensors.Tensor, gradOnly bool) (StepResult, error) {
 	n := len(micro)
 	if n == 0 {
 		return StepResult{}, fmt.Errorf("trainer step %d: no micro-batches", t.step+1)
@@ -98,7 +164,7 @@ func (t *Trainer) Step(micro [][]*tensors.Tensor) (StepResult, error) {
 	bc2 := 1 - math.Pow(t.cfg.Beta2, float64(next))
 	// hyper = [scale, lr, step size lr/bc1, sqrt(bc2)].
 	hyper := tensors.FromValue([]float32{float32(1 / float64(n)), float32(lr), float32(lr / bc1), float32(math.Sqrt(bc2))})
-	var res StepResult
+	res := StepResult{Step: t.step, LearningRate: lr}
 	for i, in := range micro {
 		md := accAdd
 		switch {
@@ -109,23 +175,42 @@ func (t *Trainer) Step(micro [][]*tensors.Tensor) (StepResult, error) {
 		case i == n-1:
 			md = applyAcc
 		}
+		if gradOnly && md == applyFresh {
+			md = gradFresh
+		} else if gradOnly && md == applyAcc {
+			md = gradAcc
+		}
 		out, err := t.run(md, in, hyper)
 		if err != nil {
 			return StepResult{}, fmt.Errorf("trainer step %d: micro-batch %d: %w", next, i, err)
 		}
 		l := float64(tensors.ToScalar[float32](out[0]))
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return StepResult{}, fmt.Errorf("trainer step %d: micro-batch %d: loss is %v", next, i, l)
-		}
 		res.Loss += l / float64(n)
-		if md == applyFresh || md == applyAcc {
-			res.GradNorm = float64(tensors.ToScalar[float32](out[1]))
+		if md == accFirst || md == accAdd {
+			if !gradOnly && !isFinite(l) {
+				// The group's gradient is not used: stop before the update.
+				return t.nonFinite(res, fmt.Sprintf("micro-batch %d: loss is %v", i, l))
+			}
+			continue
+		}
+		res.GradNorm = float64(tensors.ToScalar[float32](out[1]))
+		if gradOnly {
+			t.lastGrads = map[string]*tensors.Tensor{}
+			for k, v := range t.vars {
+				t.lastGrads[v] = out[2+k]
+			}
+			return res, nil
+		}
+		if !tensors.ToScalar[bool](out[2]) {
+			return t.nonFinite(res, fmt.Sprintf("loss %v, gradient norm %v", res.Loss, res.GradNorm))
 		}
 	}
 	t.step = next
-	res.Step, res.LearningRate = next, lr
+	res.Step = next
 	return res, nil
 }
+
+func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 func (t *Trainer) run(md mode, in []*tensors.Tensor, hyper *tensors.Tensor) (out []*tensors.Tensor, err error) {
 	e, ok := t.execs[md]
@@ -193,13 +278,15 @@ func (t *Trainer) graph(ctx *context.Context, md mode, nodes []*graph.Node) []*g
 		values[i] = v.ValueGraph(g)
 	}
 	grads := graph.Gradient(graph.Mul(loss, scale), values...)
-	if md == accFirst || md == accAdd || md == applyAcc {
+	if md == accFirst || md == accAdd || md == applyAcc || md == gradAcc {
 		for i, v := range vars {
 			acc := stateVar(ctx, "acc", v)
 			if md == accFirst {
-				// acc = g, written as 0·acc + g: the GoMLX v0.26 pure-Go
-				// executor panics on a variable a graph writes without reading.
-				acc.SetValueGraph(graph.Add(graph.MulScalar(acc.ValueGraph(g), 0), grads[i]))
+				// acc = g, written as a select that reads acc: the GoMLX
+				// v0.26 pure-Go executor panics on a variable a graph writes
+				// without reading (and 0·acc + g would keep a NaN left by a
+				// rejected non-finite group).
+				acc.SetValueGraph(graph.Where(graph.Const(g, false), acc.ValueGraph(g), grads[i]))
 				continue
 			}
 			sum := graph.Add(acc.ValueGraph(g), grads[i])
@@ -208,7 +295,7 @@ func (t *Trainer) graph(ctx *context.Context, md mode, nodes []*graph.Node) []*g
 			}
 			grads[i] = sum
 		}
-		if md != applyAcc {
+		if md == accFirst || md == accAdd {
 			return []*graph.Node{loss}
 		}
 	}
@@ -218,6 +305,16 @@ func (t *Trainer) graph(ctx *context.Context, md mode, nodes []*graph.Node) []*g
 		sumSq = graph.Add(sumSq, graph.ReduceAllSum(graph.Square(gr)))
 	}
 	norm := graph.Sqrt(sumSq)
+	if md == gradFresh || md == gradAcc {
+		t.vars = t.vars[:0]
+		for _, v := range vars {
+			t.vars = append(t.vars, v.Scope()+context.ScopeSeparator+v.Name())
+		}
+		return append([]*graph.Node{loss, norm}, grads...)
+	}
+	// A non-finite loss or gradient (the norm is then not finite) keeps every
+	// old value: Where selects them bit for bit.
+	ok := graph.LogicalAnd(graph.IsFinite(loss), graph.IsFinite(norm))
 	if t.cfg.MaxGradNorm > 0 {
 		coef := graph.Div(graph.Scalar(g, dtypes.Float32, t.cfg.MaxGradNorm), graph.AddScalar(norm, 1e-6))
 		coef = graph.Min(coef, graph.Scalar(g, dtypes.Float32, 1))
@@ -238,11 +335,11 @@ func (t *Trainer) graph(ctx *context.Context, md mode, nodes []*graph.Node) []*g
 		s := graph.Add(graph.MulScalar(vv.ValueGraph(g), b2), graph.MulScalar(graph.Square(gr), 1-b2))
 		denom := graph.AddScalar(graph.Div(graph.Sqrt(s), sqrtBC2), t.cfg.Epsilon)
 		p = graph.Sub(p, graph.Mul(stepSize, graph.Div(m, denom)))
-		mv.SetValueGraph(m)
-		vv.SetValueGraph(s)
-		v.SetValueGraph(p)
+		mv.SetValueGraph(graph.Where(ok, m, mv.ValueGraph(g)))
+		vv.SetValueGraph(graph.Where(ok, s, vv.ValueGraph(g)))
+		v.SetValueGraph(graph.Where(ok, p, values[i]))
 	}
-	return []*graph.Node{loss, norm}
+	return []*graph.Node{loss, norm, ok}
 }
 
 // catch runs fn and turns a panic (GoMLX graph errors) into an error.

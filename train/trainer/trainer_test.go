@@ -1,9 +1,12 @@
 package trainer
 
 import (
+	"bytes"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
@@ -13,37 +16,66 @@ import (
 	"github.com/ragforge/ragforge/models/backend"
 )
 
-func TestLinearSchedule(t *testing.T) {
-	// HF get_linear_schedule_with_warmup(num_warmup_steps=2, num_training_steps=6), lr 1.
-	for _, c := range []struct {
+// Hand values of HF's schedules (lr_lambda × peak 1): warmup 2, total 6.
+func TestSchedules(t *testing.T) {
+	c := math.Cos
+	for _, tc := range []struct {
+		name                string
 		step, warmup, total int
 		want                float64
 	}{
-		{0, 2, 6, 0}, {1, 2, 6, 0.5}, {2, 2, 6, 1}, {3, 2, 6, 0.75}, {5, 2, 6, 0.25}, {6, 2, 6, 0}, {9, 2, 6, 0},
-		{0, 0, 4, 1}, {1, 0, 4, 0.75}, {4, 0, 4, 0},
+		{SchedulerLinear, 0, 2, 6, 0}, {SchedulerLinear, 1, 2, 6, 0.5}, {SchedulerLinear, 2, 2, 6, 1},
+		{SchedulerLinear, 3, 2, 6, 0.75}, {SchedulerLinear, 5, 2, 6, 0.25}, {SchedulerLinear, 6, 2, 6, 0},
+		{SchedulerLinear, 9, 2, 6, 0}, {SchedulerLinear, 0, 0, 4, 1}, {SchedulerLinear, 1, 0, 4, 0.75},
+		{SchedulerLinear, 4, 0, 4, 0},
+		// get_cosine_schedule_with_warmup: ½(1 + cos(π·(s−W)/(T−W))).
+		{SchedulerCosine, 0, 2, 6, 0}, {SchedulerCosine, 1, 2, 6, 0.5}, {SchedulerCosine, 2, 2, 6, 1},
+		{SchedulerCosine, 3, 2, 6, 0.5 * (1 + c(math.Pi/4))}, {SchedulerCosine, 4, 2, 6, 0.5},
+		{SchedulerCosine, 5, 2, 6, 0.5 * (1 + c(3*math.Pi/4))}, {SchedulerCosine, 6, 2, 6, 0},
+		{SchedulerCosine, 0, 0, 4, 1}, {SchedulerCosine, 2, 0, 4, 0.5}, {SchedulerCosine, 4, 0, 4, 0},
+		// Past the end the cosine of num_cycles 0.5 rises again; max(0, ·) only clips negatives.
+		{SchedulerCosine, 5, 0, 4, 0.5 * (1 + c(5*math.Pi/4))},
+		// get_constant_schedule_with_warmup.
+		{SchedulerConstant, 0, 2, 6, 0}, {SchedulerConstant, 1, 2, 6, 0.5}, {SchedulerConstant, 2, 2, 6, 1},
+		{SchedulerConstant, 6, 2, 6, 1}, {SchedulerConstant, 0, 0, 4, 1}, {SchedulerConstant, 9, 0, 4, 1},
 	} {
-		if got := LinearSchedule(c.step, c.warmup, c.total, 1); math.Abs(got-c.want) > 1e-12 {
-			t.Errorf("LinearSchedule(%d, %d, %d) = %v, want %v", c.step, c.warmup, c.total, got, c.want)
+		if got := Schedule(tc.name, tc.step, tc.warmup, tc.total, 1); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("Schedule(%s, %d, %d, %d) = %v, want %v", tc.name, tc.step, tc.warmup, tc.total, got, tc.want)
 		}
 	}
-	c := Config{WarmupRatio: 0.1, TotalSteps: 15}
-	if c.Warmup() != 2 { // ceil(1.5)
-		t.Errorf("Warmup() = %d, want 2", c.Warmup())
+	if got := Schedule(SchedulerCosine, 3, 2, 6, 1e-3); math.Abs(got-0.8535533905932737e-3) > 1e-15 {
+		t.Errorf("cosine at step 3 of 6, warmup 2, peak 1e-3 = %v, want 8.535533905932737e-4", got)
+	}
+	c2 := Config{WarmupRatio: 0.1, TotalSteps: 15}
+	if c2.Warmup() != 2 { // ceil(1.5)
+		t.Errorf("Warmup() = %d, want 2", c2.Warmup())
 	}
 }
 
 func TestDefaultNoDecay(t *testing.T) {
 	for path, want := range map[string]bool{
-		"/encoder/block/0/layer/0/layer_norm/weight":      true,
-		"/encoder/final_layer_norm/weight":                true,
-		"/embeddings/LayerNorm/weight":                    true,
-		"/encoder/layer/0/attention/self/query/bias":      true,
-		"/encoder/block/0/layer/0/SelfAttention/q/weight": false,
-		"/shared/weight":                                  false,
+		"/encoder/block/0/layer/0/layer_norm/weight": true,
+		"/encoder/final_layer_norm/weight":           true,
+		"/embeddings/LayerNorm/weight":               true,
+		"/embeddings/LayerNorm/bias":                 true,
+		"/encoder/layer/0/attention/self/query/bias": true,
+		// HF's substring rule: "bias" is in the name (a last-component rule decays it).
+		"/encoder/block/0/layer/0/SelfAttention/relative_attention_bias/weight": true,
+		"/decoder/block/0/layer/0/SelfAttention/relative_attention_bias/weight": true,
+		"/encoder/block/0/layer/0/SelfAttention/q/weight":                       false,
+		"/encoder/block/0/layer/1/DenseReluDense/wi_0/weight":                   false,
+		"/shared/weight":                                   false,
+		"/lm_head/weight":                                  false,
+		"/embeddings/word_embeddings/weight":               false,
+		"/encoder/layer/0/attention/output/dense/weight":   false,
+		"/encoder/layer/0/attention/output/LayerNorm/bias": true,
 	} {
 		if got := DefaultNoDecay(path); got != want {
 			t.Errorf("DefaultNoDecay(%q) = %v, want %v", path, got, want)
 		}
+	}
+	if HFName("/encoder/final_layer_norm/weight") != "encoder.final_layer_norm.weight" {
+		t.Errorf("HFName = %q", HFName("/encoder/final_layer_norm/weight"))
 	}
 }
 
@@ -59,6 +91,7 @@ func TestConfigValidate(t *testing.T) {
 		"Beta2":            func(c *Config) { c.Beta2 = 1 },
 		"GradAccumulation": func(c *Config) { c.GradAccumulation = 0 },
 		"MaxGradNorm":      func(c *Config) { c.MaxGradNorm = -1 },
+		"Scheduler":        func(c *Config) { c.Scheduler = "cosine_with_restarts" },
 	} {
 		c := ok
 		edit(&c)
@@ -343,6 +376,137 @@ func TestRsqrtGradient(t *testing.T) {
 	for i, want := range []float32{-1.0 / 16, -4} {
 		if math.Abs(float64(got[i]-want)) > 1e-6 {
 			t.Errorf("grad[%d] = %v, want %v", i, got[i], want)
+		}
+	}
+}
+
+// snapshot returns the bytes of every variable of ctx (parameters, moments,
+// accumulators, RNG), by path.
+func snapshot(t *testing.T, ctx *context.Context) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for v := range ctx.IterVariables() {
+		if !v.HasValue() {
+			continue
+		}
+		val, err := v.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := val.ConstBytes(func(b []byte) { out[v.Scope()+"/"+v.Name()] = append([]byte(nil), b...) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// An update with an infinite loss (y = +Inf), alone or in any micro-batch of
+// an accumulation group, leaves every parameter and every AdamW moment bit
+// for bit as it was: an error by default, a counted skip with SkipNonFinite.
+// The next finite update then matches a run that never saw the bad one.
+func TestNonFiniteStepLeavesStateUntouched(t *testing.T) {
+	be, err := backend.New("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := batch{[][]float64{{1, 2, 0}, {0, 1, -1}}, []float64{math.Inf(1), -2}}
+	groups := toyGroups()
+	for _, tc := range []struct {
+		name string
+		bad  []batch
+	}{
+		{"single", []batch{inf}},
+		{"first of two", []batch{inf, groups[0][1]}},
+		{"last of three", []batch{groups[2][0], groups[2][1], inf}},
+	} {
+		for _, skip := range []bool{false, true} {
+			toy := newToy(t)
+			cfg := toyConfig()
+			cfg.SkipNonFinite = skip
+			tr, err := New(be, toy.ctx, toyLoss, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runToy(t, tr, groups[:2])
+			before := snapshot(t, toy.ctx)
+			var micro [][]*tensors.Tensor
+			for _, b := range tc.bad {
+				micro = append(micro, b.tensors())
+			}
+			res, err := tr.Step(micro)
+			if skip {
+				if err != nil || !res.Skipped || tr.SkippedNonFinite() != 1 {
+					t.Fatalf("%s, skip: result %+v, err %v, skipped %d; want a counted skip", tc.name, res, err, tr.SkippedNonFinite())
+				}
+			} else if !errors.Is(err, ErrNonFinite) {
+				t.Fatalf("%s: err %v, want ErrNonFinite", tc.name, err)
+			}
+			if tr.GlobalStep() != 2 {
+				t.Errorf("%s: GlobalStep %d after a non-finite update, want 2", tc.name, tr.GlobalStep())
+			}
+			after := snapshot(t, toy.ctx)
+			for path, b := range before {
+				if strings.HasPrefix(path, StateScope+"/acc") || path == "/"+context.RNGStateVariableName {
+					continue // scratch space and the dropout stream may move
+				}
+				if !bytes.Equal(b, after[path]) {
+					t.Errorf("%s (skip %v): %s changed", tc.name, skip, path)
+				}
+			}
+			runToy(t, tr, groups[2:])
+			got, want := params(t, toy.ctx), refAdamW(toyConfig(), params(t, newToy(t).ctx), groups)
+			for i := range want {
+				if math.Abs(got[i]-want[i]) > 1e-5 {
+					t.Errorf("%s (skip %v): param %d after resuming = %.7f, reference without the bad update %.7f", tc.name, skip, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// Gradients returns the accumulated, unclipped gradient and changes nothing.
+func TestGradients(t *testing.T) {
+	be, err := backend.New("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toy := newToy(t)
+	tr, err := New(be, toy.ctx, toyLoss, toyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp := toyGroups()[0]
+	p := params(t, toy.ctx)
+	want := make([]float64, 4)
+	for _, b := range grp {
+		for i, x := range b.x {
+			pred := x[0]*p[0] + x[1]*p[1] + x[2]*p[2] + p[3]
+			d := 2 * (pred - b.y[i]) / float64(len(b.x)) / float64(len(grp))
+			for j := range 3 {
+				want[j] += d * x[j]
+			}
+			want[3] += d
+		}
+	}
+	before := snapshot(t, toy.ctx)
+	grads, res, err := tr.Gradients([][]*tensors.Tensor{grp[0].tensors(), grp[1].tensors()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := append(tensors.MustCopyFlatData[float32](grads["/lin/weight"]), tensors.MustCopyFlatData[float32](grads["/layer_norm/weight"])...)
+	norm := 0.0
+	for i := range want {
+		norm += want[i] * want[i]
+		if math.Abs(float64(got[i])-want[i]) > 1e-5 {
+			t.Errorf("gradient %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if math.Abs(res.GradNorm-math.Sqrt(norm)) > 1e-5 || tr.GlobalStep() != 0 {
+		t.Errorf("grad norm %v (want %v), step %d (want 0)", res.GradNorm, math.Sqrt(norm), tr.GlobalStep())
+	}
+	for path, b := range before {
+		if !strings.HasPrefix(path, StateScope+"/acc") && !bytes.Equal(b, snapshot(t, toy.ctx)[path]) {
+			t.Errorf("Gradients changed %s", path)
 		}
 	}
 }

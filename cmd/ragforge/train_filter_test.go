@@ -1,0 +1,25 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A trainer flag value that makes no sense is an error naming the flag,
+// before anything is read or stored.
+func TestTrainFilterBadTrainerFlags(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"--db", filepath.Join(dir, "runs.db"), "train", "filter", "--model", dir, "--train", filepath.Join(dir, "missing.json"), "--out", filepath.Join(dir, "out")}
+	for _, tc := range []struct{ flag, value string }{
+		{"--lr-scheduler", "cosine_with_restarts"},
+		{"--lr-scheduler", ""},
+		{"--logging-steps", "0"},
+		{"--logging-steps", "-5"},
+	} {
+		code, stderr := runErr(append(base, tc.flag, tc.value)...)
+		if code == 0 || !strings.Contains(stderr, tc.flag) {
+			t.Errorf("%s %q: exit %d, stderr %q; want an error naming %s", tc.flag, tc.value, code, stderr, tc.flag)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package filter
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/ragforge/ragforge/internal/testutil"
+	"github.com/ragforge/ragforge/internal/testutil/trainfix"
+	"github.com/ragforge/ragforge/models/safetensors"
+	"github.com/ragforge/ragforge/train/trainer"
+)
+
+// The filter's training path (loadForTraining, lossFn = HF T5 loss with
+// -100 masking, Config → trainer.Config, train/trainer's AdamW, schedule,
+// clipping and accumulation) against the PyTorch reference of
+// ../shared/fixtures/train-t5-filter (README section 8).
+
+// paramGetter reads HF-named parameters of a context.
+func paramGetter(t *testing.T, ctx *context.Context) trainfix.Getter {
+	return func(hf string) ([]float32, []int, bool) {
+		i := strings.LastIndexByte(hf, '.')
+		v := ctx.GetVariableByScopeAndName("/"+strings.ReplaceAll(hf[:i], ".", "/"), hf[i+1:])
+		if v == nil {
+			return nil, nil, false
+		}
+		val, err := v.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tensors.MustCopyFlatData[float32](val), val.Shape().Dimensions, true
+	}
+}
+
+// gradGetter reads HF-named tensors of trainer.Gradients' result.
+func gradGetter(grads map[string]*tensors.Tensor) trainfix.Getter {
+	return func(hf string) ([]float32, []int, bool) {
+		g, ok := grads["/"+strings.ReplaceAll(hf, ".", "/")]
+		if !ok {
+			return nil, nil, false
+		}
+		return tensors.MustCopyFlatData[float32](g), g.Shape().Dimensions, true
+	}
+}
+
+// parityModel loads t5-flan-tiny for training (label tokens added, vocab
+// 2102), with dropout 0 and rows 2100–2101 set to init.safetensors' new_rows.
+func parityModel(t *testing.T, init *safetensors.File) *labeled {
+	t.Helper()
+	lm, err := loadForTraining(testBackend, fixtureModel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lm.helpful != 2100 || lm.unhelpful != 2101 || lm.m.Config.VocabSize != 2102 {
+		t.Fatalf("label ids %d, %d and vocab %d; the fixture has 2100, 2101 and 2102", lm.helpful, lm.unhelpful, lm.m.Config.VocabSize)
+	}
+	lm.m.Config.DropoutRate = 0
+	d := lm.m.Config.DModel
+	for _, name := range []string{"shared", "lm_head"} {
+		rows, err := init.Tensors["new_rows."+name+".weight"].Float32()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := lm.m.Ctx.GetVariableByScopeAndName("/"+name, "weight")
+		val, err := v.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := tensors.MustCopyFlatData[float32](val)
+		copy(w[2100*d:], rows)
+		v.MustSetValue(tensors.FromFlatDataAndDimensions(w, 2102, d))
+	}
+	if err := lm.m.Ctx.SetRNGStateFromSeed(42); err != nil {
+		t.Fatal(err)
+	}
+	return lm
+}
+
+// parityBatch returns the fixture batch as micro-batches of the given rows.
+func parityBatch(t *testing.T, fx *trainfix.Fixture, groups [][]int) [][]*tensors.Tensor {
+	t.Helper()
+	var out [][]*tensors.Tensor
+	for _, rows := range groups {
+		var mb []*tensors.Tensor
+		for _, name := range []string{"input_ids", "attention_mask", "decoder_input_ids", "labels"} {
+			v, shape := fx.Int32(t, "inputs."+name)
+			cols := shape[1]
+			sel := make([]int32, 0, len(rows)*cols)
+			for _, r := range rows {
+				sel = append(sel, v[r*cols:(r+1)*cols]...)
+			}
+			mb = append(mb, tensors.FromFlatDataAndDimensions(sel, len(rows), cols))
+		}
+		out = append(out, mb)
+	}
+	return out
+}
+
+// caseConfig maps a fixture case onto the filter's Config (the CLI's path).
+func caseConfig(c trainfix.Case) trainer.Config {
+	fc := DefaultConfig()
+	fc.LearningRate, fc.WeightDecay, fc.WarmupSteps = c.PeakLR, c.WeightDecay, c.WarmupSteps
+	fc.MaxGradNorm, fc.GradAccumulation = c.MaxGradNorm, c.GradAccumulation
+	return fc.optim(c.TotalSteps)
+}
+
+func TestTrainingParityT5Filter(t *testing.T) {
+	fx := trainfix.Load(t, testutil.SharedPath(t, "fixtures/train-t5-filter"))
+	init, err := safetensors.ReadFile(filepath.Join(fx.Dir, "init.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := [][]int{{0, 1, 2, 3, 4, 5}}
+
+	t.Run("gradients", func(t *testing.T) {
+		for _, g := range []struct {
+			prefix string
+			groups [][]int
+		}{{"grad_init", all}, {"case_d.grad_init", fx.Cases["d"].MicroBatches}} {
+			lm := parityModel(t, init)
+			tr, err := trainer.New(lm.m.Backend, lm.m.Ctx, lm.lossFn, caseConfig(fx.Cases["a"]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			grads, _, err := tr.Gradients(parityBatch(t, fx, g.groups))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fx.CheckGradients(t, g.prefix, gradGetter(grads), nil)
+		}
+	})
+	for _, c := range fx.CaseNames() {
+		t.Run("case_"+c, func(t *testing.T) {
+			cs := fx.Cases[c]
+			lm := parityModel(t, init)
+			tr, err := trainer.New(lm.m.Backend, lm.m.Ctx, lm.lossFn, caseConfig(cs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			micro := parityBatch(t, fx, cs.MicroBatches)
+			for s := 1; s <= cs.TotalSteps; s++ {
+				r, err := tr.Step(micro)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fx.CheckScalars(t, c, s, r.Loss, r.GradNorm, r.LearningRate)
+				for _, rec := range cs.RecordedSteps {
+					if rec == s {
+						fx.CheckWeights(t, c, s, paramGetter(t, lm.m.Ctx), nil)
+					}
+				}
+			}
+			if c != "b" {
+				return
+			}
+			// P([HELPFUL]) of rows 0–4 after case b, as the filter scores them.
+			ids, shape := fx.Int64(t, "inputs.input_ids")
+			mask, _ := fx.Int64(t, "inputs.attention_mask")
+			var rows [][]int
+			for r := range 5 {
+				var row []int
+				for j := range shape[1] {
+					if mask[r*shape[1]+j] == 1 {
+						row = append(row, int(ids[r*shape[1]+j]))
+					}
+				}
+				rows = append(rows, row)
+			}
+			got, err := lm.scoreRows(rows, 6, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := fx.Float32(t, "case_b.p_helpful_step5")
+			for i := range got {
+				if d := got[i] - float64(want[i]); d > 1e-6 || d < -1e-6 {
+					t.Errorf("P([HELPFUL]) row %d after case b = %.8f, want %.8f", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
