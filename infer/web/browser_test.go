@@ -167,7 +167,7 @@ var longAnswer = func() string {
 	}
 	b, err := json.Marshal(map[string]any{"question": "long", "rationale": long, "query": long, "retrieved": hits,
 		"filtered": filtered, "kept": hits[:1], "answer": long + " [1]", "citations": []map[string]any{{"n": 1, "id": "ap-17#2", "corpus": "ap", "doc_id": "ap-17"}},
-		"stages": []map[string]any{{"name": "rationale", "ms": 120.5}, {"name": "retrieve", "ms": 8.25}, {"name": "filter", "ms": 40}, {"name": "answer", "ms": 210}},
+		"stages":  []map[string]any{{"name": "rationale", "ms": 120.5}, {"name": "retrieve", "ms": 8.25}, {"name": "filter", "ms": 40}, {"name": "answer", "ms": 210}},
 		"took_ms": 379.1})
 	if err != nil {
 		panic(err)

@@ -88,7 +88,7 @@ func seedStore(t *testing.T) (*runs.Store, seeded) {
 	retrCfg := func(mode string, chunk int) map[string]any {
 		return map[string]any{"corpus": map[string]any{"path": "data/ap/corpus", "chunk_size": chunk, "chunk_overlap": chunk / 4},
 			"retriever": map[string]any{"mode": mode, "bm25": map[string]any{"k1": 0.9, "b": 0.4}, "dense_weight": 0.3},
-			"ks": []int{1, 3, 5, 10}, "relevance": "substring"}
+			"ks":        []int{1, 3, 5, 10}, "relevance": "substring"}
 	}
 	for i, mode := range []string{"bm25", "dense", "hybrid", "hyde"} {
 		r := start("eval-retrieval", retrCfg(mode, 512), 40*time.Second, "")
