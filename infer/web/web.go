@@ -1,6 +1,6 @@
-// Package web is ragforge's browser workbench: run history with metric
-// charts and side-by-side comparison, the label review queue of the RAG²
-// filter, and a playground for the inference pipeline.
+// Package web is ragforge's browser workbench: run history (scalar metrics
+// as tables, series as charts) and side-by-side comparison, the label review
+// queue of the RAG² filter, and a playground for the inference pipeline.
 //
 // Handler serves the pages (plain HTML, vanilla JavaScript and CSS embedded
 // with go:embed; charts are inline SVG drawn by the page, nothing is loaded

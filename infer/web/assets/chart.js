@@ -48,7 +48,7 @@ RF.lineChart = function (series, opts) {
     class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', preserveAspectRatio: 'xMidYMid meet',
     'aria-label': opts.title || 'chart', 'data-metric': opts.title || '', 'data-x': opts.xLabel || 'step',
   });
-  svg.append(RF.svg('text', { x: m.l, y: 15, class: 'chart-title', text: opts.title || '' }));
+  svg.append(RF.svg('text', { x: 8, y: 15, class: 'chart-title', text: opts.title || '' }));
   if (all.length === 0) {
     svg.append(RF.svg('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'muted', text: 'no data' }));
     return svg;

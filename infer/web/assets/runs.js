@@ -15,17 +15,6 @@ RF.statusBadge = function (s) {
   return b;
 };
 
-RF.configCell = function (cfg) {
-  const flat = RF.flatten(cfg);
-  if (cfg === null || cfg === undefined || (flat.length === 1 && flat[0][0] === '')) {
-    return RF.el('code', { text: JSON.stringify(cfg) });
-  }
-  const summary = flat.slice(0, 3).map(([k, v]) => k + '=' + v).join(', ') + (flat.length > 3 ? ', …' : '');
-  return RF.el('details', { class: 'cfg' },
-    RF.el('summary', { text: summary, title: summary }),
-    RF.el('pre', { text: JSON.stringify(cfg, null, 2) }));
-};
-
 // headlineCell shows a run's headline metrics (chosen by the server) on one
 // line; the row's title lists how many metrics the run has in all.
 RF.headlineCell = function (r) {
