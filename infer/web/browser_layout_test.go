@@ -44,6 +44,7 @@ const measureJS = `(() => {
 func checkLayout(t *testing.T, ctx context.Context, page string, perName int) layout {
 	t.Helper()
 	l := js[layout](t, ctx, measureJS)
+	t.Logf("%s: %d×%d px in a %d px viewport, %d charts", page, l.ScrollWidth, l.Height, l.ClientWidth, l.Charts)
 	if l.ClientWidth > 1280 || l.ClientWidth < 1200 {
 		t.Fatalf("%s: viewport %d px wide, want the 1280 px window", page, l.ClientWidth)
 	}

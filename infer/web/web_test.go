@@ -568,7 +568,7 @@ func TestAssetsAreLocal(t *testing.T) {
 			t.Errorf("index.html names %s: %v", m[1], err)
 		}
 	}
-	if n := strings.Count(string(shell), "<script"); n != 6 || strings.Contains(string(shell), "<script>") {
+	if n := strings.Count(string(shell), "<script"); n != 7 || strings.Contains(string(shell), "<script>") {
 		t.Errorf("index.html: %d script tags or an inline script", n)
 	}
 }
