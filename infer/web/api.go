@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -13,19 +14,48 @@ import (
 	"github.com/ragforge/ragforge/label"
 )
 
-// RunSummary is one row of GET /api/runs: the run and the final value of each
+// RunSummary is one row of GET /api/runs: the run, the final value of each
 // of its metrics (the value at its highest step, as runs.Store.Compare
-// reads it).
+// reads it) and the few of them its row shows (Headline).
 type RunSummary struct {
 	runs.RunInfo
-	Final map[string]float64 `json:"final"`
+	Final    map[string]float64 `json:"final"`
+	Headline []NamedValue       `json:"headline"`
+}
+
+// RunList is the answer of GET /api/runs: one page of the runs matching the
+// kind and status filters, newest first, with Total matches, and the kinds
+// and statuses present in the whole store for the page's filter menus.
+type RunList struct {
+	Runs     []RunSummary `json:"runs"`
+	Total    int          `json:"total"`
+	Offset   int          `json:"offset"`
+	Limit    int          `json:"limit"`
+	Kinds    []string     `json:"kinds"`
+	Statuses []string     `json:"statuses"`
+}
+
+// StatusStale is the status data/runs reports for a run whose process died
+// without finishing it. The page styles it apart from running runs.
+const StatusStale = "stale"
+
+// knownStatuses are offered by the status filter even before any run has them.
+var knownStatuses = []string{runs.StatusRunning, runs.StatusDone, runs.StatusFailed, StatusStale}
+
+// MetricChange is one row of the comparison: the final values of a metric in
+// runs A and B, its Direction and whether B is better, worse or the same as
+// A by that direction ("" without a direction or when a run lacks it).
+type MetricChange struct {
+	runs.MetricDiff
+	Better string `json:"better"` // HigherIsBetter, LowerIsBetter or "" (NoDirection)
+	Change string `json:"change"` // ChangeBetter, ChangeWorse, ChangeSame or ""
 }
 
 // CompareResult is the answer of GET /api/compare.
 type CompareResult struct {
-	A       *runs.RunDetail   `json:"a"`
-	B       *runs.RunDetail   `json:"b"`
-	Metrics []runs.MetricDiff `json:"metrics"`
+	A       *runs.RunDetail `json:"a"`
+	B       *runs.RunDetail `json:"b"`
+	Metrics []MetricChange  `json:"metrics"`
 }
 
 // LabelView is a stored label as the review page shows it: the record, the
@@ -102,6 +132,9 @@ func runErr(err error) error {
 	return err
 }
 
+// listRuns answers GET /api/runs?kind=&status=&limit=&offset=. The filters
+// are applied here rather than in SQL so that a status data/runs derives
+// when reading a run (stale) filters like a stored one.
 func (s *server) listRuns(r *http.Request) (any, error) {
 	st, err := s.runStore()
 	if err != nil {
@@ -111,18 +144,50 @@ func (s *server) listRuns(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := r.URL.Query()
-	list, err := st.List(runs.ListOptions{Kind: q.Get("kind"), Status: q.Get("status"), Limit: limit})
+	if limit == 0 {
+		limit = s.opt.RunListLimit
+	}
+	offset, err := intParam(r, "offset", 0)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]RunSummary, 0, len(list))
-	for _, ri := range list {
+	q := r.URL.Query()
+	all, err := st.List(runs.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := RunList{Runs: []RunSummary{}, Offset: offset, Limit: limit, Kinds: []string{}, Statuses: append([]string(nil), knownStatuses...)}
+	kinds, statuses := map[string]bool{}, map[string]bool{}
+	for _, st := range knownStatuses {
+		statuses[st] = true
+	}
+	var match []runs.RunInfo
+	for _, ri := range all {
+		if !kinds[ri.Kind] {
+			kinds[ri.Kind] = true
+			out.Kinds = append(out.Kinds, ri.Kind)
+		}
+		if !statuses[ri.Status] {
+			statuses[ri.Status] = true
+			out.Statuses = append(out.Statuses, ri.Status)
+		}
+		if (q.Get("kind") == "" || ri.Kind == q.Get("kind")) && (q.Get("status") == "" || ri.Status == q.Get("status")) {
+			match = append(match, ri)
+		}
+	}
+	sort.Strings(out.Kinds)
+	out.Total = len(match)
+	if offset > len(match) {
+		offset = len(match)
+	}
+	match = match[offset:min(len(match), offset+limit)]
+	for _, ri := range match {
 		d, err := st.Get(ri.ID)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, RunSummary{RunInfo: ri, Final: finalMetrics(d.Metrics)})
+		final := finalMetrics(d.Metrics)
+		out.Runs = append(out.Runs, RunSummary{RunInfo: ri, Final: final, Headline: Headline(final)})
 	}
 	return out, nil
 }
@@ -165,8 +230,17 @@ func (s *server) compare(r *http.Request) (any, error) {
 	if res.B, err = st.Get(b); err != nil {
 		return nil, runErr(fmt.Errorf("compare: run b: %w", err))
 	}
-	if res.Metrics, err = st.Compare(res.A.ID, res.B.ID); err != nil {
+	diffs, err := st.Compare(res.A.ID, res.B.ID)
+	if err != nil {
 		return nil, runErr(err)
+	}
+	res.Metrics = make([]MetricChange, len(diffs))
+	for i, d := range diffs {
+		c := MetricChange{MetricDiff: d, Better: Direction(d.Name)}
+		if d.HasA && d.HasB {
+			c.Change = judge(c.Better, d.A, d.B)
+		}
+		res.Metrics[i] = c
 	}
 	return res, nil
 }

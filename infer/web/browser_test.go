@@ -143,6 +143,38 @@ const pipelineAnswer = `{
   "took_ms": 379.1
 }`
 
+// longAnswer has AP-style hits (metadata with title, document code and page
+// number) with long texts, one a 400-character token without spaces, to
+// check that the playground wraps them inside a 1280 px window.
+var longAnswer = func() string {
+	long := strings.Repeat("Grade 3 tumors show necrosis, brisk mitoses and marked nuclear pleomorphism; ", 12)
+	token := strings.Repeat("ABCDEFGHIJ", 40)
+	hit := func(id, doc string, score float64, title, code string, page int, text string) map[string]any {
+		return map[string]any{"id": id, "corpus": "ap", "doc_id": doc, "index": 0, "score": score, "text": text, "start": 0, "end": len(text),
+			"meta": map[string]any{"title": title, "document_code": code, "page_number": page, "category": "Coloracoes", "revision": 4}}
+	}
+	hits := []map[string]any{
+		hit("ap-17#2", "ap-17", 12.5, "Fixador de Bouin", "APIN COL 001", 3, long),
+		hit("ap-40#0", "ap-40", 9.25, "Coloração de hematoxilina e eosina em cortes de parafina", "APIN COL 014", 12, token),
+	}
+	filtered := []map[string]any{}
+	for i, h := range hits {
+		f := map[string]any{"label": []string{"[HELPFUL]", "[NOT_HELPFUL]"}[i], "p_helpful": []float64{0.91, 0.12}[i]}
+		for k, v := range h {
+			f[k] = v
+		}
+		filtered = append(filtered, f)
+	}
+	b, err := json.Marshal(map[string]any{"question": "long", "rationale": long, "query": long, "retrieved": hits,
+		"filtered": filtered, "kept": hits[:1], "answer": long + " [1]", "citations": []map[string]any{{"n": 1, "id": "ap-17#2", "corpus": "ap", "doc_id": "ap-17"}},
+		"stages":  []map[string]any{{"name": "rationale", "ms": 120.5}, {"name": "retrieve", "ms": 8.25}, {"name": "filter", "ms": 40}, {"name": "answer", "ms": 210}},
+		"took_ms": 379.1})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
+
 // genericAnswer is another shape the page reads: timings in "timings_ms".
 const genericAnswer = `{"rationale": "r", "snippets": ["s1", "s2"], "answer": "A.", "timings_ms": {"rationale": 1.5, "answer": 3}}`
 
@@ -158,6 +190,10 @@ func (p *fakePipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.questions = append(p.questions, req.Question)
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
+	if req.Question == "long" {
+		w.Write([]byte(longAnswer))
+		return
+	}
 	if req.Question == "generic" {
 		w.Write([]byte(genericAnswer))
 		return
@@ -192,7 +228,7 @@ func TestBrowserPages(t *testing.T) {
 		if n := js[int](t, ctx, `document.querySelectorAll('#latest tr[data-run]').length`); n != 2 {
 			t.Fatalf("latest runs rows %d, want 2", n)
 		}
-		screenshot(t, ctx, "home")
+		screenshot(t, ctx, "small-home")
 	})
 	t.Run("runs", func(t *testing.T) {
 		ctx := tab(t, b)
@@ -202,7 +238,7 @@ func TestBrowserPages(t *testing.T) {
 			t.Fatalf("runs table rows %v, want [%s %s]", ids, f.runB, f.runA)
 		}
 		text := js[string](t, ctx, `document.querySelector('#runs-table tr[data-run="`+f.runA+`"]').textContent`)
-		for _, want := range []string{"train-filter", "done", "simplego", "lr=0.0003", "loss 1.2", "acc 0.5"} {
+		for _, want := range []string{"train-filter", "done", "loss 1.2000", "acc 0.5000"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("run A row %q lacks %q", text, want)
 			}
@@ -218,14 +254,19 @@ func TestBrowserPages(t *testing.T) {
 		if u := js[string](t, ctx, `location.pathname + location.search`); u != "/runs/compare?a="+f.runA+"&b="+f.runB {
 			t.Fatalf("compare url %s", u)
 		}
-		screenshot(t, ctx, "runs")
+		screenshot(t, ctx, "small-runs-then-compare")
 	})
 	t.Run("run detail charts", func(t *testing.T) {
 		ctx := tab(t, b)
 		open(t, ctx, srv.URL+"/runs/"+f.runA)
+		// loss is a series (steps 0..2), acc a scalar (step 2 only): one
+		// chart, and acc in the metrics table.
 		charts := js[[]string](t, ctx, `[...document.querySelectorAll('#charts svg.chart')].map(s => s.dataset.metric)`)
-		if strings.Join(charts, ",") != "acc,loss" {
-			t.Fatalf("charts %v, want [acc loss]", charts)
+		if strings.Join(charts, ",") != "loss" {
+			t.Fatalf("charts %v, want [loss]", charts)
+		}
+		if s := js[string](t, ctx, `document.querySelector('#other-metrics tr[data-metric="acc"]').textContent`); s != "acc0.5000" {
+			t.Fatalf("acc row %q", s)
 		}
 		// loss has 3 points: one path with M + 2 L commands, 3 point markers.
 		d := js[string](t, ctx, `document.querySelector('svg[data-metric="loss"] path.series').getAttribute('d')`)
@@ -238,13 +279,14 @@ func TestBrowserPages(t *testing.T) {
 		if s := js[string](t, ctx, `document.querySelector('table.artifacts').textContent`); !strings.Contains(s, "checkpoint") {
 			t.Fatalf("artifacts %q", s)
 		}
-		screenshot(t, ctx, "run")
+		screenshot(t, ctx, "small-run")
 	})
 	t.Run("compare", func(t *testing.T) {
 		ctx := tab(t, b)
 		open(t, ctx, srv.URL+"/runs/compare?a="+f.runA+"&b="+f.runB)
 		rows := js[[][]string](t, ctx, `[...document.querySelectorAll('#metric-diff tbody tr')].map(r => [...r.children].map(c => c.textContent))`)
-		want := [][]string{{"acc", "0.5", "0.75", "0.25"}, {"f1", "—", "0.6", "—"}, {"loss", "1.2", "1", "-0.2"}}
+		// acc went up and loss went down: both better.
+		want := [][]string{{"acc", "0.5000", "0.7500", "0.2500 ▲"}, {"f1", "—", "0.6000", "—"}, {"loss", "1.2000", "1", "-0.2000 ▲"}}
 		if len(rows) != len(want) {
 			t.Fatalf("metric rows %v, want %v", rows, want)
 		}
@@ -260,7 +302,7 @@ func TestBrowserPages(t *testing.T) {
 		if n := js[int](t, ctx, `document.querySelectorAll('svg[data-metric="loss"] path.series').length`); n != 2 {
 			t.Fatalf("loss overlay has %d paths, want 2", n)
 		}
-		screenshot(t, ctx, "compare")
+		screenshot(t, ctx, "small-compare")
 	})
 	t.Run("labels", func(t *testing.T) {
 		ctx := tab(t, b)
@@ -278,7 +320,7 @@ func TestBrowserPages(t *testing.T) {
 		if s := js[string](t, ctx, `document.getElementById('snippet').textContent`); s != snippet1 {
 			t.Fatalf("snippet text %q, want %q", s, snippet1)
 		}
-		screenshot(t, ctx, "labels")
+		screenshot(t, ctx, "small-labels")
 		// j moves to the next label; the question with <script> stays text.
 		if err := chromedp.Do(ctx, chromedp.KeyEvent("j"), chromedp.KeyEvent("j")); err != nil {
 			t.Fatal(err)
@@ -296,7 +338,7 @@ func TestBrowserPages(t *testing.T) {
 		if n := js[int](t, ctx, `document.querySelectorAll('#ask-form textarea#question').length`); n != 1 {
 			t.Fatal("no question box")
 		}
-		screenshot(t, ctx, "playground-empty")
+		screenshot(t, ctx, "small-playground-empty")
 	})
 }
 
@@ -370,7 +412,7 @@ func TestBrowserLabelReview(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.getElementById('label-id').textContent === '`+itoa(f.ids[2])+`'`)); err != nil {
 		t.Fatalf("after f the page did not advance: %v", err)
 	}
-	screenshot(t, ctx, "labels-flipped")
+	screenshot(t, ctx, "small-labels-flipped")
 
 	if err := chromedp.Do(ctx, chromedp.KeyEvent("u")); err != nil {
 		t.Fatal(err)
@@ -450,7 +492,7 @@ func TestBrowserPlayground(t *testing.T) {
 	if s := text("timings"); !strings.Contains(s, "rerank skipped: no reranker") || !strings.Contains(s, "server 379.1 ms") {
 		t.Fatalf("timings stage %q", s)
 	}
-	screenshot(t, ctx, "playground")
+	screenshot(t, ctx, "small-playground")
 
 	// A second query with the generic shape replaces the first answer.
 	if err := chromedp.Do(ctx,

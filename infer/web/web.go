@@ -1,15 +1,16 @@
-// Package web is ragforge's browser workbench: run history with metric
-// charts and side-by-side comparison, the label review queue of the RAG²
-// filter, and a playground for the inference pipeline.
+// Package web is ragforge's browser workbench: run history (scalar metrics
+// as tables, series as charts) and side-by-side comparison, the label review
+// queue of the RAG² filter, and a playground for the inference pipeline.
 //
 // Handler serves the pages (plain HTML, vanilla JavaScript and CSS embedded
 // with go:embed; charts are inline SVG drawn by the page, nothing is loaded
 // from a CDN) and a JSON API under /api/:
 //
 //	GET  /api/config                    {"pipeline_url", "public_read", "writes_enabled"}; always open
-//	GET  /api/runs?kind=&status=&limit= runs newest first, each with its final metrics
+//	GET  /api/runs?kind=&status=&limit=&offset=  RunList: a page of runs newest first, each with its
+//	                                    final and headline metrics, the total matching, kinds and statuses
 //	GET  /api/runs/{id}                 one run (id or unique prefix) with metric series and artifacts
-//	GET  /api/compare?a=ID&b=ID         both runs and their runs.MetricDiff rows
+//	GET  /api/compare?a=ID&b=ID         both runs and their MetricChange rows (better/worse by Direction)
 //	GET  /api/labels?run=&class=&method=&disagreement=1&low_confidence=&reviewed=&limit=
 //	GET  /api/labels/{id}               one label with its evidence highlight
 //	POST /api/labels/{id}/review        {"action": "confirm"|"flip"|"[HELPFUL]"|"[NOT_HELPFUL]", "reviewer": "..."}
@@ -82,8 +83,9 @@ type Options struct {
 	// MinRun is the shortest shared token run Highlight marks when the
 	// evidence does not occur verbatim; default eval.MinSharedRun (5).
 	MinRun int
-	// RunListLimit caps GET /api/runs when the request has no limit; default
-	// 100. Each listed run's metrics are read to report its final values.
+	// RunListLimit is the page size of GET /api/runs when the request has no
+	// limit (or limit=0); default 100. Each listed run's metrics are read to
+	// report its final values.
 	RunListLimit int
 	// LabelListLimit caps GET /api/labels when the request has no limit;
 	// default 500.

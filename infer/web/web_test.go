@@ -221,9 +221,10 @@ func TestReadAPI(t *testing.T) {
 		{name: "runs need the token", path: "/api/runs", wantStatus: 401, check: wantError("missing bearer token")},
 		{name: "runs with a wrong token", path: "/api/runs", auth: "Bearer nope", wantStatus: 401, check: wantError("wrong bearer token")},
 		{name: "runs newest first with final metrics", path: "/api/runs", auth: bearer, wantStatus: 200, check: func(t *testing.T, b []byte) {
-			l := decode[[]RunSummary](t, b)
-			if len(l) != 2 || l[0].ID != f.runB || l[1].ID != f.runA {
-				t.Fatalf("runs %+v, want [%s %s]", l, f.runB, f.runA)
+			rl := decode[RunList](t, b)
+			l := rl.Runs
+			if len(l) != 2 || l[0].ID != f.runB || l[1].ID != f.runA || rl.Total != 2 || rl.Offset != 0 || rl.Limit != 100 {
+				t.Fatalf("runs %+v, want [%s %s] of 2", rl, f.runB, f.runA)
 			}
 			// A: loss at steps 0,1,2 = 2.0,1.5,1.2 → final 1.2; B: loss 1.8,1.0 → 1.0.
 			if !near(l[1].Final["loss"], 1.2) || !near(l[1].Final["acc"], 0.5) || len(l[1].Final) != 2 {
@@ -232,19 +233,42 @@ func TestReadAPI(t *testing.T) {
 			if !near(l[0].Final["loss"], 1.0) || !near(l[0].Final["f1"], 0.6) || len(l[0].Final) != 3 {
 				t.Fatalf("run B final %v, want loss 1.0 acc 0.75 f1 0.6", l[0].Final)
 			}
+			// Headline: f1 and loss (preferred, in headlineOrder), then acc.
+			if h := l[0].Headline; len(h) != 3 || h[0].Name != "f1" || h[1].Name != "loss" || h[2].Name != "acc" || !near(h[0].Value, 0.6) {
+				t.Fatalf("run B headline %+v", h)
+			}
 			if l[1].Status != runs.StatusDone || l[0].Status != runs.StatusRunning {
 				t.Fatalf("statuses %s %s", l[1].Status, l[0].Status)
 			}
+			if strings.Join(rl.Kinds, ",") != "train-filter" || strings.Join(rl.Statuses, ",") != "running,done,failed,stale" {
+				t.Fatalf("kinds %v statuses %v", rl.Kinds, rl.Statuses)
+			}
 		}},
 		{name: "runs limit", path: "/api/runs?limit=1", auth: bearer, wantStatus: 200, check: func(t *testing.T, b []byte) {
-			if l := decode[[]RunSummary](t, b); len(l) != 1 || l[0].ID != f.runB {
-				t.Fatalf("runs %+v", l)
+			if rl := decode[RunList](t, b); len(rl.Runs) != 1 || rl.Runs[0].ID != f.runB || rl.Total != 2 {
+				t.Fatalf("runs %+v", rl)
+			}
+		}},
+		{name: "runs second page", path: "/api/runs?limit=1&offset=1", auth: bearer, wantStatus: 200, check: func(t *testing.T, b []byte) {
+			if rl := decode[RunList](t, b); len(rl.Runs) != 1 || rl.Runs[0].ID != f.runA || rl.Total != 2 || rl.Offset != 1 {
+				t.Fatalf("runs %+v", rl)
+			}
+		}},
+		{name: "runs past the end", path: "/api/runs?offset=5", auth: bearer, wantStatus: 200, check: func(t *testing.T, b []byte) {
+			if rl := decode[RunList](t, b); len(rl.Runs) != 0 || rl.Total != 2 || rl.Runs == nil {
+				t.Fatalf("runs %+v, want an empty page of 2", rl)
 			}
 		}},
 		{name: "runs bad limit", path: "/api/runs?limit=-2", auth: bearer, wantStatus: 400, check: wantError(`"limit"`)},
+		{name: "runs bad offset", path: "/api/runs?offset=x", auth: bearer, wantStatus: 400, check: wantError(`"offset"`)},
 		{name: "runs status filter", path: "/api/runs?status=done", auth: bearer, wantStatus: 200, check: func(t *testing.T, b []byte) {
-			if l := decode[[]RunSummary](t, b); len(l) != 1 || l[0].ID != f.runA {
-				t.Fatalf("runs %+v", l)
+			if rl := decode[RunList](t, b); len(rl.Runs) != 1 || rl.Runs[0].ID != f.runA || rl.Total != 1 {
+				t.Fatalf("runs %+v", rl)
+			}
+		}},
+		{name: "runs kind filter", path: "/api/runs?kind=eval-retrieval", auth: bearer, wantStatus: 200, check: func(t *testing.T, b []byte) {
+			if rl := decode[RunList](t, b); len(rl.Runs) != 0 || rl.Total != 0 || len(rl.Kinds) != 1 {
+				t.Fatalf("runs %+v", rl)
 			}
 		}},
 		{name: "run by full id", path: "/api/runs/" + f.runA, auth: bearer, wantStatus: 200, check: func(t *testing.T, b []byte) {
@@ -268,6 +292,10 @@ func TestReadAPI(t *testing.T) {
 			acc, f1, loss := c.Metrics[0], c.Metrics[1], c.Metrics[2]
 			if acc.Name != "acc" || !near(acc.Diff, 0.25) || f1.Name != "f1" || f1.HasA || !f1.HasB || loss.Name != "loss" || !near(loss.Diff, -0.2) {
 				t.Fatalf("metric diffs %+v", c.Metrics)
+			}
+			// acc went up (higher is better), loss went down (lower is better): both better.
+			if acc.Better != HigherIsBetter || acc.Change != ChangeBetter || loss.Better != LowerIsBetter || loss.Change != ChangeBetter || f1.Change != "" {
+				t.Fatalf("changes acc %+v loss %+v f1 %+v", acc, loss, f1)
 			}
 		}},
 		{name: "compare needs both ids", path: "/api/compare?a=" + f.runA, auth: bearer, wantStatus: 400, check: wantError(`"b"`)},
@@ -540,7 +568,7 @@ func TestAssetsAreLocal(t *testing.T) {
 			t.Errorf("index.html names %s: %v", m[1], err)
 		}
 	}
-	if n := strings.Count(string(shell), "<script"); n != 6 || strings.Contains(string(shell), "<script>") {
+	if n := strings.Count(string(shell), "<script"); n != 7 || strings.Contains(string(shell), "<script>") {
 		t.Errorf("index.html: %d script tags or an inline script", n)
 	}
 }

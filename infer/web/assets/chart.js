@@ -1,5 +1,5 @@
-// Inline SVG charts: line charts of metric series (x = step) and horizontal
-// bars of stage timings. No library; plain SVG elements.
+// Inline SVG charts: line charts of metric series (x = step or round) and
+// horizontal bars of stage timings. No library; plain SVG elements.
 'use strict';
 
 RF.svgNS = 'http://www.w3.org/2000/svg';
@@ -15,42 +15,46 @@ RF.svg = function (tag, attrs, ...children) {
   return e;
 };
 
-// niceTicks returns about n round tick values covering [lo, hi].
-RF.niceTicks = function (lo, hi, n) {
+// niceTicks returns about n round tick values covering [lo, hi]; with
+// integer set the step is a whole number (steps, rounds).
+RF.niceTicks = function (lo, hi, n, integer) {
   if (!(hi > lo)) {
-    const pad = lo === 0 ? 1 : Math.abs(lo) * 0.1;
+    const pad = integer ? 1 : lo === 0 ? 1 : Math.abs(lo) * 0.1;
     lo -= pad; hi += pad;
   }
   const raw = (hi - lo) / Math.max(1, n);
   const mag = Math.pow(10, Math.floor(Math.log10(raw)));
   const f = raw / mag;
-  const step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+  let step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+  if (integer) step = Math.max(1, Math.round(step));
   const start = Math.floor(lo / step) * step;
   const ticks = [];
   for (let v = start; v <= hi + step * 0.5 && ticks.length < 50; v += step) ticks.push(Number(v.toPrecision(12)));
   return ticks;
 };
 
-RF.seriesColors = ['#1f6feb', '#d1242f', '#1a7f37', '#9a6700', '#8250df', '#0e7490'];
+RF.seriesColors = ['#1f6feb', '#d1242f', '#1a7f37', '#9a6700', '#8250df', '#0e7490', '#bf3989', '#57606a', '#fb8500', '#2da44e'];
 
-// lineChart draws series [{name, points: [[x, y], ...]}] as one SVG line
-// chart with axes, ticks, point tooltips and (for several series) a legend.
+// lineChart draws series [{name, points: [[x, y], ...], metric, dashed,
+// color}] as one SVG line chart with axes, ticks and point tooltips. The
+// SVG scales to its container's width (viewBox W×H). opts: title, xLabel,
+// integerX (whole-number x ticks), width, height.
 RF.lineChart = function (series, opts) {
   opts = opts || {};
-  const W = opts.width || 520, H = opts.height || 240;
-  const m = { l: 58, r: 12, t: 26, b: 34 };
+  const W = opts.width || 420, H = opts.height || 220;
+  const m = { l: 56, r: 12, t: 24, b: 34 };
   const all = series.flatMap(s => s.points);
   const svg = RF.svg('svg', {
-    class: 'chart', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',
-    'aria-label': opts.title || 'chart', 'data-metric': opts.title || '',
+    class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', preserveAspectRatio: 'xMidYMid meet',
+    'aria-label': opts.title || 'chart', 'data-metric': opts.title || '', 'data-x': opts.xLabel || 'step',
   });
-  svg.append(RF.svg('text', { x: m.l, y: 16, class: 'chart-title', text: opts.title || '' }));
+  svg.append(RF.svg('text', { x: 8, y: 15, class: 'chart-title', text: opts.title || '' }));
   if (all.length === 0) {
     svg.append(RF.svg('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'muted', text: 'no data' }));
     return svg;
   }
   const xs = all.map(p => p[0]), ys = all.map(p => p[1]);
-  const xt = RF.niceTicks(Math.min(...xs), Math.max(...xs), 6);
+  const xt = RF.niceTicks(Math.min(...xs), Math.max(...xs), 6, !!opts.integerX);
   const yt = RF.niceTicks(Math.min(...ys), Math.max(...ys), 5);
   const x0 = xt[0], x1 = xt[xt.length - 1], y0 = yt[0], y1 = yt[yt.length - 1];
   const sx = x => m.l + (x1 === x0 ? 0.5 : (x - x0) / (x1 - x0)) * (W - m.l - m.r);
@@ -62,30 +66,44 @@ RF.lineChart = function (series, opts) {
   }
   for (const t of xt) {
     axes.append(RF.svg('line', { x1: sx(t), x2: sx(t), y1: H - m.b, y2: H - m.b + 4, class: 'tick' }));
-    axes.append(RF.svg('text', { x: sx(t), y: H - m.b + 16, 'text-anchor': 'middle', text: RF.fmtNum(t) }));
+    axes.append(RF.svg('text', { x: sx(t), y: H - m.b + 16, 'text-anchor': 'middle', class: 'xtick', text: RF.fmtNum(t) }));
   }
   axes.append(RF.svg('line', { x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b, class: 'axis' }));
   axes.append(RF.svg('line', { x1: m.l, x2: m.l, y1: m.t, y2: H - m.b, class: 'axis' }));
   axes.append(RF.svg('text', { x: W - m.r, y: H - 4, 'text-anchor': 'end', class: 'muted', text: opts.xLabel || 'step' }));
   svg.append(axes);
+  const xName = opts.xLabel || 'step';
   series.forEach((s, i) => {
     const color = s.color || RF.seriesColors[i % RF.seriesColors.length];
     const pts = s.points.slice().sort((a, b) => a[0] - b[0]);
     const d = pts.length === 0 ? '' : pts.map((p, j) => (j ? 'L' : 'M') + sx(p[0]).toFixed(1) + ' ' + sy(p[1]).toFixed(1)).join(' ');
-    if (d) svg.append(RF.svg('path', { d, fill: 'none', stroke: color, 'stroke-width': 1.8, class: 'series', 'data-series': s.name }));
+    if (d) {
+      svg.append(RF.svg('path', {
+        d, fill: 'none', stroke: color, 'stroke-width': 1.8, class: 'series', 'stroke-dasharray': s.dashed ? '5 3' : null,
+        'data-series': s.name, 'data-name': s.metric || s.name,
+      }));
+    }
     if (pts.length <= 60) {
       for (const p of pts) {
         svg.append(RF.svg('circle', { cx: sx(p[0]), cy: sy(p[1]), r: 2.6, fill: color },
-          RF.svg('title', { text: `${s.name} step ${p[0]}: ${RF.fmtNum(p[1])}` })));
+          RF.svg('title', { text: `${s.name} ${xName} ${p[0]}: ${RF.fmtNum(p[1])}` })));
       }
-    }
-    if (series.length > 1) {
-      const lx = W - m.r - (series.length - i) * 90;
-      svg.append(RF.svg('rect', { x: lx, y: 10, width: 12, height: 3, fill: color }));
-      svg.append(RF.svg('text', { x: lx + 16, y: 15, class: 'legend', text: s.name }));
     }
   });
   return svg;
+};
+
+// chartFigure wraps lineChart in a figure with an HTML legend (which wraps,
+// however many lines there are) when it has more than one line.
+RF.chartFigure = function (lines, opts) {
+  lines = lines.map((l, i) => Object.assign({ color: l.color || RF.seriesColors[i % RF.seriesColors.length] }, l));
+  const fig = RF.el('figure', { class: 'chart', dataset: { group: opts.title || '' } }, RF.lineChart(lines, opts));
+  if (lines.length > 1) {
+    fig.append(RF.el('figcaption', { class: 'legend' }, lines.map(l =>
+      RF.el('span', { class: 'key' + (l.dashed ? ' dashed' : '') }, RF.el('i', { style: null, dataset: { color: l.color } }), l.name))));
+    for (const i of fig.querySelectorAll('figcaption i')) i.style.borderColor = i.dataset.color;
+  }
+  return fig;
 };
 
 // barChart draws [{name, value}] as horizontal bars labelled with value+unit.

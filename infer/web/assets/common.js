@@ -105,7 +105,7 @@ RF.fmtNum = function (v) {
   if (typeof v !== 'number' || !isFinite(v)) return String(v);
   if (v === 0) return '0';
   const a = Math.abs(v);
-  if (a >= 1e5 || a < 1e-3) return v.toExponential(3);
+  if (a >= 1e5 || a < 1e-3) return v.toExponential(3).replace(/\.?0+e/, 'e');
   return String(Number(v.toPrecision(5)));
 };
 

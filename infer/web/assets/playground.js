@@ -17,6 +17,7 @@ RF.renderValue = function (v, depth) {
   if (depth >= 3) return RF.el('pre', { text: JSON.stringify(v, null, 2) });
   if (Array.isArray(v)) {
     if (v.length === 0) return RF.el('em', { class: 'muted', text: 'empty' });
+    if (RF.isHitList(v)) return RF.hitsTable(v);
     if (v.every(x => x !== null && typeof x === 'object' && !Array.isArray(x))) {
       const cols = [...new Set(v.flatMap(x => Object.keys(x)))];
       return RF.el('table', { class: 'stage-table' },
@@ -27,6 +28,53 @@ RF.renderValue = function (v, depth) {
     return RF.el('ol', {}, v.map(x => RF.el('li', {}, RF.renderValue(x, depth + 1))));
   }
   return RF.el('dl', { class: 'obj' }, Object.entries(v).map(([k, x]) => [RF.el('dt', { text: k }), RF.el('dd', {}, RF.renderValue(x, depth + 1))]));
+};
+
+// isHitList tells retrieved snippets (infer/serve Hit: id, corpus, doc_id,
+// index, score, text, start, end, meta; FilteredHit adds label, p_helpful)
+// from other arrays of objects.
+RF.isHitList = function (v) {
+  return v.every(x => x !== null && typeof x === 'object' && typeof x.text === 'string' && ('score' in x || 'doc_id' in x));
+};
+
+// hitSource names where a hit comes from: the document's title or code from
+// the corpus metadata (AP: title, document_code), else its id.
+RF.hitSource = function (h) {
+  const m = h.meta || {};
+  const title = m.title || m.document_title || m.source || '';
+  const code = m.document_code || m.code || '';
+  const doc = h.doc_id || (h.id || '').replace(/#\d+$/, '');
+  // The chunk id ("<doc id>#<index>") already names the document.
+  const chunk = h.id && h.id !== doc ? h.id : '';
+  return { title: title || code || doc, detail: [title && code ? code : '', chunk || (doc !== (title || code) ? doc : '')].filter(Boolean).join(' · ') };
+};
+
+// hitPage is the page number from the metadata (AP: page_number), or ''.
+RF.hitPage = function (h) {
+  const m = h.meta || {};
+  const p = m.page_number ?? m.page ?? m.page_no ?? m.pageNumber;
+  return p === undefined || p === null ? '' : String(p);
+};
+
+// hitsTable shows each hit's rank, score, source document and page, the
+// filter's decision when present, and its text wrapped to the column.
+RF.hitsTable = function (hits) {
+  const filtered = hits.some(h => 'label' in h || 'p_helpful' in h);
+  const head = ['#', 'score', 'source', 'page'].concat(filtered ? ['filter'] : [], ['text']);
+  return RF.el('table', { class: 'hits stage-table' + (filtered ? ' filtered' : '') },
+    RF.el('thead', {}, RF.el('tr', {}, head.map(h => RF.el('th', { text: h })))),
+    RF.el('tbody', {}, hits.map((h, i) => {
+      const src = RF.hitSource(h);
+      return RF.el('tr', { dataset: { id: h.id || '' } },
+        RF.el('td', { class: 'num', text: i + 1 }),
+        RF.el('td', { class: 'num score', text: typeof h.score === 'number' ? RF.fmtNum(h.score) : '—' }),
+        RF.el('td', { class: 'source' }, RF.el('div', { text: src.title }),
+          RF.el('div', { class: 'muted small', text: [h.corpus, src.detail].filter(Boolean).join(' · ') })),
+        RF.el('td', { class: 'num page', text: RF.hitPage(h) || '—' }),
+        filtered ? RF.el('td', { class: 'nowrap' }, h.label ? RF.labelBadge(h.label) : null,
+          typeof h.p_helpful === 'number' ? RF.el('div', { class: 'small muted', text: 'p ' + RF.fmtNum(h.p_helpful) }) : null) : null,
+        RF.el('td', { class: 'text' }, RF.el('div', { class: 'text', text: h.text })));
+    })));
 };
 
 RF.renderCell = function (key, v, depth) {
