@@ -47,7 +47,8 @@ export GOMLX_NO_AUTO_INSTALL=1 RAGFORGE_SHARED="$dir/shared" RAGFORGE_TEST_BACKE
 # CUDA libraries shipped as Python wheels (nvidia-*), for the plugin.
 nv=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null || true)
 [ -n "$nv" ] && export LD_LIBRARY_PATH="$(ls -d "$nv"/nvidia/*/lib 2>/dev/null | tr '\n' :)${LD_LIBRARY_PATH:-}"
-run() { "$dir/lib/ld-linux-x86-64.so.2" --library-path "$dir/lib:${LD_LIBRARY_PATH:-}" "$@"; }
+# The bundled loader and libraries (Debian's glibc), whatever the host's.
+run=("$dir/lib/ld-linux-x86-64.so.2" --library-path "$dir/lib:${LD_LIBRARY_PATH:-}")
 
 status=0
 step() { # name, timeout seconds, command...
@@ -56,12 +57,11 @@ step() { # name, timeout seconds, command...
   if timeout "$limit" "$@" >"$out/$name.log" 2>&1; then echo "   ok ($(( $(date +%s) - start )) s so far)"
   else echo "   FAILED (rc $?; last lines below, whole log in $out/$name.log)"; tail -15 "$out/$name.log"; status=1; fi
 }
-step parity-t5 120 run "$dir/bin/models_t5.test" -test.v -test.count=1 -test.run '^(TestFixtureForward|TestFixtureGenerate)$'
-step parity-bert 60 run "$dir/bin/models_bert.test" -test.v -test.count=1 -test.run '^TestFixture'
-step train-t5-filter 120 run "$dir/bin/train_filter.test" -test.v -test.count=1 -test.run 'TrainingFixture|TrainFixture'
-step train-bert-infonce 120 run "$dir/bin/train_retriever.test" -test.v -test.count=1 -test.run 'TrainingFixture|TrainFixture'
-step bench-ragforge 180 run "$dir/bin/ragforge" --backend "xla:$plugin" bench models --json --steps 5
-cp "$out/bench-ragforge.log" "$out/ragforge-bench.json" 2>/dev/null
+step parity-t5 120 "${run[@]}" "$dir/bin/models_t5.test" -test.v -test.count=1 -test.run '^(TestFixtureForward|TestFixtureGenerate)$'
+step parity-bert 60 "${run[@]}" "$dir/bin/models_bert.test" -test.v -test.count=1 -test.run '^TestFixture'
+step train-t5-filter 120 "${run[@]}" "$dir/bin/train_filter.test" -test.v -test.count=1 -test.run '^TestTrainingParityT5Filter$'
+step train-bert-infonce 120 "${run[@]}" "$dir/bin/train_retriever.test" -test.v -test.count=1 -test.run '^TestTrainingParityBERTInfoNCE$'
+step bench-ragforge 180 bash -c '"$@" >"$0"' "$out/ragforge-bench.json" "${run[@]}" "$dir/bin/ragforge" --backend "xla:$plugin" bench models --json --steps 5
 for dt in fp32 bf16; do
   step "bench-torch-$dt" 120 python3 "$dir/hf_t5_bench.py" --dtype "$dt" --gpu-name "$gpu" --ragforge "$out/ragforge-bench.json"
 done

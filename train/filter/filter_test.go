@@ -2,6 +2,7 @@ package filter
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -33,7 +34,9 @@ func fixtureModel(t testing.TB) string { return sharedDir(t, "fixtures/t5-flan-t
 // testBackend runs ops one at a time: GoMLX v0.26's pure-Go executor can
 // deadlock on a 2-core machine when parallel ops each wait for workers of
 // its pool (DotGeneral inside executeParallel).
-const testBackend = "go:ops_sequential"
+// testBackend is the pure-Go backend, or $RAGFORGE_TEST_BACKEND (the GPU
+// check runs the training fixtures through XLA with it).
+var testBackend = cmp.Or(os.Getenv(backend.TestEnvVar), "go:ops_sequential")
 
 func ex(id, answer, evidence, question string) label.Example {
 	return label.Example{ID: id, Answer: answer, Question: label.Instruction(evidence, question), DatasetName: "toy"}

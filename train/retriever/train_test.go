@@ -1,6 +1,7 @@
 package retriever
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -20,7 +21,9 @@ import (
 // testBackend runs ops sequentially: GoMLX v0.26's simplego can deadlock
 // on 2-core machines when parallel op execution nests DotGeneral workers
 // (all workers wait in workersPool.WaitToStart).
-const testBackend = "go:ops_sequential"
+// testBackend is the pure-Go backend, or $RAGFORGE_TEST_BACKEND (the GPU
+// check runs the training fixtures through XLA with it).
+var testBackend = cmp.Or(os.Getenv(backend.TestEnvVar), "go:ops_sequential")
 
 // toyModelDir writes a random 1-layer BERT (hidden 32) with the testdata
 // vocabulary to a temporary HF directory.
