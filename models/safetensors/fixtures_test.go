@@ -19,8 +19,10 @@ func TestFixtureRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 8 {
-		t.Fatalf("found %d fixture checkpoints, want 8 (4 models × model/expected): %v", len(files), files)
+	// 4 forward models × model/expected, and the training-step fixtures
+	// (train-t5-filter: init + expected; train-bert-infonce: expected).
+	if len(files) != 11 {
+		t.Fatalf("found %d fixture checkpoints, want 11 (4 models × model/expected + 3 training-step files): %v", len(files), files)
 	}
 	for _, path := range files {
 		rel, _ := filepath.Rel(dir, path)
