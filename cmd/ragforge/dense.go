@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
@@ -18,6 +20,10 @@ func buildDense(g *globals, r *retrieverFlags, chunks []data.Chunk) (retrieval.R
 	bar.Finish()
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := idx.SetSearch(r.searchParams()); err != nil {
+		idx.Close()
+		return nil, nil, fmt.Errorf("--faiss %s: %w", r.Factory, err)
 	}
 	return ret, func() { idx.Close() }, nil
 }

@@ -146,7 +146,8 @@ type BuildOptions struct {
 // Build assembles a pipeline directory at dir from chunks and model
 // directories: when opt.Retriever is set every corpus's chunks are embedded
 // (encode.EncodeCorpus) and indexed with faiss (Manifest.FAISSFactory, inner
-// product), then Save writes everything, BM25 indexes included. Dense
+// product; Manifest.FAISSSearch is checked against the index), then Save
+// writes everything, BM25 indexes included. Dense
 // indexes given in opt.Corpora are kept as they are. Errors: those of
 // Save, the encoder's, faiss's.
 func Build(dir string, opt BuildOptions) error {
@@ -186,6 +187,11 @@ func Build(dir string, opt BuildOptions) error {
 				return fmt.Errorf("build pipeline %s: corpus %q: %w", dir, c.Name, err)
 			}
 			defer ix.Close()
+			// Fail now, not when the server loads it, on a setting the
+			// index cannot take (nprobe on HNSW, efSearch on IVF).
+			if err := ix.SetSearch(parts.Manifest.FAISSSearch); err != nil {
+				return fmt.Errorf("build pipeline %s: corpus %q: faiss %q: %w", dir, c.Name, factory, err)
+			}
 			parts.Corpora[i].Dense = ix
 		}
 	}

@@ -39,8 +39,8 @@ func (r *Report) Table(w io.Writer, ks []int) error {
 		len(r.Queries), len(r.Skipped))
 	if f := r.Fill; f != nil {
 		lo, hi := f.Range()
-		fmt.Fprintf(bw, "hits per query %d..%d of %d asked; shortfall: %d of %d queries got fewer than %d\n",
-			lo, hi, f.Want, len(f.Short()), len(f.Hits), f.Want)
+		fmt.Fprintf(bw, "hits per query %d..%d; shortfall: %d of %d queries got fewer than %d\n",
+			lo, hi, len(f.Short()), len(f.Hits), f.Want)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("table: %w", err)
