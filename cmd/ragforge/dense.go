@@ -7,6 +7,7 @@ import (
 	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval"
+	"github.com/ragforge/ragforge/retrieval/dense"
 )
 
 // buildDense encodes the chunks with the --encoder model into a FAISS index.
@@ -14,6 +15,9 @@ func buildDense(g *globals, r *retrieverFlags, chunks []data.Chunk) (retrieval.R
 	enc, err := retrieve.LoadBERTEncoder(r.Encoder, g.Backend, r.Pooling)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := dense.CheckSearch(enc.Dim(), r.Factory, r.searchParams()); err != nil {
+		return nil, nil, fmt.Errorf("--faiss %s: %w", r.Factory, err)
 	}
 	bar := progress.New(g.Err, len(chunks), "encode")
 	ret, idx, err := retrieve.BuildDense(enc, chunks, r.Factory, bar.Func())

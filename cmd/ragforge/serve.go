@@ -54,9 +54,11 @@ func newPipelineCmd(g *globals) *cobra.Command {
   pipeline.json                  manifest (retrieval mode, k, RRF weights, prompts, filter windows)
   corpora/<name>/chunks.jsonl    chunks with ids, spans and metadata
   corpora/<name>/bm25/           BM25 index
-  corpora/<name>/dense/          FAISS index (index.faiss + ids.json), when --retriever is set
+  corpora/<name>/dense/          FAISS index (index.faiss + ids.json, --faiss factory), when --retriever is set
   retriever/ filter/ generator/ reranker/   HF model directories, when given
-and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` finds it.`,
+and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` finds it.
+--nprobe (IVF) and --ef-search (HNSW) are stored in pipeline.json
+(faiss_search) and applied whenever the pipeline is loaded.`,
 		Example: `  ragforge pipeline build --corpus ../shared/data/ap_protocols --retriever work/selflearn/round-1/retriever \
     --filter work/filter-export --out work/pipeline`,
 		Args: cobra.NoArgs,

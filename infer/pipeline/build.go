@@ -165,6 +165,11 @@ func Build(dir string, opt BuildOptions) error {
 		if factory == "" {
 			factory = "Flat"
 		}
+		// Fail before encoding, not when the server loads the pipeline, on
+		// a setting the index cannot take (nprobe on HNSW, efSearch on IVF).
+		if err := dense.CheckSearch(enc.Dim(), factory, parts.Manifest.FAISSSearch); err != nil {
+			return fmt.Errorf("build pipeline %s: faiss %q: %w", dir, factory, err)
+		}
 		for i, c := range parts.Corpora {
 			if c.Dense != nil {
 				continue
@@ -187,11 +192,6 @@ func Build(dir string, opt BuildOptions) error {
 				return fmt.Errorf("build pipeline %s: corpus %q: %w", dir, c.Name, err)
 			}
 			defer ix.Close()
-			// Fail now, not when the server loads it, on a setting the
-			// index cannot take (nprobe on HNSW, efSearch on IVF).
-			if err := ix.SetSearch(parts.Manifest.FAISSSearch); err != nil {
-				return fmt.Errorf("build pipeline %s: corpus %q: faiss %q: %w", dir, c.Name, factory, err)
-			}
 			parts.Corpora[i].Dense = ix
 		}
 	}

@@ -165,6 +165,21 @@ func (ix *Index) SetSearch(p SearchParams) error {
 	return nil
 }
 
+// CheckSearch reports, before any vector is encoded, whether an index made
+// by Build(…, dim, factory) accepts p: it applies p to an empty index of that
+// factory. Errors: those of SetSearch and of faiss's factory.
+func CheckSearch(dim int, factory string, p SearchParams) error {
+	if p == (SearchParams{}) {
+		return nil
+	}
+	fx, err := faiss.New(dim, factory, faiss.MetricInnerProduct)
+	if err != nil {
+		return fmt.Errorf("dense: %w", err)
+	}
+	defer fx.Close()
+	return (&Index{fx: fx}).SetSearch(p)
+}
+
 // Close frees the faiss index. It is idempotent.
 func (ix *Index) Close() { ix.fx.Close() }
 
