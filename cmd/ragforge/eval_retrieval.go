@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,18 +39,25 @@ type evalRetrievalOptions struct {
 	Ks        string
 	Relevance string
 	Limit     int
+	Depth     int
 	Out       string
 }
 
 // evalRetrievalResult is what --json prints.
 type evalRetrievalResult struct {
-	RunID     string             `json:"run_id"`
-	Retriever string             `json:"retriever"`
-	Chunks    int                `json:"chunks"`
-	Queries   int                `json:"queries"`
-	Skipped   int                `json:"skipped"`
-	Relevance string             `json:"relevance"`
-	Ks        []int              `json:"ks"`
+	RunID     string `json:"run_id"`
+	Retriever string `json:"retriever"`
+	Chunks    int    `json:"chunks"`
+	Queries   int    `json:"queries"`
+	Skipped   int    `json:"skipped"`
+	Relevance string `json:"relevance"`
+	Ks        []int  `json:"ks"`
+	Depth     int    `json:"depth"`
+	// Shortfall counts the questions that got fewer hits than the largest
+	// k (capped at the corpus size): an IVF index with a small --nprobe,
+	// an HNSW index with a small --ef-search, a BM25 query matching little.
+	Shortfall int                `json:"shortfall"`
+	Qrels     eval.QrelsCheck    `json:"qrels"`
 	Metrics   map[string]float64 `json:"metrics"`
 	Files     map[string]string  `json:"files"`
 	Seconds   float64            `json:"seconds"`
@@ -58,7 +67,7 @@ func newEvalRetrievalCmd(g *globals) *cobra.Command {
 	var o evalRetrievalOptions
 	cmd := &cobra.Command{
 		Use:   "retrieval",
-		Short: "Chunk a corpus, index it, run a query set and report P/R/F1@k, nDCG@10, MRR@10, R-Prec, Recall@100",
+		Short: "Chunk a corpus, index it, run a query set and report P/Recall/Success/F1/nDCG/MRR@k, MAP, R-Prec, Recall@100/1000",
 		Long: `Chunk a corpus, index it with the chosen retriever, search every question and
 evaluate. Relevance comes from BEIR qrels (--qa DIR) or, for an AP-style QA CSV
 (Question,Ground_Truth,Context), from a rule: "contains" (the AP paper: the
@@ -66,8 +75,18 @@ normalized reference context is a substring of the chunk or shares >= 5
 consecutive tokens with it) or "span" (the context located in its source
 document; every chunk overlapping it counts).
 
-Writes the per-query metrics (JSONL) and a TREC run file into --out (default
-runs/<run id> beside the database) and stores the run and its metrics.`,
+Success@k is the hit rate (1 when any relevant chunk is in the top k), the
+figure the AP paper's table calls recall; Recall@k is the fraction of the
+relevant chunks found. Queries judged without any relevant chunk score 0 and
+count (trec_eval); questions with no judgment at all are skipped. The summary
+says how many questions got fewer than k hits (raise --nprobe for IVF
+indexes, --ef-search for HNSW).
+
+Writes the per-query metrics (JSONL, with each question's hit count and
+shortfall), a TREC run file and the judgments as TREC qrels into --out
+(default runs/<run id> beside the database), so that
+"trec_eval -c -m all_trec qrels.tsv run.trec" re-scores the run, and stores
+the run and its metrics.`,
 		Example: `  ragforge eval retrieval --corpus ../shared/data/ap_protocols --qa ../shared/data/ap_protocols_qa/dev.csv \
     --chunk-size 512 --chunk-overlap 128 --retriever bm25 --k 1,2,4,8 --json`,
 		Args: cobra.NoArgs,
@@ -87,9 +106,10 @@ runs/<run id> beside the database) and stores the run and its metrics.`,
 	f := cmd.Flags()
 	f.StringVar(&o.QA, "qa", "", "questions: AP QA CSV (Question,Ground_Truth,Context) or BEIR dir (queries.jsonl, qrels/<split>.tsv) (required)")
 	f.StringVar(&o.Split, "split", "test", "BEIR qrels split")
-	f.StringVar(&o.Ks, "k", "1,2,4,8", "cutoffs for P/R/F1/nDCG (nDCG@10, MRR@10, R-Prec and Recall@100 are always reported)")
+	f.StringVar(&o.Ks, "k", "1,2,4,8", "cutoffs for P/Recall/Success/F1/nDCG/MRR (10 is always added; MAP, R-Prec, Recall@100 and Recall@1000 are always reported)")
 	f.StringVar(&o.Relevance, "relevance", "contains", "relevance rule for a QA CSV: contains | span")
 	f.IntVar(&o.Limit, "limit", 0, "evaluate only the first N questions (0 = all)")
+	f.IntVar(&o.Depth, "depth", 1000, "hits retrieved per question (MAP, Recall@1000 and the TREC run see this many; BEIR's top 1000)")
 	f.StringVar(&o.Out, "out", "", "directory for per-query JSONL and the TREC run (default runs/<run id>)")
 	return cmd
 }
@@ -109,6 +129,10 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	if o.Relevance != "contains" && o.Relevance != "span" {
 		return nil, fmt.Errorf("--relevance %q: want contains or span", o.Relevance)
 	}
+	maxK := slices.Max(ks)
+	if o.Depth < maxK {
+		return nil, fmt.Errorf("--depth %d: below the largest --k %d", o.Depth, maxK)
+	}
 	if err := o.Retriever.validate(); err != nil {
 		return nil, err
 	}
@@ -126,9 +150,14 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	if err != nil {
 		return nil, err
 	}
+	allQueryIDs := make([]string, len(queries))
+	for i, q := range queries {
+		allQueryIDs[i] = q.ID
+	}
 	if o.Limit > 0 && o.Limit < len(queries) {
 		queries = queries[:o.Limit]
 	}
+	queryIDs := allQueryIDs[:len(queries)]
 	relevance := "qrels"
 	if qrels == nil {
 		relevance = o.Relevance
@@ -140,26 +169,49 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 			return nil, err
 		}
 	}
+	// Judgments naming ids the evaluation does not know: BEIR qrels name
+	// documents, the QA-CSV rule chunks.
+	judgedIDs := make([]string, 0, len(chunks))
+	if relevance == "qrels" {
+		for _, d := range docs {
+			judgedIDs = append(judgedIDs, d.ID)
+		}
+	} else {
+		for _, c := range chunks {
+			judgedIDs = append(judgedIDs, c.ID)
+		}
+	}
+	check := eval.CheckQrels(qrels, allQueryIDs, judgedIDs)
+	warnQrels(g, check)
 	r, closeR, err := o.Retriever.build(g, chunks)
 	if err != nil {
 		return nil, err
 	}
 	defer closeR()
-	depth := max(100, ks[len(ks)-1])
 	bar := progress.New(g.Err, len(queries), "search")
-	runHits, err := retrieve.RunQueries(ctx, r, queries, depth, bar.Func())
+	runHits, err := retrieve.RunQueries(ctx, r, queries, o.Depth, bar.Func())
 	bar.Finish()
 	if err != nil {
 		return nil, err
 	}
+	// Shortfall against the largest k, on the retriever's own hits (before
+	// any chunk → document mapping).
+	fill := eval.NewFill(runHits, maxK, len(chunks))
 	if relevance == "qrels" && o.Corpus.ChunkSize > 0 {
 		runHits = retrieve.DocRun(runHits, chunks)
 	}
-	rep, err := eval.Evaluate(runHits, qrels, ks)
+	rep, err := eval.EvaluateOptions(runHits, qrels, ks, eval.Options{Queries: queryIDs})
 	if err != nil {
 		return nil, err
 	}
-	files, err := writeEvalFiles(g, run, o.Out, rep, runHits, o.Retriever.Mode)
+	rep.Fill = fill
+	judged := make(data.Qrels, len(queryIDs))
+	for _, q := range queryIDs {
+		if j, ok := qrels[q]; ok {
+			judged[q] = j
+		}
+	}
+	files, err := writeEvalFiles(g, run, o.Out, rep, runHits, judged, o.Retriever.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -172,20 +224,40 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 		if err := rep.Table(g.Out, rep.Ks); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(g.Out, "\nper-query metrics: %s\nTREC run: %s\n", files["per_query"], files["trec"])
+		fmt.Fprintf(g.Out, "\nper-query metrics: %s\nTREC run: %s\nTREC qrels: %s\n", files["per_query"], files["trec"], files["qrels"])
 	}
 	return &evalRetrievalResult{
 		RunID: run.ID, Retriever: o.Retriever.Mode, Chunks: len(chunks), Queries: len(rep.Queries), Skipped: len(rep.Skipped),
-		Relevance: relevance, Ks: rep.Ks, Metrics: rep.Mean, Files: files, Seconds: time.Since(start).Seconds(),
+		Relevance: relevance, Ks: rep.Ks, Depth: o.Depth, Shortfall: len(fill.Short()), Qrels: check,
+		Metrics: rep.Mean, Files: files, Seconds: time.Since(start).Seconds(),
 	}, nil
 }
 
-func writeEvalFiles(g *globals, run *runs.Run, out string, rep *eval.Report, hits eval.Run, tag string) (map[string]string, error) {
+// warnQrels tells stderr about judgments naming unknown queries or
+// documents (trec_eval and pytrec_eval ignore them silently).
+func warnQrels(g *globals, c eval.QrelsCheck) {
+	first := func(ids []string) string {
+		if len(ids) > 3 {
+			return strings.Join(ids[:3], ", ") + ", ..."
+		}
+		return strings.Join(ids, ", ")
+	}
+	if n := len(c.UnknownQueries); n > 0 {
+		fmt.Fprintf(g.Err, "warning: qrels: %d judged queries are not in the query set and are not evaluated (%s)\n", n, first(c.UnknownQueries))
+	}
+	if c.UnknownDocs > 0 {
+		fmt.Fprintf(g.Err, "warning: qrels: %d judgments name %d ids absent from the corpus; they still count as relevant (%s)\n",
+			c.UnknownDocs, len(c.UnknownDocIDs), first(c.UnknownDocIDs))
+	}
+}
+
+func writeEvalFiles(g *globals, run *runs.Run, out string, rep *eval.Report, hits eval.Run, qrels data.Qrels, tag string) (map[string]string, error) {
 	dir, err := runDir(g, run.ID, out)
 	if err != nil {
 		return nil, err
 	}
-	files := map[string]string{"per_query": filepath.Join(dir, "per_query.jsonl"), "trec": filepath.Join(dir, "run.trec")}
+	files := map[string]string{"per_query": filepath.Join(dir, "per_query.jsonl"), "trec": filepath.Join(dir, "run.trec"),
+		"qrels": filepath.Join(dir, "qrels.tsv")}
 	write := func(path string, fn func(f *os.File) error) error {
 		f, err := os.Create(path)
 		if err != nil {
@@ -206,7 +278,8 @@ func writeEvalFiles(g *globals, run *runs.Run, out string, rep *eval.Report, hit
 	if err := write(files["trec"], func(f *os.File) error { return eval.WriteTREC(f, hits, "ragforge-"+tag) }); err != nil {
 		return nil, err
 	}
+	if err := write(files["qrels"], func(f *os.File) error { return eval.WriteQrels(f, qrels) }); err != nil {
+		return nil, err
+	}
 	return files, nil
 }
-
-var _ = data.Query{}

@@ -45,11 +45,21 @@ func TestEvalRetrievalSampleJSONAndRunsList(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("--json output is not JSON: %v\n%s", err, out)
 	}
-	for _, m := range []string{"P@1", "Recall@1", "F1@1", "P@8", "Recall@8", "F1@8", "nDCG@10", "MRR@10"} {
+	for _, m := range []string{"P@1", "Recall@1", "F1@1", "P@8", "Recall@8", "F1@8", "nDCG@10", "MRR@10",
+		"Success@1", "Success@8", "MRR@1", "MAP", "Recall@1000"} {
 		v, ok := res.Metrics[m]
 		if !ok || v < 0 || v > 1 {
 			t.Errorf("metric %s = %v (present %v)", m, v, ok)
 		}
+	}
+	// The hit rate is never below the fraction of relevant chunks found.
+	for _, k := range []string{"1", "2", "4", "8"} {
+		if res.Metrics["Success@"+k] < res.Metrics["Recall@"+k] {
+			t.Errorf("Success@%s %.4f < Recall@%s %.4f", k, res.Metrics["Success@"+k], k, res.Metrics["Recall@"+k])
+		}
+	}
+	if q, err := os.ReadFile(res.Files["qrels"]); err != nil || !strings.Contains(string(q), " 0 ") {
+		t.Errorf("qrels.tsv: %v\n%.200s", err, q)
 	}
 	if res.Queries != 37 {
 		t.Errorf("evaluated %d questions, want the 37 of the sample", res.Queries)

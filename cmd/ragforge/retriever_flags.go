@@ -10,6 +10,7 @@ import (
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/bm25"
+	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/fusion"
 )
 
@@ -23,6 +24,8 @@ type retrieverFlags struct {
 	IndexDir    string  `json:"index_dir,omitempty"`
 	Encoder     string  `json:"encoder,omitempty"`
 	Factory     string  `json:"faiss,omitempty"`
+	Nprobe      int     `json:"nprobe,omitempty"`
+	EfSearch    int     `json:"ef_search,omitempty"`
 	Pooling     string  `json:"pooling,omitempty"`
 	DenseWeight float64 `json:"dense_weight"`
 	BM25Weight  float64 `json:"bm25_weight"`
@@ -40,6 +43,7 @@ func (r *retrieverFlags) add(cmd *cobra.Command) {
 	f.StringVar(&r.Encoder, "encoder", "", "dense encoder: a BERT model directory in HF layout (dense and hybrid)")
 	f.StringVar(&r.Pooling, "pooling", "cls", "dense encoder pooling: cls (BGE, MedEmbed) | mean (sentence-transformers)")
 	f.StringVar(&r.Factory, "faiss", "Flat", "FAISS index_factory string for the dense index (Flat, HNSW32, IVF256,Flat)")
+	addFAISSSearchFlags(cmd, &r.Nprobe, &r.EfSearch)
 	f.Float64Var(&r.DenseWeight, "dense-weight", fusion.DenseWeight, "RRF weight of the dense retriever (hybrid)")
 	f.Float64Var(&r.BM25Weight, "bm25-weight", fusion.BM25Weight, "RRF weight of BM25 (hybrid)")
 	f.BoolVar(&r.Union, "union", false, "hybrid: return the union of both top-k lists, as the AP paper's ensemble did (up to 2k results)")
@@ -55,7 +59,22 @@ func (r *retrieverFlags) validate() error {
 	default:
 		return fmt.Errorf("--retriever %q: want bm25, dense or hybrid", r.Mode)
 	}
-	return nil
+	if (r.Nprobe != 0 || r.EfSearch != 0) && r.Mode == retrieve.ModeBM25 {
+		return fmt.Errorf("--nprobe and --ef-search set the dense index's search; --retriever bm25 has none")
+	}
+	return r.searchParams().Validate()
+}
+
+func (r *retrieverFlags) searchParams() dense.SearchParams {
+	return dense.SearchParams{Nprobe: r.Nprobe, EfSearch: r.EfSearch}
+}
+
+// addFAISSSearchFlags adds --nprobe and --ef-search, the faiss search-time
+// settings (0 keeps faiss's defaults: nprobe 1, efSearch 16).
+func addFAISSSearchFlags(cmd *cobra.Command, nprobe, efSearch *int) {
+	f := cmd.Flags()
+	f.IntVar(nprobe, "nprobe", 0, "IVF indexes: inverted lists visited per query (0 = faiss's 1, which under-fills: raise it)")
+	f.IntVar(efSearch, "ef-search", 0, "HNSW indexes: search beam width efSearch (0 = faiss's 16)")
 }
 
 func (r *retrieverFlags) bm25Config() (bm25.Config, error) {

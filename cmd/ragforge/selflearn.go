@@ -36,7 +36,8 @@ and retriever R:
   3. keep the d' that ranks the true chunk highest with R over FAISS (Eq. 4-5)
   4. fine-tune a local T5 generator on (q, d*) (Eq. 6) and export SFT JSONL
   5. regenerate d' with the tuned generator: triplets (q, d'; d)
-  6. mine 7 hard negatives from ranks [10, 100) excluding the chunk's document (Eq. 7)
+  6. mine 7 hard negatives from ranks [10, 100) excluding the chunk's document and any
+     chunk whose text equals the chunk's or the query's (Eq. 7)
   7. train R with InfoNCE (temperature 0.02, in-batch + hard negatives; Eq. 8)
   8. query vector = mean of e(q) and N e(d') (Eq. 10-11)
 After every round, --eval-qa is evaluated for BM25, the BM25+dense hybrid, the
@@ -75,6 +76,7 @@ chat server: vLLM, llama.cpp server, Ollama).`,
 	f.IntVar(&c.RankFrom, "neg-from", c.RankFrom, "hard negatives: first rank (0-based, inclusive)")
 	f.IntVar(&c.RankTo, "neg-to", c.RankTo, "hard negatives: last rank (exclusive)")
 	f.IntVar(&c.NumNegatives, "negatives", c.NumNegatives, "hard negatives per query")
+	f.Float64Var(&c.NegativeMaxScore, "negative-max-score", c.NegativeMaxScore, "hard negatives: drop candidates scoring above this fraction of the positive's score, e.g. 0.95 (0 = off)")
 	f.Float64Var(&c.Temperature, "temperature", c.Temperature, "InfoNCE temperature")
 	f.Float64Var(&c.RetrieverLR, "retriever-lr", c.RetrieverLR, "retriever AdamW peak learning rate")
 	f.BoolVar(&c.SkipNonFinite, "skip-nonfinite", false, "retriever training: skip and count updates whose loss or gradient is not finite (default: stop with an error)")

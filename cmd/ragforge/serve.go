@@ -20,6 +20,7 @@ import (
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/openai"
+	"github.com/ragforge/ragforge/retrieval/dense"
 )
 
 func init() {
@@ -38,6 +39,9 @@ type pipelineBuildOptions struct {
 	Mode      string
 	K         int
 	Out       string
+	Factory   string
+	Nprobe    int
+	EfSearch  int
 }
 
 func newPipelineCmd(g *globals) *cobra.Command {
@@ -50,9 +54,11 @@ func newPipelineCmd(g *globals) *cobra.Command {
   pipeline.json                  manifest (retrieval mode, k, RRF weights, prompts, filter windows)
   corpora/<name>/chunks.jsonl    chunks with ids, spans and metadata
   corpora/<name>/bm25/           BM25 index
-  corpora/<name>/dense/          FAISS index (index.faiss + ids.json), when --retriever is set
+  corpora/<name>/dense/          FAISS index (index.faiss + ids.json, --faiss factory), when --retriever is set
   retriever/ filter/ generator/ reranker/   HF model directories, when given
-and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` finds it.`,
+and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` finds it.
+--nprobe (IVF) and --ef-search (HNSW) are stored in pipeline.json
+(faiss_search) and applied whenever the pipeline is loaded.`,
 		Example: `  ragforge pipeline build --corpus ../shared/data/ap_protocols --retriever work/selflearn/round-1/retriever \
     --filter work/filter-export --out work/pipeline`,
 		Args: cobra.NoArgs,
@@ -73,6 +79,8 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
 	f.StringVar(&o.Mode, "mode", "", "default retrieval mode: bm25 | dense | hybrid | hyde (default hybrid with a retriever, else bm25)")
 	f.IntVar(&o.K, "k", 0, "default number of snippets (default 5)")
 	f.StringVar(&o.Out, "out", "", "pipeline directory to create (must not exist) (required)")
+	f.StringVar(&o.Factory, "faiss", "Flat", "FAISS index_factory string of the dense indexes (Flat, HNSW32, IVF256,Flat); needs --retriever")
+	addFAISSSearchFlags(build, &o.Nprobe, &o.EfSearch)
 	cmd.AddCommand(build)
 	return cmd
 }
@@ -89,6 +97,14 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 	}
 	if o.K > 0 {
 		man.Retrieval.K = o.K
+	}
+	man.FAISSFactory = o.Factory
+	man.FAISSSearch = dense.SearchParams{Nprobe: o.Nprobe, EfSearch: o.EfSearch}
+	if o.Retriever == "" && (o.Factory != "Flat" || man.FAISSSearch != (dense.SearchParams{})) {
+		return fmt.Errorf("--faiss, --nprobe and --ef-search configure the dense indexes, which need --retriever")
+	}
+	if err := man.FAISSSearch.Validate(); err != nil {
+		return fmt.Errorf("--nprobe/--ef-search: %w", err)
 	}
 	parts := pipeline.Parts{Manifest: man, Retriever: o.Retriever, Filter: o.Filter, Generator: o.Generator, Reranker: o.Reranker}
 	for _, spec := range o.Corpora {
@@ -134,10 +150,14 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": o.Out})
 	}
 	fmt.Fprintf(g.Out, "run %s: pipeline in %s (mode %s, k %d)\n", run.ID, o.Out, man.Retrieval.Mode, man.Retrieval.K)
+	if o.Retriever != "" {
+		fmt.Fprintf(g.Out, "dense indexes: faiss %s, nprobe %d, efSearch %d (0 = faiss's default)\n", man.FAISSFactory, man.FAISSSearch.Nprobe, man.FAISSSearch.EfSearch)
+	}
 	return nil
 }
 
 type serveOptions struct {
+	Search      dense.SearchParams
 	Pipeline    string
 	RunID       string
 	LLM         string
@@ -188,6 +208,8 @@ or Ctrl-C finishes in-flight requests and exits.`,
 	f.DurationVar(&o.LLMTimeout, "llm-timeout", 120*time.Second, "timeout of HTTP LLM calls")
 	f.IntVar(&o.LLMRetries, "llm-retries", 2, "retries of HTTP LLM calls")
 	f.BoolVar(&o.NoWorkbench, "no-workbench", false, "do not serve the web workbench")
+	f.IntVar(&o.Search.Nprobe, "nprobe", 0, "IVF dense indexes: lists visited per query (0 = pipeline.json's faiss_search, else faiss's 1)")
+	f.IntVar(&o.Search.EfSearch, "ef-search", 0, "HNSW dense indexes: efSearch (0 = pipeline.json's faiss_search, else faiss's 16)")
 	return cmd
 }
 
@@ -220,7 +242,10 @@ func runServe(ctx context.Context, g *globals, o serveOptions, ready chan<- stri
 	if !o.NoWorkbench {
 		opt.Web = web.Handler(web.Options{Runs: st, Labels: ls, Token: opt.Token, PublicRead: opt.OpenRead})
 	}
-	cfg := serve.Config{Options: opt, PipelineDir: dir, Backend: g.Backend, LLM: o.LLM,
+	if err := o.Search.Validate(); err != nil {
+		return fmt.Errorf("--nprobe/--ef-search: %w", err)
+	}
+	cfg := serve.Config{Options: opt, PipelineDir: dir, Backend: g.Backend, LLM: o.LLM, Search: o.Search,
 		LLMOptions: openai.Options{Timeout: o.LLMTimeout, MaxRetries: o.LLMRetries}}
 	comps, err := serve.Load(cfg)
 	if err != nil {

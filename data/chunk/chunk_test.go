@@ -357,3 +357,21 @@ func BenchmarkSplitAP(b *testing.B) {
 		}
 	}
 }
+
+func TestTextKey(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"Fixação em formol", "fixac\u0327a\u0303o  EM\tformol\n", true}, // NFD, case, whitespace
+		{"  HER2+ positivo ", "her2+ positivo", true},
+		{"Straße", "STRASSE", true},   // full case folding
+		{"fixação", "fixacao", false}, // accents are not stripped
+		{"HER2+", "HER2-", false},
+		{"a b", "ab", false},
+	} {
+		if got := TextKey(c.a) == TextKey(c.b); got != c.same {
+			t.Errorf("TextKey(%q) = %q, TextKey(%q) = %q: equal %v, want %v", c.a, TextKey(c.a), c.b, TextKey(c.b), got, c.same)
+		}
+	}
+}

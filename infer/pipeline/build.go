@@ -146,7 +146,8 @@ type BuildOptions struct {
 // Build assembles a pipeline directory at dir from chunks and model
 // directories: when opt.Retriever is set every corpus's chunks are embedded
 // (encode.EncodeCorpus) and indexed with faiss (Manifest.FAISSFactory, inner
-// product), then Save writes everything, BM25 indexes included. Dense
+// product; Manifest.FAISSSearch is checked against the index), then Save
+// writes everything, BM25 indexes included. Dense
 // indexes given in opt.Corpora are kept as they are. Errors: those of
 // Save, the encoder's, faiss's.
 func Build(dir string, opt BuildOptions) error {
@@ -163,6 +164,11 @@ func Build(dir string, opt BuildOptions) error {
 		factory := parts.Manifest.FAISSFactory
 		if factory == "" {
 			factory = "Flat"
+		}
+		// Fail before encoding, not when the server loads the pipeline, on
+		// a setting the index cannot take (nprobe on HNSW, efSearch on IVF).
+		if err := dense.CheckSearch(enc.Dim(), factory, parts.Manifest.FAISSSearch); err != nil {
+			return fmt.Errorf("build pipeline %s: faiss %q: %w", dir, factory, err)
 		}
 		for i, c := range parts.Corpora {
 			if c.Dense != nil {

@@ -145,8 +145,11 @@ type Manifest struct {
 	Rerank    Rerank      `json:"rerank"`
 	Prompts   Prompts     `json:"prompts"`
 	// FAISSFactory is the faiss index factory of the dense indexes ("Flat",
-	// exact inner product as RAG² and SL-HyDE).
+	// exact inner product as RAG² and SL-HyDE; "HNSW32", "IVF256,Flat").
 	FAISSFactory string `json:"faiss_factory"`
+	// FAISSSearch holds the search-time settings Load applies to the dense
+	// indexes (nprobe for IVF, efSearch for HNSW; zero = faiss's default).
+	FAISSSearch dense.SearchParams `json:"faiss_search,omitzero"`
 }
 
 // Default prompt templates.
@@ -199,6 +202,9 @@ func (m Manifest) Validate() error {
 	}
 	if err := m.BM25.Validate(); err != nil {
 		return fmt.Errorf("field %q: %w", "bm25", err)
+	}
+	if err := m.FAISSSearch.Validate(); err != nil {
+		return fmt.Errorf("field %q: %w", "faiss_search", err)
 	}
 	r := m.Retrieval
 	if !ValidMode(r.Mode) {
@@ -275,6 +281,25 @@ func (p *Pipeline) Corpus(name string) (*Corpus, bool) {
 	return nil, false
 }
 
+// SetSearch applies the non-zero fields of sp to every dense index (see
+// dense.(*Index).SetSearch), e.g. a server's override of the manifest's
+// FAISSSearch. Errors name the corpus; a pipeline without dense indexes
+// given a non-zero sp is an error too.
+func (p *Pipeline) SetSearch(sp dense.SearchParams) error {
+	if sp == (dense.SearchParams{}) {
+		return nil
+	}
+	if p.Retriever == "" {
+		return fmt.Errorf("pipeline %s: faiss search settings given, but the pipeline has no dense index", p.Dir)
+	}
+	for _, c := range p.Corpora {
+		if err := c.Dense.SetSearch(sp); err != nil {
+			return fmt.Errorf("pipeline %s: corpus %q (faiss %q): %w", p.Dir, c.Name, p.Manifest.FAISSFactory, err)
+		}
+	}
+	return nil
+}
+
 // Close releases the indexes.
 func (p *Pipeline) Close() error {
 	var errs []error
@@ -291,7 +316,7 @@ func (p *Pipeline) Close() error {
 
 // Load opens the pipeline at dir: it validates pipeline.json, reads every
 // corpus's chunks, opens its BM25 index and, when dir/retriever exists, its
-// dense index. Errors name the file and, for chunks, the line and field: a
+// dense index, with the manifest's FAISSSearch applied. Errors name the file and, for chunks, the line and field: a
 // missing or invalid manifest, a corpus without chunks, an index whose size
 // differs from the chunk count, a chunk id repeated within or across corpora
 // (balanced retrieval identifies hits by chunk id), a dense index without a
@@ -330,6 +355,10 @@ func Load(dir string) (*Pipeline, error) {
 			}
 			owner[ch.ID] = name
 		}
+	}
+	if err := p.SetSearch(m.FAISSSearch); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("load %s: field %q: %w", filepath.Join(abs, ManifestFile), "faiss_search", err)
 	}
 	return p, nil
 }

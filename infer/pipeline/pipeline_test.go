@@ -9,6 +9,8 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/retrieval/dense"
+	"github.com/ragforge/ragforge/retrieval/faiss"
 )
 
 var (
@@ -163,5 +165,96 @@ func TestFromRun(t *testing.T) {
 	}
 	if _, err := FromRun(st, "nope"); err == nil {
 		t.Error("unknown run accepted")
+	}
+}
+
+// hashEncoder embeds a text as 8 floats derived from its bytes, normalized;
+// the same text always gets the same vector.
+type hashEncoder struct{}
+
+func (hashEncoder) Dim() int                                            { return 8 }
+func (hashEncoder) Name() string                                        { return "hash" }
+func (e hashEncoder) EncodeQueries(texts []string) ([][]float32, error) { return e.EncodeDocs(texts) }
+func (hashEncoder) EncodeDocs(texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, s := range texts {
+		v := make([]float32, 8)
+		for j := 0; j < len(s); j++ {
+			v[(j+int(s[j]))%8] += float32(s[j]%13) + 1
+		}
+		if err := faiss.Normalize(v, 8); err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// A pipeline built with --faiss HNSW32 --ef-search 128 records both in
+// pipeline.json, and Load serves an HNSW index with efSearch 128 applied;
+// SetSearch overrides it; a setting the index cannot take fails the build.
+func TestBuildHNSWEfSearch(t *testing.T) {
+	retr := filepath.Join(t.TempDir(), "retriever")
+	if err := os.MkdirAll(retr, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(retr, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := DefaultManifest()
+	m.FAISSFactory = "HNSW32"
+	m.FAISSSearch = dense.SearchParams{EfSearch: 128}
+	dir := filepath.Join(t.TempDir(), "p")
+	parts := Parts{Manifest: m, Corpora: []CorpusPart{{Name: "A", Chunks: corpusA}, {Name: "B", Chunks: corpusB}}, Retriever: retr}
+	if err := Build(dir, BuildOptions{Parts: parts, Encoder: hashEncoder{}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"faiss_factory": "HNSW32"`) || !strings.Contains(string(b), `"ef_search": 128`) {
+		t.Errorf("pipeline.json lacks the factory or efSearch:\n%s", b)
+	}
+	p, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	q, _ := hashEncoder{}.EncodeQueries([]string{"eosin stains cytoplasm"})
+	for _, c := range p.Corpora {
+		fx := c.Dense.Faiss()
+		if fx.EfSearch() != 128 || fx.Nprobe() != 0 {
+			t.Errorf("corpus %s: efSearch %d nprobe %d, want an HNSW index with efSearch 128", c.Name, fx.EfSearch(), fx.Nprobe())
+		}
+		hits, err := c.Dense.Search(q[0], 5)
+		if err != nil || len(hits[0]) != len(c.Chunks) {
+			t.Errorf("corpus %s: search: %v, %v; want all %d chunks", c.Name, hits, err, len(c.Chunks))
+		}
+	}
+	if a, _ := p.Corpus("A"); a != nil {
+		if hits, _ := a.Dense.Search(q[0], 1); len(hits[0]) != 1 || hits[0][0].ID != "a#1" {
+			t.Errorf("top hit %v, want a#1 (the query is its text)", hits)
+		}
+	}
+	if err := p.SetSearch(dense.SearchParams{EfSearch: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := p.Corpus("A"); a.Dense.Faiss().EfSearch() != 40 {
+		t.Errorf("SetSearch: efSearch %d, want 40", a.Dense.Faiss().EfSearch())
+	}
+	if err := p.SetSearch(dense.SearchParams{Nprobe: 4}); err == nil || !strings.Contains(err.Error(), "not an IVF index") {
+		t.Errorf("nprobe on HNSW: err %v", err)
+	}
+
+	bad := parts
+	bad.Manifest.FAISSSearch = dense.SearchParams{Nprobe: 8}
+	if err := Build(filepath.Join(t.TempDir(), "q"), BuildOptions{Parts: bad, Encoder: hashEncoder{}}); err == nil || !strings.Contains(err.Error(), "not an IVF index") {
+		t.Errorf("nprobe with HNSW32: err %v", err)
+	}
+	bad.Manifest.FAISSSearch = dense.SearchParams{EfSearch: -1}
+	bad.Manifest.Corpora = []string{"A"}
+	if err := bad.Manifest.Validate(); err == nil || !strings.Contains(err.Error(), "faiss_search") {
+		t.Errorf("negative efSearch: err %v", err)
 	}
 }

@@ -49,6 +49,7 @@ import (
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/retrieval/rerank"
 )
@@ -149,12 +150,16 @@ type Config struct {
 	// LabelsDB is the SQLite file of the label store (data/runs' database);
 	// "" serves no labels unless Options.Labels is set.
 	LabelsDB string
+	// Search overrides, field by field when non-zero, the pipeline's
+	// faiss search settings (pipeline.json faiss_search: nprobe, efSearch).
+	Search dense.SearchParams
 }
 
 // Load opens cfg.PipelineDir and loads its models on cfg.Backend: the
 // retriever as an encode.BERTEncoder, the filter, the reranker
 // (rerank.CrossEncoder with the manifest's TopN/K) and the generator, plus
-// the LLM of cfg.LLM. Errors name the part that failed.
+// the LLM of cfg.LLM, with cfg.Search applied to the dense indexes. Errors
+// name the part that failed.
 func Load(cfg Config) (*Components, error) {
 	p, err := pipeline.Load(cfg.PipelineDir)
 	if err != nil {
@@ -164,6 +169,9 @@ func Load(cfg Config) (*Components, error) {
 	fail := func(err error) (*Components, error) {
 		p.Close()
 		return nil, err
+	}
+	if err := p.SetSearch(cfg.Search); err != nil {
+		return fail(err)
 	}
 	m := p.Manifest
 	if p.Retriever != "" {

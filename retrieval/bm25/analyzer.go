@@ -8,35 +8,56 @@ import (
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/token/stop"
 	"github.com/blevesearch/bleve/v2/registry"
 	"golang.org/x/text/unicode/norm"
 
 	// Register bleve's stock analyzers under their usual names.
 	_ "github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
 	_ "github.com/blevesearch/bleve/v2/analysis/lang/cjk"
-	_ "github.com/blevesearch/bleve/v2/analysis/lang/en"
-	_ "github.com/blevesearch/bleve/v2/analysis/lang/pt"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/lang/pt"
 )
 
 // Names registered with bleve's registry by this package.
 const (
 	// BiomedAnalyzer is the analyzer name ("biomed") of the biomedical
-	// analyzer: BiomedTokenizer followed by FoldFilter.
+	// analyzer: NFCFilter, BiomedTokenizer, FoldFilter, then BiomedStopFilter.
 	BiomedAnalyzer = "biomed"
 	// BiomedTokenizer is the bleve tokenizer name of the biomedical tokenizer.
 	BiomedTokenizer = "ragforge_biomed"
 	// FoldFilter is the bleve token filter name of the case/accent folder.
 	FoldFilter = "ragforge_fold"
+	// BiomedStopFilter is the bleve token filter name of the biomedical
+	// analyzer's stop words: the Snowball Portuguese and English lists
+	// (bleve's stop_pt and stop_en), folded as FoldFilter folds terms.
+	BiomedStopFilter = "ragforge_stop_pt_en"
+	// NFCFilter is the bleve char filter name of Unicode NFC normalization,
+	// which every analyzer of this package applies first, so that composed
+	// ("ç" U+00E7) and decomposed ("c" + U+0327) spellings give the same
+	// terms.
+	NFCFilter = "ragforge_nfc"
 )
 
 // analyzers lists the analyzer names Config.Analyzer accepts, with what each
-// one does (bleve v2.6 definitions for the stock ones).
+// one does (bleve v2.6 definitions for the stock ones). Every one starts
+// with NFC normalization.
 var analyzers = map[string]string{
-	BiomedAnalyzer: "biomedical tokenizer, NFKD accent folding, lower case; no stop words, no stemming",
+	BiomedAnalyzer: "biomedical tokenizer, NFKD accent folding, lower case, Portuguese and English stop words; no stemming",
 	"pt":           "bleve pt: unicode (UAX#29) tokenizer, lower case, Portuguese stop words, Portuguese light stemmer",
 	"en":           "bleve en: unicode tokenizer, possessive filter, lower case, English stop words, Porter stemmer",
 	"cjk":          "bleve cjk: unicode tokenizer, width fold, lower case, CJK bigrams",
 	"standard":     "bleve standard: unicode tokenizer, lower case, English stop words",
+}
+
+// bleveName is the bleve registry name of a Config.Analyzer name: the
+// biomedical analyzer is registered under its own name, the stock ones under
+// "ragforge_nfc_<name>" (bleve's own "pt", "en", ... lack NFC).
+func bleveName(analyzer string) string {
+	if analyzer == BiomedAnalyzer {
+		return analyzer
+	}
+	return "ragforge_nfc_" + analyzer
 }
 
 // Analyzers returns the analyzer names Config.Analyzer accepts, sorted.
@@ -50,33 +71,87 @@ func Analyzers() []string {
 }
 
 func init() {
-	if err := registry.RegisterTokenizer(BiomedTokenizer,
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	must(registry.RegisterCharFilter(NFCFilter,
+		func(map[string]interface{}, *registry.Cache) (analysis.CharFilter, error) {
+			return nfcFilter{}, nil
+		}))
+	must(registry.RegisterTokenizer(BiomedTokenizer,
 		func(map[string]interface{}, *registry.Cache) (analysis.Tokenizer, error) {
 			return biomedTokenizer{}, nil
-		}); err != nil {
-		panic(err)
-	}
-	if err := registry.RegisterTokenFilter(FoldFilter,
+		}))
+	must(registry.RegisterTokenFilter(FoldFilter,
 		func(map[string]interface{}, *registry.Cache) (analysis.TokenFilter, error) {
 			return foldFilter{}, nil
-		}); err != nil {
-		panic(err)
-	}
-	if err := registry.RegisterAnalyzer(BiomedAnalyzer,
+		}))
+	must(registry.RegisterTokenFilter(BiomedStopFilter,
+		func(_ map[string]interface{}, cache *registry.Cache) (analysis.TokenFilter, error) {
+			words := analysis.NewTokenMap()
+			for _, name := range []string{pt.StopName, en.StopName} {
+				m, err := cache.TokenMapNamed(name)
+				if err != nil {
+					return nil, err
+				}
+				for w := range m {
+					words.AddToken(Fold(w))
+				}
+			}
+			return stop.NewStopTokensFilter(words), nil
+		}))
+	must(registry.RegisterAnalyzer(BiomedAnalyzer,
 		func(_ map[string]interface{}, cache *registry.Cache) (analysis.Analyzer, error) {
+			nfc, err := cache.CharFilterNamed(NFCFilter)
+			if err != nil {
+				return nil, err
+			}
 			tok, err := cache.TokenizerNamed(BiomedTokenizer)
 			if err != nil {
 				return nil, err
 			}
-			fold, err := cache.TokenFilterNamed(FoldFilter)
-			if err != nil {
-				return nil, err
+			var filters []analysis.TokenFilter
+			for _, name := range []string{FoldFilter, BiomedStopFilter} {
+				f, err := cache.TokenFilterNamed(name)
+				if err != nil {
+					return nil, err
+				}
+				filters = append(filters, f)
 			}
-			return &analysis.DefaultAnalyzer{Tokenizer: tok, TokenFilters: []analysis.TokenFilter{fold}}, nil
-		}); err != nil {
-		panic(err)
+			return &analysis.DefaultAnalyzer{CharFilters: []analysis.CharFilter{nfc}, Tokenizer: tok, TokenFilters: filters}, nil
+		}))
+	// The stock analyzers, with NFC in front.
+	for name := range analyzers {
+		if name == BiomedAnalyzer {
+			continue
+		}
+		must(registry.RegisterAnalyzer(bleveName(name),
+			func(_ map[string]interface{}, cache *registry.Cache) (analysis.Analyzer, error) {
+				nfc, err := cache.CharFilterNamed(NFCFilter)
+				if err != nil {
+					return nil, err
+				}
+				a, err := cache.AnalyzerNamed(name)
+				if err != nil {
+					return nil, err
+				}
+				d, ok := a.(*analysis.DefaultAnalyzer)
+				if !ok {
+					return nil, fmt.Errorf("bleve analyzer %q is a %T, want *analysis.DefaultAnalyzer", name, a)
+				}
+				w := *d
+				w.CharFilters = append([]analysis.CharFilter{nfc}, d.CharFilters...)
+				return &w, nil
+			}))
 	}
 }
+
+// nfcFilter is the NFCFilter char filter.
+type nfcFilter struct{}
+
+func (nfcFilter) Filter(in []byte) []byte { return norm.NFC.Bytes(in) }
 
 // Analyze runs the named analyzer (one of Analyzers()) over text and returns
 // the terms in order, as they are indexed and queried.
@@ -84,7 +159,7 @@ func Analyze(analyzer, text string) ([]string, error) {
 	if _, ok := analyzers[analyzer]; !ok {
 		return nil, fmt.Errorf("bm25: analyzer %q: unknown (have %s)", analyzer, strings.Join(Analyzers(), ", "))
 	}
-	a, err := registry.NewCache().AnalyzerNamed(analyzer)
+	a, err := registry.NewCache().AnalyzerNamed(bleveName(analyzer))
 	if err != nil {
 		return nil, fmt.Errorf("bm25: analyzer %q: %w", analyzer, err)
 	}

@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/ragforge/ragforge/data"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/analyzer.golden")
@@ -105,7 +109,11 @@ func TestBiomedKeepsNotation(t *testing.T) {
 		{"p<0,05", "p 0,05"},
 		{"dor/ardor", "dor ardor"},
 		{"pré-", "pre"},
-		{"a, b", "a b"},
+		{"x, y", "x y"},
+		// Portuguese and English stop words go; notation stays.
+		{"de a em", ""},
+		{"HER2+ e BI-RADS no pH of the", "her2+ bi-rads ph"},
+		{"É à Às", ""}, // folded like the terms: "é" → "e", "às" → "as"
 		{"µL", "μl"},
 	} {
 		terms, err := Analyze(BiomedAnalyzer, c.in)
@@ -145,5 +153,82 @@ func TestAnalyzeUnknown(t *testing.T) {
 	}
 	if got := Analyzers(); !slices.Equal(got, []string{"biomed", "cjk", "en", "pt", "standard"}) {
 		t.Errorf("Analyzers() = %v", got)
+	}
+}
+
+// TestNFCEveryAnalyzer: a composed (NFC) and a decomposed (NFD) spelling
+// analyze to the same terms with every analyzer, and a chunk indexed in one
+// form is found by a query in the other.
+func TestNFCEveryAnalyzer(t *testing.T) {
+	nfc, nfd := "fixação", "fixac\u0327a\u0303o"
+	if nfc == nfd || norm.NFC.String(nfd) != nfc {
+		t.Fatalf("test strings: %q and %q are not the NFC and NFD forms of one word", nfc, nfd)
+	}
+	for _, name := range Analyzers() {
+		t.Run(name, func(t *testing.T) {
+			a, err := Analyze(name, "Solução de "+nfc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := Analyze(name, "Solução de "+nfd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a) == 0 || !slices.Equal(a, b) {
+				t.Fatalf("NFC terms %q, NFD terms %q", a, b)
+			}
+			for _, c := range []struct{ indexed, query string }{{nfc, nfd}, {nfd, nfc}} {
+				ix, err := NewMemory([]data.Chunk{
+					{ID: "d#0", DocID: "d", Text: "Tempo de " + c.indexed + " do tecido"},
+					{ID: "e#0", DocID: "e", Text: "Lâmina corada"},
+				}, Config{K1: 1.2, B: 0.75, Analyzer: name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				hits, err := ix.Search(c.query, 5)
+				ix.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(hits) != 1 || hits[0].ID != "d#0" {
+					t.Errorf("indexed %q, query %q: hits %v, want [d#0]", c.indexed, c.query, hits)
+				}
+			}
+		})
+	}
+}
+
+// TestStopWordQuery: a query made only of Portuguese function words finds
+// nothing with the default analyzer.
+func TestStopWordQuery(t *testing.T) {
+	ix, err := NewMemory([]data.Chunk{
+		{ID: "d#0", DocID: "d", Text: "A fixação em formol de 10% é feita em 24 horas."},
+		{ID: "e#0", DocID: "e", Text: "Carcinoma HER2+ de mama, BI-RADS 4, pH 7,4."},
+	}, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"de a em", nil},
+		{"the of and", nil},
+		{"HER2+ de", []string{"e#0"}},
+		{"pH", []string{"e#0"}},
+		{"formol em", []string{"d#0"}},
+	} {
+		hits, err := ix.Search(c.q, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.ID)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Search(%q) = %v, want %v", c.q, got, c.want)
+		}
 	}
 }

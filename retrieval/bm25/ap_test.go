@@ -105,6 +105,12 @@ func TestAPPages(t *testing.T) {
 				}
 			}
 		}
+		if tc.cfg.Analyzer == BiomedAnalyzer {
+			// Portuguese function words alone match no page.
+			if hits, err := ix.Search("de a em", k); err != nil || len(hits) != 0 {
+				t.Errorf("biomed: %q gave %d hits (%v), want none", "de a em", len(hits), err)
+			}
+		}
 		ix.Close()
 		rate := float64(found) / float64(len(questions))
 		t.Logf("%+v: hit@%d = %d/%d = %.3f", tc.cfg, k, found, len(questions), rate)

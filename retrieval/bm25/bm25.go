@@ -107,8 +107,11 @@ func (c Config) Validate() error {
 // the corpus statistics.
 const MetaFile = "ragforge.json"
 
-// metaFormat identifies MetaFile's layout.
-const metaFormat = "ragforge-bm25/1"
+// metaFormat identifies MetaFile's layout and the analyzers' behaviour:
+// version 2 added NFC normalization to every analyzer and stop words to
+// "biomed", so a version 1 index would be queried with other terms than it
+// was built with; Open refuses it (rebuild the index).
+const metaFormat = "ragforge-bm25/2"
 
 // Index field names.
 const (
@@ -195,7 +198,7 @@ func Build(dir string, chunks []data.Chunk, cfg Config, progress func(done, tota
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("bm25 build %s: %w", dir, err)
 	}
-	bi, err := bleve.NewUsing(dir, newMapping(cfg.Analyzer), scorch.Name, scorch.Name, nil)
+	bi, err := bleve.NewUsing(dir, newMapping(bleveName(cfg.Analyzer)), scorch.Name, scorch.Name, nil)
 	if err != nil {
 		return nil, fmt.Errorf("bm25 build %s: %w", dir, err)
 	}
@@ -223,7 +226,7 @@ func NewMemory(chunks []data.Chunk, cfg Config) (*Index, error) {
 	}
 	// Not bleve.NewMemOnly: its upsidedown index has no BM25 statistics and
 	// bleve silently falls back to TF-IDF there.
-	bi, err := bleve.NewUsing("", newMapping(cfg.Analyzer), scorch.Name, scorch.Name, nil)
+	bi, err := bleve.NewUsing("", newMapping(bleveName(cfg.Analyzer)), scorch.Name, scorch.Name, nil)
 	if err != nil {
 		return nil, fmt.Errorf("bm25 memory index: %w", err)
 	}
@@ -250,7 +253,7 @@ func checkIDs(chunks []data.Chunk) error {
 }
 
 func fill(bi bleve.Index, chunks []data.Chunk, cfg Config, progress func(done, total int)) (*Index, error) {
-	a := bi.Mapping().AnalyzerNamed(cfg.Analyzer)
+	a := bi.Mapping().AnalyzerNamed(bleveName(cfg.Analyzer))
 	if a == nil {
 		return nil, fmt.Errorf("analyzer %q: not registered", cfg.Analyzer)
 	}
@@ -325,7 +328,7 @@ func Open(dir string) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bm25 open %s: %w", dir, err)
 	}
-	a := bi.Mapping().AnalyzerNamed(m.Analyzer)
+	a := bi.Mapping().AnalyzerNamed(bleveName(m.Analyzer))
 	n, err := bi.DocCount()
 	switch {
 	case err != nil:
@@ -476,7 +479,7 @@ func (ix *Index) SearchBleve(query string, k int) ([]retrieval.Hit, error) {
 	}
 	q := bleve.NewMatchQuery(query)
 	q.SetField(fieldText)
-	q.Analyzer = ix.meta.Analyzer
+	q.Analyzer = bleveName(ix.meta.Analyzer)
 	req := bleve.NewSearchRequestOptions(q, k, 0, false)
 	res, err := ix.idx.Search(req)
 	if err != nil {

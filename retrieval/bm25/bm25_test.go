@@ -18,7 +18,7 @@ import (
 //	c1: her2+ carcinoma ductal                                         dl = 3
 //	c2: carcinoma lobular carcinoma invasivo                           dl = 4
 //	c3: bi-rads 4 lesao suspeita                                       dl = 4
-//	c4: coloracao her2+ positiva em carcinoma com her2+ amplificado    dl = 8
+//	c4: coloracao her2+ positiva tumor carcinoma difuso her2+ amplificado    dl = 8
 //
 // N = 4, Σdl = 19, avgdl = 4.75, vocabulary = 14 terms.
 // Document frequencies: her2+ 2 (c1, c4), carcinoma 3 (c1, c2, c4), coloracao 1 (c4).
@@ -27,7 +27,8 @@ func toyChunks() []data.Chunk {
 		"HER2+ carcinoma ductal",
 		"Carcinoma lobular, carcinoma invasivo.",
 		"BI-RADS 4: lesão suspeita",
-		"Coloração HER2+ positiva em carcinoma com HER2+ amplificado",
+		// No stop words ("em", "com" would be dropped by the biomed analyzer).
+		"Coloração HER2+ positiva tumor carcinoma difuso HER2+ amplificado",
 	}
 	cs := make([]data.Chunk, len(texts))
 	for i, t := range texts {
@@ -380,7 +381,7 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, from, to, want string }{
-		{"format", `"ragforge-bm25/1"`, `"other/9"`, `field "format"`},
+		{"format", `"ragforge-bm25/2"`, `"other/9"`, `field "format"`},
 		{"docs", `"docs": 4`, `"docs": 5`, `field "docs": 5, but the index holds 4`},
 		{"analyzer", `"analyzer": "biomed"`, `"analyzer": "xx"`, `field "Analyzer"`},
 	} {

@@ -122,6 +122,64 @@ func (ix *Index) IDs() []string { return ix.ids }
 // SetEfSearch. Do not Add to it: the ids would go out of step.
 func (ix *Index) Faiss() *faiss.Index { return ix.fx }
 
+// SearchParams are faiss search-time settings of an Index; a zero field
+// leaves faiss's value (nprobe 1, efSearch 16). With nprobe 1, an
+// "IVF256,Flat" index over a thousand vectors visits one list of about four
+// vectors and returns far fewer hits than asked.
+type SearchParams struct {
+	// Nprobe is how many inverted lists an IVF index visits per query
+	// (faiss IndexIVF::nprobe).
+	Nprobe int `json:"nprobe,omitempty"`
+	// EfSearch is the HNSW search beam width (faiss HNSW::efSearch; faiss
+	// raises it to k when smaller).
+	EfSearch int `json:"ef_search,omitempty"`
+}
+
+// Validate rejects negative values; errors name the field.
+func (p SearchParams) Validate() error {
+	if p.Nprobe < 0 {
+		return fmt.Errorf("field %q: %d, want ≥ 1 (0 = faiss's default)", "nprobe", p.Nprobe)
+	}
+	if p.EfSearch < 0 {
+		return fmt.Errorf("field %q: %d, want ≥ 1 (0 = faiss's default)", "ef_search", p.EfSearch)
+	}
+	return nil
+}
+
+// SetSearch applies the non-zero fields of p. Errors: a negative value,
+// nprobe on an index without an IVF part, efSearch on a non-HNSW index.
+func (ix *Index) SetSearch(p SearchParams) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("dense: search params: %w", err)
+	}
+	if p.Nprobe > 0 {
+		if err := ix.fx.SetNprobe(p.Nprobe); err != nil {
+			return fmt.Errorf("dense: %w", err)
+		}
+	}
+	if p.EfSearch > 0 {
+		if err := ix.fx.SetEfSearch(p.EfSearch); err != nil {
+			return fmt.Errorf("dense: %w", err)
+		}
+	}
+	return nil
+}
+
+// CheckSearch reports, before any vector is encoded, whether an index made
+// by Build(…, dim, factory) accepts p: it applies p to an empty index of that
+// factory. Errors: those of SetSearch and of faiss's factory.
+func CheckSearch(dim int, factory string, p SearchParams) error {
+	if p == (SearchParams{}) {
+		return nil
+	}
+	fx, err := faiss.New(dim, factory, faiss.MetricInnerProduct)
+	if err != nil {
+		return fmt.Errorf("dense: %w", err)
+	}
+	defer fx.Close()
+	return (&Index{fx: fx}).SetSearch(p)
+}
+
 // Close frees the faiss index. It is idempotent.
 func (ix *Index) Close() { ix.fx.Close() }
 

@@ -158,3 +158,41 @@ func TestBuildErrors(t *testing.T) {
 		t.Errorf("Search with 3 floats in dim 2: err = %v", err)
 	}
 }
+
+func TestCheckSearchAndSetSearch(t *testing.T) {
+	for _, c := range []struct {
+		factory string
+		p       SearchParams
+		ok      bool
+	}{
+		{"Flat", SearchParams{}, true},
+		{"Flat", SearchParams{Nprobe: 4}, false},
+		{"IVF4,Flat", SearchParams{Nprobe: 4}, true},
+		{"IVF4,Flat", SearchParams{EfSearch: 64}, false},
+		{"HNSW32", SearchParams{EfSearch: 64}, true},
+		{"HNSW32", SearchParams{Nprobe: 2}, false},
+		{"HNSW32", SearchParams{EfSearch: -1}, false},
+	} {
+		if err := CheckSearch(4, c.factory, c.p); (err == nil) != c.ok {
+			t.Errorf("CheckSearch(%s, %+v) = %v, want ok %v", c.factory, c.p, err, c.ok)
+		}
+	}
+	ids := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	vecs := make([]float32, 4*len(ids))
+	for i := range vecs {
+		vecs[i] = float32(i%7) - 3
+	}
+	ix, err := Build(ids, vecs, 4, "IVF4,Flat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if err := ix.SetSearch(SearchParams{Nprobe: 4}); err != nil || ix.Faiss().Nprobe() != 4 {
+		t.Fatalf("SetSearch nprobe 4: %v, nprobe %d", err, ix.Faiss().Nprobe())
+	}
+	// All 4 lists visited: every query gets every vector.
+	hits, err := ix.Search(vecs[:4], len(ids))
+	if err != nil || len(hits[0]) != len(ids) {
+		t.Errorf("nprobe 4 of 4: %d hits (%v), want %d", len(hits[0]), err, len(ids))
+	}
+}

@@ -1,8 +1,10 @@
 // Package eval scores ranked retrieval runs against relevance judgments:
 // Precision@k, Recall@k and F1@k (the AP paper's top-k protocol, Pires et al.
-// 2025), nDCG@k, MRR@10, R-Precision and Recall@100 with pytrec_eval /
-// trec_eval semantics, plus the chunk relevance rules that turn reference
-// contexts into qrels, and TREC / JSONL / table writers.
+// 2025), Success@k (hit rate, the figure the AP paper's table reports as
+// recall), nDCG@k, MRR@k, MAP, R-Precision, Recall@100 and Recall@1000 with
+// pytrec_eval / trec_eval semantics, plus the chunk relevance rules that
+// turn reference contexts into qrels, and TREC run / qrels / JSONL / table
+// writers.
 package eval
 
 import (
@@ -23,19 +25,27 @@ type Options struct {
 	// re-sorted as trec_eval does: score descending, then id descending
 	// (byte-wise string comparison).
 	KeepOrder bool
+	// Queries, when non-nil, is the query set that was run: only qrels
+	// queries in it are evaluated (a judged query of the set that the run
+	// lacks still scores 0). Nil evaluates every judged query of qrels, as
+	// trec_eval -c does. CheckQrels reports qrels ids outside the set.
+	Queries []string
 }
 
 // Fixed metric names reported besides the per-k ones.
 const (
-	MRR10     = "MRR@10"
-	RPrec     = "R-Prec"
-	Recall100 = "Recall@100"
+	MRR10      = "MRR@10"
+	MAP        = "MAP"
+	RPrec      = "R-Prec"
+	Recall100  = "Recall@100"
+	Recall1000 = "Recall@1000"
 )
 
 // Report holds per-query and mean metric values.
 type Report struct {
 	// Metrics lists the metric names in display order: for each k ascending
-	// P@k, Recall@k, F1@k, nDCG@k; then MRR@10, R-Prec, Recall@100.
+	// P@k, Recall@k, Success@k, F1@k, nDCG@k, MRR@k; then MAP, R-Prec,
+	// Recall@100, Recall@1000.
 	Metrics []string `json:"metrics"`
 	// Ks are the cutoffs evaluated, ascending (the requested ks plus 10).
 	Ks []int `json:"ks"`
@@ -46,15 +56,21 @@ type Report struct {
 	// Queries are the evaluated query ids, sorted.
 	Queries []string `json:"queries"`
 	// Skipped are the query ids left out of every mean, sorted: run queries
-	// absent from qrels and qrels queries with no judgment > 0.
+	// (and Options.Queries) without any judgment in qrels.
 	Skipped []string `json:"skipped"`
+	// Fill, when the caller sets it (NewFill), records how many hits each
+	// query got; Table and WritePerQueryJSONL then report the shortfall.
+	Fill *Fill `json:"fill,omitempty"`
 }
 
-// PName, RecallName, F1Name and NDCGName give the metric names for cutoff k.
-func PName(k int) string      { return fmt.Sprintf("P@%d", k) }
-func RecallName(k int) string { return fmt.Sprintf("Recall@%d", k) }
-func F1Name(k int) string     { return fmt.Sprintf("F1@%d", k) }
-func NDCGName(k int) string   { return fmt.Sprintf("nDCG@%d", k) }
+// PName, RecallName, SuccessName, F1Name, NDCGName and MRRName give the
+// metric names for cutoff k.
+func PName(k int) string       { return fmt.Sprintf("P@%d", k) }
+func RecallName(k int) string  { return fmt.Sprintf("Recall@%d", k) }
+func SuccessName(k int) string { return fmt.Sprintf("Success@%d", k) }
+func F1Name(k int) string      { return fmt.Sprintf("F1@%d", k) }
+func NDCGName(k int) string    { return fmt.Sprintf("nDCG@%d", k) }
+func MRRName(k int) string     { return fmt.Sprintf("MRR@%d", k) }
 
 // Evaluate is EvaluateOptions with default Options.
 func Evaluate(run Run, qrels data.Qrels, ks []int) (*Report, error) {
@@ -64,7 +80,7 @@ func Evaluate(run Run, qrels data.Qrels, ks []int) (*Report, error) {
 // EvaluateOptions scores run against qrels at the cutoffs ks (10 is always
 // added; duplicates are merged).
 //
-// Conventions (trec_eval 9.x / pytrec_eval unless stated):
+// Conventions (trec_eval 9.x/10.0 and pytrec_eval unless stated):
 //   - A document is relevant when its judgment is > 0; its nDCG gain is the
 //     judgment itself (pytrec_eval ndcg_cut: gain rel, discount log2(rank+1),
 //     rank from 1); ideal DCG@k ranks all judged relevant documents by
@@ -75,14 +91,21 @@ func Evaluate(run Run, qrels data.Qrels, ks []int) (*Report, error) {
 //   - Hits are re-sorted by score descending, ties by id descending, unless
 //     Options.KeepOrder.
 //   - P@k divides by k even when fewer than k hits were returned.
-//   - Recall@k = relevant in top k / all judged relevant; F1@k = 2PR/(P+R),
-//     0 when P+R = 0; R-Prec = relevant in top R / R with R = number of
-//     judged relevant; MRR@10 = 1/rank of the first relevant hit in the top
-//     10, else 0 (MS MARCO / BEIR cutoff; trec_eval's recip_rank has none).
-//   - Queries absent from qrels or with no judgment > 0 are skipped (excluded
-//     from the means, listed in Report.Skipped), as pytrec_eval does. A query
-//     with relevant judgments but absent from the run scores 0 on every metric
-//     (trec_eval -c), so an incomplete run cannot raise the means.
+//   - Recall@k = relevant in top k / all judged relevant; Success@k = 1 when
+//     a relevant document is in the top k, else 0 (trec_eval success.k, the
+//     hit rate); F1@k = 2PR/(P+R), 0 when P+R = 0; MRR@k = 1/rank of the
+//     first relevant hit when it is in the top k, else 0 (MS MARCO / BEIR;
+//     trec_eval's recip_rank has no cutoff); MAP = Σ over relevant retrieved
+//     of precision at its rank / all judged relevant (trec_eval map, over
+//     every hit given); R-Prec = relevant in top R / R with R = number of
+//     judged relevant.
+//   - A query is judged when qrels holds at least one judgment for it. A
+//     judged query with no judgment > 0 scores 0 on every metric and counts
+//     in the means (trec_eval, pytrec_eval: 0/0 is 0). A judged query absent
+//     from the run also scores 0 (trec_eval -c), so an incomplete run cannot
+//     raise the means. Queries without judgments are skipped (excluded from
+//     the means, listed in Report.Skipped).
+//   - With Options.Queries, only judged queries of that set are evaluated.
 //
 // Errors: a cutoff k < 1, or a hit with an empty id or a NaN score.
 func EvaluateOptions(run Run, qrels data.Qrels, ks []int, opt Options) (*Report, error) {
@@ -99,9 +122,9 @@ func EvaluateOptions(run Run, qrels data.Qrels, ks []int, opt Options) (*Report,
 	}
 	sort.Ints(r.Ks)
 	for _, k := range r.Ks {
-		r.Metrics = append(r.Metrics, PName(k), RecallName(k), F1Name(k), NDCGName(k))
+		r.Metrics = append(r.Metrics, PName(k), RecallName(k), SuccessName(k), F1Name(k), NDCGName(k), MRRName(k))
 	}
-	r.Metrics = append(r.Metrics, MRR10, RPrec, Recall100)
+	r.Metrics = append(r.Metrics, MAP, RPrec, Recall100, Recall1000)
 
 	for qid, hits := range run {
 		for i, h := range hits {
@@ -112,19 +135,32 @@ func EvaluateOptions(run Run, qrels data.Qrels, ks []int, opt Options) (*Report,
 				return nil, fmt.Errorf("evaluate: query %q: hit %d (%s): field %q: NaN", qid, i, h.ID, "Score")
 			}
 		}
-		if !hasRelevant(qrels[qid]) {
-			r.Skipped = append(r.Skipped, qid)
+	}
+	var inSet map[string]bool
+	skipped := map[string]bool{}
+	if opt.Queries != nil {
+		inSet = make(map[string]bool, len(opt.Queries))
+		for _, q := range opt.Queries {
+			inSet[q] = true
+			if len(qrels[q]) == 0 {
+				skipped[q] = true
+			}
+		}
+	}
+	for qid := range run {
+		if len(qrels[qid]) == 0 {
+			skipped[qid] = true
 		}
 	}
 	for qid, judged := range qrels {
-		if !hasRelevant(judged) {
-			if _, inRun := run[qid]; !inRun {
-				r.Skipped = append(r.Skipped, qid)
-			}
+		if len(judged) == 0 || (inSet != nil && !inSet[qid]) {
 			continue
 		}
 		r.Queries = append(r.Queries, qid)
 		r.PerQuery[qid] = scoreQuery(Rank(run[qid], opt.KeepOrder), judged, r.Ks)
+	}
+	for q := range skipped {
+		r.Skipped = append(r.Skipped, q)
 	}
 	sort.Strings(r.Queries)
 	sort.Strings(r.Skipped)
@@ -140,15 +176,6 @@ func EvaluateOptions(run Run, qrels data.Qrels, ks []int, opt Options) (*Report,
 		}
 	}
 	return r, nil
-}
-
-func hasRelevant(j map[string]int) bool {
-	for _, v := range j {
-		if v > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // Rank returns hits as Evaluate scores them: duplicate ids dropped (first
@@ -189,6 +216,7 @@ func scoreQuery(ranked []retrieval.Hit, judged map[string]int, ks []int) map[str
 	relAt := make([]int, len(ranked)+1)
 	dcgAt := make([]float64, len(ranked)+1)
 	firstRel := 0
+	sumPrec := 0.0 // Σ precision at the rank of each relevant hit (MAP)
 	for i, h := range ranked {
 		g := judged[h.ID]
 		relAt[i+1] = relAt[i]
@@ -196,13 +224,22 @@ func scoreQuery(ranked []retrieval.Hit, judged map[string]int, ks []int) map[str
 		if g > 0 {
 			relAt[i+1]++
 			dcgAt[i+1] += float64(g) / math.Log2(float64(i+2))
+			sumPrec += float64(relAt[i+1]) / float64(i+1)
 			if firstRel == 0 {
 				firstRel = i + 1
 			}
 		}
 	}
 	at := func(k int) int { return min(k, len(ranked)) }
-	recall := func(k int) float64 { return float64(relAt[at(k)]) / float64(nRel) }
+	// ratio is a/b, 0 when b is 0: a judged query without relevant
+	// documents scores 0, as in trec_eval.
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	recall := func(k int) float64 { return ratio(float64(relAt[at(k)]), float64(nRel)) }
 
 	m := map[string]float64{}
 	for _, k := range ks {
@@ -216,17 +253,20 @@ func scoreQuery(ranked []retrieval.Hit, judged map[string]int, ks []int) map[str
 		for i := 0; i < min(k, nRel); i++ {
 			idcg += float64(ideal[i]) / math.Log2(float64(i+2))
 		}
+		success, rr := 0.0, 0.0
+		if firstRel > 0 && firstRel <= k {
+			success, rr = 1, 1/float64(firstRel)
+		}
 		m[PName(k)] = p
 		m[RecallName(k)] = rc
+		m[SuccessName(k)] = success
 		m[F1Name(k)] = f1
-		m[NDCGName(k)] = dcgAt[at(k)] / idcg
+		m[NDCGName(k)] = ratio(dcgAt[at(k)], idcg)
+		m[MRRName(k)] = rr
 	}
-	if firstRel > 0 && firstRel <= 10 {
-		m[MRR10] = 1 / float64(firstRel)
-	} else {
-		m[MRR10] = 0
-	}
-	m[RPrec] = float64(relAt[at(nRel)]) / float64(nRel)
+	m[MAP] = ratio(sumPrec, float64(nRel))
+	m[RPrec] = ratio(float64(relAt[at(nRel)]), float64(nRel))
 	m[Recall100] = recall(100)
+	m[Recall1000] = recall(1000)
 	return m
 }

@@ -25,7 +25,7 @@ func hits(pairs ...any) []retrieval.Hit {
 }
 
 // fixture: q1 has graded judgments and a run with a duplicate and a score tie;
-// q2 has only a non-relevant judgment (skipped although retrieved); q3 is
+// q2 has only a non-relevant judgment (scored 0 and counted); q3 is
 // judged but absent from the run (scores 0); q4 finds its only relevant
 // document at rank 11; qX is retrieved but not judged (skipped).
 func fixture() (Run, data.Qrels) {
@@ -52,32 +52,36 @@ func TestEvaluatePerQuery(t *testing.T) {
 	// q1, trec_eval order d4 d1 d5 d2, gains 0 2 0 1, R = 3, ideal gains 2 1 1.
 	idcg3 := 2 + 1/l2(3) + 1/l2(4) // 3.1309
 	q1 := map[string]float64{
-		"P@1": 0, "Recall@1": 0, "F1@1": 0, "nDCG@1": 0,
-		// 1 relevant in top 2: P 1/2, R 1/3, F1 2(1/2)(1/3)/(5/6) = 0.4.
-		"P@2": 0.5, "Recall@2": 1.0 / 3, "F1@2": 0.4,
+		"P@1": 0, "Recall@1": 0, "Success@1": 0, "F1@1": 0, "nDCG@1": 0, "MRR@1": 0,
+		// 1 relevant in top 2 (rank 2): P 1/2, R 1/3, F1 2(1/2)(1/3)/(5/6) = 0.4.
+		"P@2": 0.5, "Recall@2": 1.0 / 3, "Success@2": 1, "F1@2": 0.4, "MRR@2": 0.5,
 		"nDCG@2": (2 / l2(3)) / (2 + 1/l2(3)), // 1.2619/2.6309 = 0.4796
 		// 2 relevant in top 4: P 2/4, R 2/3, F1 (2/3)/(7/6) = 4/7.
-		"P@4": 0.5, "Recall@4": 2.0 / 3, "F1@4": 4.0 / 7,
+		"P@4": 0.5, "Recall@4": 2.0 / 3, "Success@4": 1, "F1@4": 4.0 / 7, "MRR@4": 0.5,
 		"nDCG@4": (2/l2(3) + 1/l2(5)) / idcg3, // 1.6925/3.1309 = 0.5406
 		// k beyond the 4 hits: P divides by k. P@8 = 2/8, F1 = (1/3)/(11/12) = 4/11.
-		"P@8": 0.25, "Recall@8": 2.0 / 3, "F1@8": 4.0 / 11, "nDCG@8": (2/l2(3) + 1/l2(5)) / idcg3,
+		"P@8": 0.25, "Recall@8": 2.0 / 3, "Success@8": 1, "F1@8": 4.0 / 11, "MRR@8": 0.5, "nDCG@8": (2/l2(3) + 1/l2(5)) / idcg3,
 		// P@10 = 2/10, F1 = (4/15)/(13/15) = 4/13.
-		"P@10": 0.2, "Recall@10": 2.0 / 3, "F1@10": 4.0 / 13, "nDCG@10": (2/l2(3) + 1/l2(5)) / idcg3,
-		"MRR@10": 0.5, "R-Prec": 1.0 / 3, "Recall@100": 2.0 / 3, // top 3 = d4 d1 d5
+		"P@10": 0.2, "Recall@10": 2.0 / 3, "Success@10": 1, "F1@10": 4.0 / 13, "MRR@10": 0.5, "nDCG@10": (2/l2(3) + 1/l2(5)) / idcg3,
+		// AP: relevant at ranks 2 and 4 (precisions 1/2, 2/4), R = 3 (d3 never retrieved).
+		"MAP": (0.5 + 0.5) / 3, "R-Prec": 1.0 / 3, "Recall@100": 2.0 / 3, "Recall@1000": 2.0 / 3, // top 3 = d4 d1 d5
 	}
-	// q3: judged, not retrieved: everything 0.
-	q3 := map[string]float64{}
+	// q2: judged, no relevant document: every metric 0. q3: judged, not
+	// retrieved: every metric 0.
+	q2, q3 := map[string]float64{}, map[string]float64{}
 	// q4: only relevant doc at rank 11.
-	q4 := map[string]float64{"Recall@100": 1} // MRR@10 0, R-Prec 0 (top 1 is n01)
+	q4 := map[string]float64{"Recall@100": 1, "Recall@1000": 1, "MAP": 1.0 / 11} // MRR@10 0, R-Prec 0 (top 1 is n01)
 	for _, k := range []int{1, 2, 4, 8, 10} {
-		for _, m := range []map[string]float64{q3, q4} {
-			for _, n := range []string{PName(k), RecallName(k), F1Name(k), NDCGName(k)} {
+		for _, m := range []map[string]float64{q2, q3, q4} {
+			for _, n := range []string{PName(k), RecallName(k), SuccessName(k), F1Name(k), NDCGName(k), MRRName(k)} {
 				m[n] = 0
 			}
 		}
 	}
-	q3["MRR@10"], q3["R-Prec"], q3["Recall@100"] = 0, 0, 0
-	q4["MRR@10"], q4["R-Prec"] = 0, 0
+	for _, m := range []map[string]float64{q2, q3} {
+		m["MAP"], m["R-Prec"], m["Recall@100"], m["Recall@1000"] = 0, 0, 0, 0
+	}
+	q4["R-Prec"] = 0
 
 	run, qrels := fixture()
 	rep, err := Evaluate(run, qrels, []int{8, 4, 2, 1, 4})
@@ -87,16 +91,16 @@ func TestEvaluatePerQuery(t *testing.T) {
 	if want := []int{1, 2, 4, 8, 10}; !reflect.DeepEqual(rep.Ks, want) {
 		t.Errorf("Ks = %v, want %v", rep.Ks, want)
 	}
-	if want := []string{"q1", "q3", "q4"}; !reflect.DeepEqual(rep.Queries, want) {
+	if want := []string{"q1", "q2", "q3", "q4"}; !reflect.DeepEqual(rep.Queries, want) {
 		t.Errorf("Queries = %v, want %v", rep.Queries, want)
 	}
-	if want := []string{"q2", "qX"}; !reflect.DeepEqual(rep.Skipped, want) {
+	if want := []string{"qX"}; !reflect.DeepEqual(rep.Skipped, want) {
 		t.Errorf("Skipped = %v, want %v", rep.Skipped, want)
 	}
-	if len(rep.Metrics) != 4*5+3 {
+	if len(rep.Metrics) != 6*5+4 {
 		t.Errorf("Metrics has %d names: %v", len(rep.Metrics), rep.Metrics)
 	}
-	for qid, want := range map[string]map[string]float64{"q1": q1, "q3": q3, "q4": q4} {
+	for qid, want := range map[string]map[string]float64{"q1": q1, "q2": q2, "q3": q3, "q4": q4} {
 		got := rep.PerQuery[qid]
 		if len(got) != len(want) {
 			t.Errorf("%s: %d metrics, want %d: %v", qid, len(got), len(want), got)
@@ -107,16 +111,124 @@ func TestEvaluatePerQuery(t *testing.T) {
 			}
 		}
 	}
-	// Means over q1, q3, q4 only (q2, qX skipped).
+	// Means over q1..q4 (qX skipped; q2 counts with 0).
 	for name, want := range map[string]float64{
-		"P@2":        0.5 / 3,
-		"Recall@100": (2.0/3 + 0 + 1) / 3,
-		"MRR@10":     0.5 / 3,
-		"nDCG@4":     q1["nDCG@4"] / 3,
+		"P@2":        0.5 / 4,
+		"Recall@100": (2.0/3 + 0 + 0 + 1) / 4,
+		"MRR@10":     0.5 / 4,
+		"MRR@1":      0,
+		"Success@2":  1.0 / 4,
+		"MAP":        (1.0/3 + 1.0/11) / 4,
+		"nDCG@4":     q1["nDCG@4"] / 4,
 	} {
 		if got := rep.Mean[name]; math.Abs(got-want) > 1e-12 {
 			t.Errorf("mean %s = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestEvaluateGradeZero is the pytrec_eval example: query a judges x
+// relevant, query b judges y non-relevant (grade 0); both retrieve their one
+// document. pytrec_eval and trec_eval score b 0 and average over both.
+func TestEvaluateGradeZero(t *testing.T) {
+	run := Run{"a": hits("x", 1.0), "b": hits("y", 1.0)}
+	qrels := data.Qrels{"a": {"x": 1}, "b": {"y": 0}}
+	rep, err := Evaluate(run, qrels, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{
+		"Recall@1": 0.5, "P@1": 0.5, "Success@1": 0.5, "MRR@1": 0.5, "nDCG@1": 0.5, "MAP": 0.5, "R-Prec": 0.5,
+	} {
+		if got := rep.Mean[name]; math.Abs(got-want) > 1e-12 {
+			t.Errorf("mean %s = %v, want %v", name, got, want)
+		}
+	}
+	if !reflect.DeepEqual(rep.Queries, []string{"a", "b"}) || len(rep.Skipped) != 0 {
+		t.Errorf("queries %v skipped %v, want [a b] []", rep.Queries, rep.Skipped)
+	}
+}
+
+// TestEvaluateMAPAndMRRCutoffs checks MAP, MRR@k and Success@k on a ranking
+// with relevant documents at ranks 1, 3 and 6 of 6 and a fourth never
+// retrieved: AP = (1/1 + 2/3 + 3/6) / 4 (trec_eval map).
+func TestEvaluateMAPAndMRRCutoffs(t *testing.T) {
+	run := Run{
+		"q": hits("r1", 6.0, "n1", 5.0, "r2", 4.0, "n2", 3.0, "n3", 2.0, "r3", 1.0),
+		// First relevant at rank 3: MRR@1 = MRR@2 = 0, MRR@4 = 1/3.
+		"p": hits("n1", 3.0, "n2", 2.0, "s", 1.0),
+	}
+	qrels := data.Qrels{"q": {"r1": 1, "r2": 1, "r3": 1, "r4": 1}, "p": {"s": 1}}
+	rep, err := Evaluate(run, qrels, []int{1, 2, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]float64{
+		"q": {"MAP": (1 + 2.0/3 + 3.0/6) / 4, "MRR@1": 1, "Success@1": 1, "Recall@4": 0.5, "R-Prec": 0.5},
+		"p": {"MAP": 1.0 / 3, "MRR@1": 0, "MRR@2": 0, "MRR@4": 1.0 / 3, "MRR@10": 1.0 / 3,
+			"Success@1": 0, "Success@2": 0, "Success@4": 1, "Recall@2": 0, "Recall@4": 1},
+	}
+	for q, m := range want {
+		for name, w := range m {
+			if g := rep.PerQuery[q][name]; math.Abs(g-w) > 1e-12 {
+				t.Errorf("%s %s = %v, want %v", q, name, g, w)
+			}
+		}
+	}
+}
+
+func TestEvaluateQuerySet(t *testing.T) {
+	run, qrels := fixture()
+	// q3 and q4 are judged but not in the query set: not evaluated. qY is in
+	// the set without judgments: skipped.
+	rep, err := EvaluateOptions(run, qrels, []int{1}, Options{Queries: []string{"q1", "q2", "qY"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"q1", "q2"}; !reflect.DeepEqual(rep.Queries, want) {
+		t.Errorf("Queries = %v, want %v", rep.Queries, want)
+	}
+	if want := []string{"qX", "qY"}; !reflect.DeepEqual(rep.Skipped, want) {
+		t.Errorf("Skipped = %v, want %v", rep.Skipped, want)
+	}
+}
+
+func TestCheckQrels(t *testing.T) {
+	_, qrels := fixture()
+	qrels["q5"] = map[string]int{"d1": 1, "gone": 1}
+	qrels["q6"] = map[string]int{} // no judgments: not a judged query
+	c := CheckQrels(qrels, []string{"q1", "q2", "q3", "q4", "q6"}, []string{"d1", "d2", "d3", "d4", "r"})
+	// q1 judges d1..d4 (all known); q3 judges d9; q5 is not a query and
+	// judges the unknown "gone".
+	if want := []string{"q5"}; !reflect.DeepEqual(c.UnknownQueries, want) {
+		t.Errorf("UnknownQueries = %v, want %v", c.UnknownQueries, want)
+	}
+	if c.UnknownDocs != 2 || !reflect.DeepEqual(c.UnknownDocIDs, []string{"d9", "gone"}) {
+		t.Errorf("UnknownDocs = %d %v, want 2 [d9 gone]", c.UnknownDocs, c.UnknownDocIDs)
+	}
+	if c.OK() {
+		t.Error("OK() = true")
+	}
+	if c := CheckQrels(data.Qrels{"a": {"x": 0}}, []string{"a"}, []string{"x"}); !c.OK() {
+		t.Errorf("clean qrels: %+v", c)
+	}
+}
+
+func TestFill(t *testing.T) {
+	run := Run{"a": hits("x", 3.0, "y", 2.0, "x", 1.0), "b": hits("x", 1.0, "y", 1.0, "z", 1.0), "c": nil}
+	f := NewFill(run, 3, 0)
+	if want := map[string]int{"a": 2, "b": 3, "c": 0}; !reflect.DeepEqual(f.Hits, want) {
+		t.Errorf("Hits = %v, want %v (duplicates count once)", f.Hits, want)
+	}
+	if got := f.Short(); !reflect.DeepEqual(got, []string{"a", "c"}) {
+		t.Errorf("Short = %v, want [a c]", got)
+	}
+	if lo, hi := f.Range(); lo != 0 || hi != 3 {
+		t.Errorf("Range = %d..%d, want 0..3", lo, hi)
+	}
+	// An index of 2 vectors cannot give 3 hits: only c falls short.
+	if got := NewFill(run, 3, 2).Short(); !reflect.DeepEqual(got, []string{"c"}) {
+		t.Errorf("capped Short = %v, want [c]", got)
 	}
 }
 
@@ -206,6 +318,7 @@ func TestOutputsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rep.Fill = NewFill(run, 8, 0)
 	var b bytes.Buffer
 	if err := rep.Table(&b, []int{1, 2, 4, 8}); err != nil {
 		t.Fatal(err)
@@ -223,6 +336,17 @@ func TestOutputsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "run.trec.golden", b.Bytes())
+
+	b.Reset()
+	if err := WriteQrels(&b, qrels); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "qrels.tsv.golden", b.Bytes())
+	for _, bad := range []data.Qrels{{"q 1": {"a": 1}}, {"q": {"a b": 1}}, {"": {"a": 1}}} {
+		if err := WriteQrels(&b, bad); err == nil {
+			t.Errorf("WriteQrels(%v) accepted", bad)
+		}
+	}
 
 	if err := rep.Table(&b, []int{3}); err == nil || !strings.Contains(err.Error(), "cutoff 3") {
 		t.Errorf("Table(k=3) err = %v", err)

@@ -9,11 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/ragforge/ragforge/data"
 )
 
 // Table writes the mean metrics as a fixed-width text table: one row per
-// cutoff in ks (P@k, Recall@k, F1@k, nDCG@k, 4 decimals), then one line with
-// MRR@10, R-Prec, Recall@100 and the evaluated / skipped query counts.
+// cutoff in ks (P@k, Recall@k, Success@k, F1@k, nDCG@k, MRR@k, 4 decimals),
+// then one line with MAP, R-Prec, Recall@100, Recall@1000 and the evaluated
+// / skipped query counts, then, when r.Fill is set, one line with the hits
+// per query and how many queries got fewer than asked.
 //
 // Errors: a k the report was not evaluated at, or a write error.
 func (r *Report) Table(w io.Writer, ks []int) error {
@@ -22,17 +26,22 @@ func (r *Report) Table(w io.Writer, ks []int) error {
 		evaluated[k] = true
 	}
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%6s %8s %8s %8s %8s\n", "k", "P", "Recall", "F1", "nDCG")
+	fmt.Fprintf(bw, "%6s %8s %8s %8s %8s %8s %8s\n", "k", "P", "Recall", "Success", "F1", "nDCG", "MRR")
 	for _, k := range ks {
 		if !evaluated[k] {
 			return fmt.Errorf("table: cutoff %d: not evaluated (have %v)", k, r.Ks)
 		}
-		fmt.Fprintf(bw, "%6d %8.4f %8.4f %8.4f %8.4f\n", k,
-			r.Mean[PName(k)], r.Mean[RecallName(k)], r.Mean[F1Name(k)], r.Mean[NDCGName(k)])
+		fmt.Fprintf(bw, "%6d %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f\n", k,
+			r.Mean[PName(k)], r.Mean[RecallName(k)], r.Mean[SuccessName(k)], r.Mean[F1Name(k)], r.Mean[NDCGName(k)], r.Mean[MRRName(k)])
 	}
-	fmt.Fprintf(bw, "%s %.4f  %s %.4f  %s %.4f  queries %d  skipped %d\n",
-		MRR10, r.Mean[MRR10], RPrec, r.Mean[RPrec], Recall100, r.Mean[Recall100],
+	fmt.Fprintf(bw, "%s %.4f  %s %.4f  %s %.4f  %s %.4f  queries %d  skipped %d\n",
+		MAP, r.Mean[MAP], RPrec, r.Mean[RPrec], Recall100, r.Mean[Recall100], Recall1000, r.Mean[Recall1000],
 		len(r.Queries), len(r.Skipped))
+	if f := r.Fill; f != nil {
+		lo, hi := f.Range()
+		fmt.Fprintf(bw, "hits per query %d..%d; shortfall: %d of %d queries got fewer than %d\n",
+			lo, hi, len(f.Short()), len(f.Hits), f.Want)
+	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("table: %w", err)
 	}
@@ -41,18 +50,28 @@ func (r *Report) Table(w io.Writer, ks []int) error {
 
 // queryLine is one line of WritePerQueryJSONL.
 type queryLine struct {
-	Query   string             `json:"query"`
-	Metrics map[string]float64 `json:"metrics"`
+	Query     string             `json:"query"`
+	Metrics   map[string]float64 `json:"metrics"`
+	Hits      *int               `json:"hits,omitempty"`
+	Shortfall int                `json:"shortfall,omitempty"`
 }
 
 // WritePerQueryJSONL writes one JSON object per evaluated query, in query id
-// order: {"query": id, "metrics": {name: value, ...}} (keys sorted).
-// Skipped queries are not written.
+// order: {"query": id, "metrics": {name: value, ...}} (keys sorted); with
+// r.Fill set also "hits" (distinct hits returned) and, when that is below
+// Fill.Want, "shortfall" (the hits missing). Skipped queries are not
+// written.
 func (r *Report) WritePerQueryJSONL(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	for _, q := range r.Queries {
-		if err := enc.Encode(queryLine{Query: q, Metrics: r.PerQuery[q]}); err != nil {
+		line := queryLine{Query: q, Metrics: r.PerQuery[q]}
+		if r.Fill != nil {
+			n := r.Fill.Hits[q]
+			line.Hits = &n
+			line.Shortfall = max(0, r.Fill.Want-n)
+		}
+		if err := enc.Encode(line); err != nil {
 			return fmt.Errorf("per-query jsonl: query %q: %w", q, err)
 		}
 	}
@@ -95,6 +114,43 @@ func WriteTREC(w io.Writer, run Run, tag string) error {
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write trec: %w", err)
+	}
+	return nil
+}
+
+// WriteQrels writes qrels in the TREC qrels format read by trec_eval and
+// pytrec_eval: one line "qid 0 docid rel" per judgment, queries and then
+// documents in id order. With the run written by WriteTREC,
+// `trec_eval -c -m all_trec qrels run` scores the measures both compute as
+// Evaluate does.
+//
+// Errors: a query or document id that is empty or contains white space, or a
+// write error.
+func WriteQrels(w io.Writer, qrels data.Qrels) error {
+	qids := make([]string, 0, len(qrels))
+	for q := range qrels {
+		qids = append(qids, q)
+	}
+	sort.Strings(qids)
+	bw := bufio.NewWriter(w)
+	for _, q := range qids {
+		if q == "" || hasSpace(q) {
+			return fmt.Errorf("write qrels: query %q: id must be non-empty without white space", q)
+		}
+		docs := make([]string, 0, len(qrels[q]))
+		for d := range qrels[q] {
+			docs = append(docs, d)
+		}
+		sort.Strings(docs)
+		for _, d := range docs {
+			if d == "" || hasSpace(d) {
+				return fmt.Errorf("write qrels: query %q: doc %q: id must be non-empty without white space", q, d)
+			}
+			fmt.Fprintf(bw, "%s 0 %s %d\n", q, d, qrels[q][d])
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write qrels: %w", err)
 	}
 	return nil
 }

@@ -400,6 +400,28 @@ func (ix *Index) SetEfSearch(ef int) error {
 	return nil
 }
 
+// Nprobe returns the IVF index's nprobe (see SetNprobe), or 0 for an index
+// without an IVF part or after Close.
+func (ix *Index) Nprobe() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.ptr == nil {
+		return 0
+	}
+	return max(0, int(C.rf_nprobe(ix.ptr)))
+}
+
+// EfSearch returns the HNSW index's efSearch (see SetEfSearch), or 0 for a
+// non-HNSW index or after Close.
+func (ix *Index) EfSearch() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.ptr == nil {
+		return 0
+	}
+	return max(0, int(C.rf_ef_search(ix.ptr)))
+}
+
 // Normalize scales each row of x, row-major [n, dim], to unit L2 norm in
 // place (faiss.normalize_L2), so that inner product equals cosine
 // similarity. All-zero rows are left as they are. Errors: dim < 1 or len(x)

@@ -304,9 +304,15 @@ func TestIVFTraining(t *testing.T) {
 	// a subset of those visited at p+1, and a true neighbor found stays in the
 	// top k. At nprobe = nlist the search is exhaustive.
 	prev := -1.0
+	if got := ix.Nprobe(); got != 1 {
+		t.Errorf("default Nprobe = %d, want faiss's 1", got)
+	}
 	for _, p := range []int{1, 2, 4, 8, nlist} {
 		if err := ix.SetNprobe(p); err != nil {
 			t.Fatal(err)
+		}
+		if got := ix.Nprobe(); got != p {
+			t.Errorf("Nprobe = %d after SetNprobe(%d)", got, p)
 		}
 		_, ids, err := ix.Search(q, k)
 		if err != nil {
@@ -440,9 +446,15 @@ func TestHNSWRecall(t *testing.T) {
 		t.Fatal(err)
 	}
 	recall := map[int]float64{}
+	if got, np := ix.EfSearch(), ix.Nprobe(); got != 16 || np != 0 {
+		t.Errorf("default EfSearch = %d (want faiss's 16), Nprobe = %d (want 0: not IVF)", got, np)
+	}
 	for _, ef := range []int{16, 128} {
 		if err := ix.SetEfSearch(ef); err != nil {
 			t.Fatal(err)
+		}
+		if got := ix.EfSearch(); got != ef {
+			t.Errorf("EfSearch = %d after SetEfSearch(%d)", got, ef)
 		}
 		_, ids, err := ix.Search(q, k)
 		if err != nil {

@@ -136,4 +136,18 @@ char* rf_set_ef_search(rf_index idx, int ef) {
     });
 }
 
+int64_t rf_nprobe(rf_index idx) {
+    try {
+        faiss::IndexIVF* ivf = faiss::ivflib::try_extract_index_ivf(as_index(idx));
+        return ivf == nullptr ? -1 : static_cast<int64_t>(ivf->nprobe);
+    } catch (...) {
+        return -1;
+    }
+}
+
+int rf_ef_search(rf_index idx) {
+    auto* h = dynamic_cast<faiss::IndexHNSW*>(unwrap(as_index(idx)));
+    return h == nullptr ? -1 : h->hnsw.efSearch;
+}
+
 }  // extern "C"

@@ -33,6 +33,8 @@ char* rf_search(rf_index idx, int64_t n, const float* x, int64_t k, float* dista
 
 char* rf_set_nprobe(rf_index idx, int64_t nprobe);
 char* rf_set_ef_search(rf_index idx, int ef);
+int64_t rf_nprobe(rf_index idx);  // -1: not an IVF index
+int rf_ef_search(rf_index idx);   // -1: not an HNSW index
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/data/chunk"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -149,25 +150,22 @@ func (gc *gradCache) prepare(ts []Triplet, micro [][]int) ([][]*tensors.Tensor, 
 	for a, idx := range micro {
 		b := len(idx)
 		r := microRows{q: make([]int, b), hypo: make([]int, b*nh), hw: make([]float32, b*nh), cands: make([]int, b+b*n)}
-		posIDs := make([]string, b)
-		negIDs := make([][]string, b)
 		for i, t := range idx {
-			r.q[i], r.cands[i], posIDs[i] = id(tk.q[t]), id(tk.pos[t]), ts[t].Pos
+			r.q[i], r.cands[i] = id(tk.q[t]), id(tk.pos[t])
 			for k := range nh {
 				r.hypo[i*nh+k] = -1
 				if k < len(tk.hypo[t]) {
 					r.hypo[i*nh+k], r.hw[i*nh+k] = id(tk.hypo[t][k]), 1
 				}
 			}
-			negIDs[i] = make([]string, n)
 			for k := range n {
-				r.cands[b+i*n+k] = -1 // masked: id ""
+				r.cands[b+i*n+k] = -1 // masked: key ""
 				if k < len(tk.negs[t]) {
-					r.cands[b+i*n+k], negIDs[i][k] = id(tk.negs[t][k]), ts[t].Negs[k]
+					r.cands[b+i*n+k] = id(tk.negs[t][k])
 				}
 			}
 		}
-		for _, row := range CandidateMask(posIDs, negIDs) {
+		for _, row := range CandidateMask(maskKeys(ts, idx, n)) {
 			for _, ok := range row {
 				r.valid = append(r.valid, b2f(ok))
 			}
@@ -303,6 +301,24 @@ func (gc *gradCache) plan(texts [][]int) []subBatch {
 		p = end
 	}
 	return subs
+}
+
+// maskKeys returns CandidateMask's posIDs [b] and negIDs [b][n] for the
+// triplets ts[idx[0]], ts[idx[1]], ...: each passage's chunk.TextKey, so
+// that copies of a positive differing only in Unicode form, case or white
+// space are masked like exact copies. A "t:" prefix keeps keys non-empty;
+// "" marks the padding slots of triplets with fewer than n negatives.
+func maskKeys(ts []Triplet, idx []int, n int) (posIDs []string, negIDs [][]string) {
+	posIDs = make([]string, len(idx))
+	negIDs = make([][]string, len(idx))
+	for i, t := range idx {
+		posIDs[i] = "t:" + chunk.TextKey(ts[t].Pos)
+		negIDs[i] = make([]string, n)
+		for k := range min(n, len(ts[t].Negs)) {
+			negIDs[i][k] = "t:" + chunk.TextKey(ts[t].Negs[k])
+		}
+	}
+	return posIDs, negIDs
 }
 
 // pad packs a sub-batch into ids/mask [cap, l] int32 (pad_token_id and 0

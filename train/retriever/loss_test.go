@@ -3,6 +3,7 @@ package retriever
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
@@ -141,5 +142,28 @@ func TestInfoNCEGraphMatchesReference(t *testing.T) {
 			}
 		}
 		check("random", q, p, negs, ids)
+	}
+}
+
+// InfoNCE masks duplicates of a positive by normalized text: another
+// query's positive, or a hard negative, that differs from query i's
+// positive only in Unicode form, case or white space is masked for i.
+func TestMaskKeysNormalizedDuplicates(t *testing.T) {
+	ts := []Triplet{
+		{Query: "q0", Pos: "Fixação em formol.", Negs: []string{"  FIXAC\u0327A\u0303O em\nformol. ", "Outro texto"}},
+		{Query: "q1", Pos: "fixação EM formol.", Negs: []string{"Mais um"}},
+		{Query: "q2", Pos: "Coloração HE", Negs: nil},
+	}
+	valid := CandidateMask(maskKeys(ts, []int{0, 1, 2}, 2))
+	// Columns: positives 0..2, then negatives of query j at 3+2j, 4+2j;
+	// columns 6..8 are padding. Queries 0 and 1 share a positive (col 0, 1)
+	// and col 3 is a copy of it.
+	want := [][]bool{
+		{true, false, true, false, true, true, false, false, false},
+		{false, true, true, false, true, true, false, false, false},
+		{true, true, true, true, true, true, false, false, false},
+	}
+	if !reflect.DeepEqual(valid, want) {
+		t.Errorf("mask\n got %v\nwant %v", valid, want)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sort"
 
+	"github.com/ragforge/ragforge/data/chunk"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
@@ -24,48 +26,102 @@ type MineConfig struct {
 	RankFrom, RankTo int
 	N                int
 	Seed             uint64
+	// MaxScore, when > 0, is a ceiling relative to the positive's score: a
+	// candidate scoring above MaxScore × s(q, positive) is dropped as a
+	// likely false negative (e.g. 0.95; 0 = no ceiling). It needs
+	// MineQueries.PosScores.
+	MaxScore float64
 }
 
-// DefaultMineConfig is ranks [10, 100), 7 negatives, seed 42.
+// DefaultMineConfig is ranks [10, 100), 7 negatives, seed 42, no score
+// ceiling.
 func DefaultMineConfig() MineConfig { return MineConfig{RankFrom: 10, RankTo: 100, N: 7, Seed: 42} }
 
-// MineStats counts what mining could not deliver.
+// Validate checks the ranks, N and MaxScore; errors name the field.
+func (c MineConfig) Validate() error {
+	switch {
+	case c.RankFrom < 0 || c.RankTo <= c.RankFrom:
+		return fmt.Errorf("mine config: fields %q/%q: [%d, %d), want 0 ≤ from < to", "RankFrom", "RankTo", c.RankFrom, c.RankTo)
+	case c.N < 1:
+		return fmt.Errorf("mine config: field %q: %d, want ≥ 1", "N", c.N)
+	case c.MaxScore < 0 || c.MaxScore > 1 || math.IsNaN(c.MaxScore):
+		return fmt.Errorf("mine config: field %q: %v, want 0 (off) or in (0, 1]", "MaxScore", c.MaxScore)
+	}
+	return nil
+}
+
+// MineQueries are the queries to mine negatives for, index-aligned.
+type MineQueries struct {
+	Vecs      [][]float32 // fused query vectors (Eq. 10), [dim] each
+	Positives []string    // the positive chunk id of each query
+	// Texts, when set, are the query texts: a candidate whose text equals
+	// its query's (chunk.TextKey) is excluded.
+	Texts []string
+	// PosScores, needed with MineConfig.MaxScore, are s(q_i, positive_i),
+	// on the index's scale (inner product).
+	PosScores []float64
+}
+
+// MineCorpus describes the indexed chunks.
+type MineCorpus struct {
+	DocOf func(chunkID string) string // document of a chunk (required)
+	// TextOf, when set, returns a chunk's text: a candidate whose text
+	// equals the positive's (chunk.TextKey) is excluded.
+	TextOf func(chunkID string) string
+}
+
+// MineStats counts what mining could not deliver and what it excluded.
 type MineStats struct {
 	Queries   int // queries mined
 	Shortfall int // queries that got fewer than N negatives
 	Missing   int // negatives missing in total (Σ over queries of N − got)
+	// SameText counts candidates excluded because their text equals the
+	// positive's or the query's; AboveMax those above the score ceiling.
+	SameText, AboveMax int
 }
 
-// MineHardNegatives searches index with each query vector (the fused query
-// of Eq. 10, [dim] each) for the top RankTo chunks and samples cfg.N
-// negatives uniformly without replacement from the ranks [RankFrom, RankTo),
-// excluding the positive chunk positives[i], every chunk of the positive's
-// document (docOf(id) == docOf(positives[i])) and repeated ids. When fewer
-// candidates remain, all of them are taken and the shortfall is counted.
-// Query i's sample uses its own random stream (PCG seeded with cfg.Seed and
-// i), so results do not depend on the other queries. Negatives are returned
-// in rank order. Errors: len(queryVecs) != len(positives), a bad range or
-// N, or an index failure (naming the query).
-func MineHardNegatives(index encode.VectorSearcher, queryVecs [][]float32, positives []string,
-	docOf func(chunkID string) string, cfg MineConfig) ([][]string, MineStats, error) {
+// MineHardNegatives searches index with each query vector for the top
+// RankTo chunks and samples cfg.N negatives uniformly without replacement
+// from the ranks [RankFrom, RankTo), excluding the positive chunk, every
+// chunk of the positive's document, repeated ids, chunks whose text equals
+// the positive's or the query's after chunk.TextKey normalization (when
+// corpus.TextOf / q.Texts are given), and, with cfg.MaxScore, chunks scoring
+// above cfg.MaxScore × q.PosScores[i]. When fewer candidates remain, all of
+// them are taken and the shortfall is counted. Query i's sample uses its own
+// random stream (PCG seeded with cfg.Seed and i), so results do not depend
+// on the other queries. Negatives are returned in rank order.
+//
+// Errors: a bad cfg, q.Positives (or a given q.Texts / q.PosScores) of
+// another length than q.Vecs, MaxScore without PosScores, a nil DocOf, or an
+// index failure (naming the queries).
+func MineHardNegatives(index encode.VectorSearcher, q MineQueries, corpus MineCorpus, cfg MineConfig) ([][]string, MineStats, error) {
 	var st MineStats
-	if len(queryVecs) != len(positives) {
-		return nil, st, fmt.Errorf("mine hard negatives: %d query vectors, %d positives", len(queryVecs), len(positives))
+	n := len(q.Vecs)
+	switch {
+	case len(q.Positives) != n:
+		return nil, st, fmt.Errorf("mine hard negatives: %d query vectors, %d positives", n, len(q.Positives))
+	case q.Texts != nil && len(q.Texts) != n:
+		return nil, st, fmt.Errorf("mine hard negatives: %d query vectors, %d query texts", n, len(q.Texts))
+	case cfg.MaxScore > 0 && len(q.PosScores) != n:
+		return nil, st, fmt.Errorf("mine hard negatives: a score ceiling needs the positive scores of all %d queries, got %d", n, len(q.PosScores))
+	case corpus.DocOf == nil:
+		return nil, st, errors.New("mine hard negatives: no DocOf")
 	}
-	if cfg.RankFrom < 0 || cfg.RankTo <= cfg.RankFrom || cfg.N < 1 {
-		return nil, st, fmt.Errorf("mine hard negatives: ranks [%d, %d), n %d: want 0 ≤ from < to and n ≥ 1", cfg.RankFrom, cfg.RankTo, cfg.N)
+	if err := cfg.Validate(); err != nil {
+		return nil, st, fmt.Errorf("mine hard negatives: %w", err)
 	}
-	out := make([][]string, len(queryVecs))
+	docOf := corpus.DocOf
+	out := make([][]string, n)
 	var block [][]retrieval.Hit // hits of queries from..from+len(block)-1
 	from := 0
-	for i := range queryVecs {
+	for i := range q.Vecs {
 		if i >= from+len(block) {
 			// One index call per block of queries (a faiss call has a fixed
 			// cost: threads start and spin).
 			from = i
-			end := min(i+mineBlock, len(queryVecs))
-			flat := make([]float32, 0, (end-i)*len(queryVecs[i]))
-			for _, qv := range queryVecs[i:end] {
+			end := min(i+mineBlock, n)
+			flat := make([]float32, 0, (end-i)*len(q.Vecs[i]))
+			for _, qv := range q.Vecs[i:end] {
 				flat = append(flat, qv...)
 			}
 			var err error
@@ -77,8 +133,19 @@ func MineHardNegatives(index encode.VectorSearcher, queryVecs [][]float32, posit
 			}
 		}
 		hits := block[i-from]
-		pos := positives[i]
+		pos := q.Positives[i]
 		posDoc := docOf(pos)
+		same := map[string]bool{} // text keys a negative must not have
+		if corpus.TextOf != nil {
+			same[chunk.TextKey(corpus.TextOf(pos))] = true
+		}
+		if q.Texts != nil {
+			same[chunk.TextKey(q.Texts[i])] = true
+		}
+		ceiling := math.Inf(1)
+		if cfg.MaxScore > 0 {
+			ceiling = cfg.MaxScore * q.PosScores[i]
+		}
 		seen := map[string]bool{}
 		var pool []int // ranks
 		for r := cfg.RankFrom; r < len(hits); r++ {
@@ -87,6 +154,14 @@ func MineHardNegatives(index encode.VectorSearcher, queryVecs [][]float32, posit
 				continue
 			}
 			seen[id] = true
+			if len(same) > 0 && corpus.TextOf != nil && same[chunk.TextKey(corpus.TextOf(id))] {
+				st.SameText++
+				continue
+			}
+			if hits[r].Score > ceiling {
+				st.AboveMax++
+				continue
+			}
 			pool = append(pool, r)
 		}
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))

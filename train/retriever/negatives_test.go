@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func TestMineHardNegativesProperty(t *testing.T) {
 		}
 		cfg := MineConfig{RankFrom: rng.IntN(5), N: 1 + rng.IntN(8), Seed: uint64(trial)}
 		cfg.RankTo = cfg.RankFrom + 1 + rng.IntN(20)
-		negs, st, err := MineHardNegatives(idx, vecs, pos, docOf, cfg)
+		negs, st, err := MineHardNegatives(idx, MineQueries{Vecs: vecs, Positives: pos}, MineCorpus{DocOf: docOf}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func TestMineHardNegativesBlocks(t *testing.T) {
 		pos[i] = rankings[i%3][0]
 	}
 	cfg := MineConfig{RankFrom: 10, RankTo: 20, N: 4, Seed: 1}
-	negs, _, err := MineHardNegatives(idx, vecs, pos, docOf, cfg)
+	negs, _, err := MineHardNegatives(idx, MineQueries{Vecs: vecs, Positives: pos}, MineCorpus{DocOf: docOf}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestMineHardNegativesUniform(t *testing.T) {
 	counts := map[string]int{}
 	const trials = 4000
 	for s := 0; s < trials; s++ {
-		negs, _, err := MineHardNegatives(idx, [][]float32{{0}}, []string{"d0#0"}, docOf, MineConfig{RankFrom: 10, RankTo: 20, N: 5, Seed: uint64(s)})
+		negs, _, err := MineHardNegatives(idx, MineQueries{Vecs: [][]float32{{0}}, Positives: []string{"d0#0"}}, MineCorpus{DocOf: docOf}, MineConfig{RankFrom: 10, RankTo: 20, N: 5, Seed: uint64(s)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,8 +180,8 @@ func TestMineHardNegativesUniform(t *testing.T) {
 			t.Errorf("%s drawn %d times of %d, want ≈ %d", r[i], c, trials, trials/2)
 		}
 	}
-	a, _, _ := MineHardNegatives(idx, [][]float32{{0}}, []string{"d0#0"}, docOf, DefaultMineConfig())
-	b, _, _ := MineHardNegatives(idx, [][]float32{{0}}, []string{"d0#0"}, docOf, DefaultMineConfig())
+	a, _, _ := MineHardNegatives(idx, MineQueries{Vecs: [][]float32{{0}}, Positives: []string{"d0#0"}}, MineCorpus{DocOf: docOf}, DefaultMineConfig())
+	b, _, _ := MineHardNegatives(idx, MineQueries{Vecs: [][]float32{{0}}, Positives: []string{"d0#0"}}, MineCorpus{DocOf: docOf}, DefaultMineConfig())
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("same seed, different negatives: %v vs %v", a, b)
 	}
@@ -192,11 +193,11 @@ func TestMineHardNegativesErrors(t *testing.T) {
 		"empty range": {RankFrom: 5, RankTo: 5, N: 1},
 		"n zero":      {RankFrom: 0, RankTo: 5, N: 0},
 	} {
-		if _, _, err := MineHardNegatives(idx, [][]float32{{0}}, []string{"a#0"}, docOf, c); err == nil {
+		if _, _, err := MineHardNegatives(idx, MineQueries{Vecs: [][]float32{{0}}, Positives: []string{"a#0"}}, MineCorpus{DocOf: docOf}, c); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, _, err := MineHardNegatives(idx, [][]float32{{0}}, nil, docOf, DefaultMineConfig()); err == nil {
+	if _, _, err := MineHardNegatives(idx, MineQueries{Vecs: [][]float32{{0}}, Positives: nil}, MineCorpus{DocOf: docOf}, DefaultMineConfig()); err == nil {
 		t.Error("mismatched positives: no error")
 	}
 }
@@ -250,6 +251,83 @@ func TestReadJSONL(t *testing.T) {
 		_, err := ReadJSONL(strings.NewReader(c.in), "f.jsonl")
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "f.jsonl") {
 			t.Errorf("ReadJSONL(%q) error %v, want it to name f.jsonl and %q", c.in, err, c.want)
+		}
+	}
+}
+
+// A candidate whose text equals the positive's or the query's after
+// normalization (NFC, case folding, whitespace) is never a negative; the
+// score ceiling drops candidates above MaxScore × the positive's score.
+func TestMineHardNegativesSameTextAndCeiling(t *testing.T) {
+	// Ranking of 20 chunks, one per document; rank r scores 20 − r.
+	var ranking []string
+	for d := 0; d < 20; d++ {
+		ranking = append(ranking, fmt.Sprintf("d%d#0", d))
+	}
+	texts := map[string]string{}
+	for _, id := range ranking {
+		texts[id] = "texto próprio de " + id
+	}
+	pos := "d0#0"
+	texts[pos] = "Fixação em formol tamponado."
+	texts["d3#0"] = "  fixac\u0327a\u0303o EM\tFORMOL tamponado. " // NFD, case, spaces: the positive again
+	texts["d7#0"] = "QUAL o tempo de fixação?"                     // the query itself
+	texts["d8#0"] = "Fixação em formol."                           // close to the positive, not equal: kept
+	idx := &fakeIndex{rankings: [][]string{ranking}}
+	q := MineQueries{Vecs: [][]float32{{0}}, Positives: []string{pos}, Texts: []string{"Qual o tempo de  fixação?"}}
+	corpus := MineCorpus{DocOf: docOf, TextOf: func(id string) string { return texts[id] }}
+	all := MineConfig{RankFrom: 0, RankTo: 20, N: 20, Seed: 1}
+
+	negs, st, err := MineHardNegatives(idx, q, corpus, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, id := range negs[0] {
+		got[id] = true
+	}
+	if got["d3#0"] || got["d7#0"] || got[pos] {
+		t.Errorf("negatives %v hold the positive's or the query's text", negs[0])
+	}
+	if !got["d8#0"] || len(negs[0]) != 17 || st.SameText != 2 {
+		t.Errorf("got %d negatives %v (same text %d), want the 17 others with d8#0, 2 excluded", len(negs[0]), negs[0], st.SameText)
+	}
+	// Without texts nothing is excluded by text.
+	if negs, _, _ := MineHardNegatives(idx, MineQueries{Vecs: q.Vecs, Positives: q.Positives}, MineCorpus{DocOf: docOf}, all); len(negs[0]) != 19 {
+		t.Errorf("without texts: %d negatives, want 19", len(negs[0]))
+	}
+
+	// Ceiling 0.5 × positive score 20 = 10: ranks 1..9 (scores 19..11) are
+	// above it and dropped; rank 10 (score 10) is not above it.
+	q.PosScores = []float64{20}
+	ceil := all
+	ceil.MaxScore = 0.5
+	negs, st, err = MineHardNegatives(idx, q, corpus, ceil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range negs[0] {
+		r := slices.Index(ranking, id)
+		if score := float64(20 - r); score > 10 {
+			t.Errorf("negative %s scores %v > ceiling 10", id, score)
+		}
+	}
+	// Ranks 10..19 (10 chunks) are under the ceiling, none same-text.
+	if len(negs[0]) != 10 || st.AboveMax != 7 {
+		t.Errorf("with ceiling: %d negatives %v, %d above max; want 10 and 7 (ranks 1..9 less d3, d7)", len(negs[0]), negs[0], st.AboveMax)
+	}
+
+	for name, c := range map[string]struct {
+		q   MineQueries
+		cfg MineConfig
+	}{
+		"ceiling without scores": {MineQueries{Vecs: q.Vecs, Positives: q.Positives}, ceil},
+		"ceiling above 1":        {q, MineConfig{RankFrom: 0, RankTo: 20, N: 1, MaxScore: 1.5}},
+		"negative ceiling":       {q, MineConfig{RankFrom: 0, RankTo: 20, N: 1, MaxScore: -0.1}},
+		"texts of other length":  {MineQueries{Vecs: q.Vecs, Positives: q.Positives, Texts: []string{"a", "b"}}, all},
+	} {
+		if _, _, err := MineHardNegatives(idx, c.q, corpus, c.cfg); err == nil {
+			t.Errorf("%s: no error", name)
 		}
 	}
 }

@@ -187,7 +187,8 @@ type tokenized struct {
 //     hypothetical documents;
 //   - candidates of query i are every positive and hard negative of its
 //     micro-batch; another query's positive with the same text as query i's
-//     positive (or a hard negative equal to it) is masked (CandidateMask).
+//     positive (or a hard negative equal to it) is masked (CandidateMask),
+//     texts compared after chunk.TextKey (NFC, case folding, white space).
 //
 // Memory and speed (performance only; the loss and its gradient are those
 // of the whole micro-batch): an update encodes each distinct text of its

@@ -18,6 +18,7 @@ package selflearn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/ragforge/ragforge/infer/generate"
 )
@@ -65,6 +66,10 @@ type Config struct {
 
 	RankFrom, RankTo int // hard-negative rank window [a, b), 0-based (10, 100)
 	NumNegatives     int // hard negatives per query (7)
+	// NegativeMaxScore, when > 0, drops hard-negative candidates scoring
+	// above NegativeMaxScore × the positive's score (likely false
+	// negatives; e.g. 0.95). 0 = no ceiling, as in SL-HyDE.
+	NegativeMaxScore float64
 
 	Temperature     float64 // InfoNCE τ, Eq. 8 (0.02)
 	RetrieverLR     float64 // retriever AdamW peak learning rate (1e-5)
@@ -135,6 +140,8 @@ func (c Config) Validate() error {
 		return bad("RankFrom/RankTo", [2]int{c.RankFrom, c.RankTo}, "0 <= RankFrom < RankTo")
 	case c.NumNegatives < 1:
 		return bad("NumNegatives", c.NumNegatives, ">= 1")
+	case c.NegativeMaxScore < 0 || c.NegativeMaxScore > 1 || math.IsNaN(c.NegativeMaxScore):
+		return bad("NegativeMaxScore", c.NegativeMaxScore, "0 (off) or in (0, 1]")
 	case !(c.Temperature > 0):
 		return bad("Temperature", c.Temperature, "> 0")
 	case !(c.RetrieverLR > 0):

@@ -96,6 +96,7 @@ type state struct {
 	gens     map[int]generate.Generator // tag → generator (0 = initial)
 	encs     map[int]*encode.BERTEncoder
 	indexes  map[int]*dense.Index
+	vecs     map[int][]float32      // tag → corpus vectors [len(corpus), dim], row i = corpus[i]
 	bmRun    eval.Run               // BM25 hits of the evaluation queries
 	qvecs    map[string][][]float32 // evaluation query vectors: "r<ret>" or "g<gen>/r<ret>"
 	rep      *Report
@@ -156,7 +157,7 @@ func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []dat
 	}
 	s := &state{cfg: cfg, corpus: corpus, byID: map[string]int{}, queries: evalQueries, qrels: evalQrels,
 		progress: progress, gens: map[int]generate.Generator{}, encs: map[int]*encode.BERTEncoder{},
-		indexes: map[int]*dense.Index{}, qvecs: map[string][][]float32{}}
+		indexes: map[int]*dense.Index{}, vecs: map[int][]float32{}, qvecs: map[string][][]float32{}}
 	for i, c := range corpus {
 		if _, dup := s.byID[c.ID]; dup {
 			return nil, fmt.Errorf("selflearn: corpus: chunk %d: duplicate id %q", i, c.ID)
@@ -469,6 +470,7 @@ func (s *state) index(tag int) (*dense.Index, *encode.BERTEncoder, error) {
 		return nil, nil, err
 	}
 	s.indexes[tag] = ix
+	s.vecs[tag] = vecs
 	return ix, enc, nil
 }
 
@@ -777,9 +779,29 @@ func (s *state) mine(ctx context.Context, t int, keys []string, qs, hypos map[st
 	for i, k := range keys {
 		pos[i] = k[pfx:]
 	}
-	docOf := func(id string) string { return s.corpus[s.byID[id]].DocID }
-	negs, st, err := retriever.MineHardNegatives(ix, vecs, pos, docOf, retriever.MineConfig{
-		RankFrom: s.cfg.RankFrom, RankTo: s.cfg.RankTo, N: s.cfg.NumNegatives, Seed: uint64(s.cfg.Seed) + uint64(t)})
+	q := retriever.MineQueries{Vecs: vecs, Positives: pos, Texts: make([]string, len(keys))}
+	for i, k := range keys {
+		q.Texts[i] = qs[k][0]
+	}
+	if s.cfg.NegativeMaxScore > 0 {
+		// s(q, positive) on the index's scale: the inner product with the
+		// positive's corpus vector.
+		cv, dim := s.vecs[t-1], ix.Dim()
+		q.PosScores = make([]float64, len(keys))
+		for i, v := range vecs {
+			row := cv[s.byID[pos[i]]*dim:][:dim]
+			for j, x := range v {
+				q.PosScores[i] += float64(x) * float64(row[j])
+			}
+		}
+	}
+	corpus := retriever.MineCorpus{
+		DocOf:  func(id string) string { return s.corpus[s.byID[id]].DocID },
+		TextOf: func(id string) string { return s.corpus[s.byID[id]].Text },
+	}
+	negs, st, err := retriever.MineHardNegatives(ix, q, corpus, retriever.MineConfig{
+		RankFrom: s.cfg.RankFrom, RankTo: s.cfg.RankTo, N: s.cfg.NumNegatives, Seed: uint64(s.cfg.Seed) + uint64(t),
+		MaxScore: s.cfg.NegativeMaxScore})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -798,7 +820,7 @@ func (s *state) mine(ctx context.Context, t int, keys []string, qs, hypos map[st
 		return nil, 0, err
 	}
 	s.report(stage, len(keys)+1, len(keys)+1)
-	return triplets, st.Shortfall, s.markDone(t, "mine", fmt.Sprintf("shortfall %d missing %d", st.Shortfall, st.Missing))
+	return triplets, st.Shortfall, s.markDone(t, "mine", fmt.Sprintf("shortfall %d missing %d same-text %d above-max %d", st.Shortfall, st.Missing, st.SameText, st.AboveMax))
 }
 
 func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.Triplet) error {

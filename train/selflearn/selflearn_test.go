@@ -22,6 +22,7 @@ import (
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval"
+	"github.com/ragforge/ragforge/train/retriever"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -102,6 +103,8 @@ func TestConfigValidate(t *testing.T) {
 		{"RankFrom/RankTo", func(c *Config) { c.RankFrom, c.RankTo = 10, 10 }},
 		{"Temperature", func(c *Config) { c.Temperature = 0 }},
 		{"Rounds", func(c *Config) { c.Rounds = 0 }},
+		{"NegativeMaxScore", func(c *Config) { c.NegativeMaxScore = 1.5 }},
+		{"NegativeMaxScore", func(c *Config) { c.NegativeMaxScore = -0.5 }},
 	}
 	for _, tc := range tests {
 		c := ok
@@ -247,6 +250,7 @@ func variants(r *Report) map[string]map[string]float64 {
 func TestRunICTEndToEnd(t *testing.T) {
 	ret := toyRetriever(t)
 	cfg := toyConfig(t, ret)
+	cfg.NegativeMaxScore = 0.99 // exercises the ceiling (positive scores from the corpus vectors)
 	qs, qrels := toyEval()
 	store := openStore(t)
 	var stages []string
@@ -303,6 +307,17 @@ func TestRunICTEndToEnd(t *testing.T) {
 	}
 	if len(sel.Ranks) != 3 || sel.Best != SelectBest(sel.Ranks) {
 		t.Fatalf("selection %+v", sel)
+	}
+	triplets, err := retriever.ReadJSONLFile(filepath.Join(cfg.WorkDir, "round-1/train.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range triplets {
+		for _, n := range tr.Negs {
+			if k := chunk.TextKey(n); k == chunk.TextKey(tr.Pos) || k == chunk.TextKey(tr.Query) {
+				t.Errorf("triplet %d: negative %q repeats the positive or the query", i, n)
+			}
+		}
 	}
 	var table bytes.Buffer
 	if err := rep.Table(&table); err != nil || !strings.Contains(table.String(), "sl-hyde") {
