@@ -27,6 +27,11 @@ type retrieverFlags struct {
 	DenseWeight float64 `json:"dense_weight"`
 	BM25Weight  float64 `json:"bm25_weight"`
 	Union       bool    `json:"union"`
+	// Enc configures the dense encoder (max length, prefixes, batch size).
+	Enc encoderOptions `json:"encoder_options"`
+
+	pre     *data.Encoded          // a pre-encoded corpus (--corpus rag2:DIR): its vectors are indexed as they are
+	changed func(name string) bool // the command's Flags().Changed
 }
 
 func (r *retrieverFlags) add(cmd *cobra.Command) {
@@ -43,6 +48,8 @@ func (r *retrieverFlags) add(cmd *cobra.Command) {
 	f.Float64Var(&r.DenseWeight, "dense-weight", fusion.DenseWeight, "RRF weight of the dense retriever (hybrid)")
 	f.Float64Var(&r.BM25Weight, "bm25-weight", fusion.BM25Weight, "RRF weight of BM25 (hybrid)")
 	f.BoolVar(&r.Union, "union", false, "hybrid: return the union of both top-k lists, as the AP paper's ensemble did (up to 2k results)")
+	r.Enc.add(cmd)
+	r.changed = f.Changed
 }
 
 func (r *retrieverFlags) validate() error {
@@ -55,7 +62,7 @@ func (r *retrieverFlags) validate() error {
 	default:
 		return fmt.Errorf("--retriever %q: want bm25, dense or hybrid", r.Mode)
 	}
-	return nil
+	return r.Enc.validate()
 }
 
 func (r *retrieverFlags) bm25Config() (bm25.Config, error) {
