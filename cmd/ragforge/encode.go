@@ -105,6 +105,9 @@ func runEncode(g *globals, o encodeOptions) (res *encodeResult, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if pre := o.Corpus.encoded; pre != nil && o.Name == "" {
+		name = pre.Name
+	}
 	enc, err := retrieve.LoadBERTEncoder(o.Encoder, g.Backend, o.Pooling)
 	if err != nil {
 		return nil, err
