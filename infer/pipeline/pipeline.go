@@ -101,7 +101,7 @@ type Retrieval struct {
 	// DocInstruction is prepended to passages (E5's "passage: "), as
 	// encode.BERTEncoder.DocInstruction; empty by default.
 	DocInstruction string `json:"doc_instruction,omitempty"`
-	MaxLength        int    `json:"max_length"` // query/document tokens, default 512
+	MaxLength      int    `json:"max_length"` // query/document tokens, default 512
 	// HyDEMode is retrieval/hyde's Mode (fusion, doc_only, concat) and
 	// HyDEN the number of hypothetical documents (SL-HyDE: 1).
 	HyDEMode string `json:"hyde_mode"`
