@@ -36,7 +36,7 @@ type corpusFlags struct {
 
 func (c *corpusFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&c.Path, "corpus", "", "corpus: HF save_to_disk dir, BEIR dir, .jsonl, .csv, or rag2:DIR[#name] (pre-encoded by `ragforge encode`, RAG² layout) (required)")
+	f.StringVar(&c.Path, "corpus", "", "corpus: HF save_to_disk dir, BEIR dir, .jsonl, .csv, or rag2:DIR[#name] (pre-encoded by ragforge encode, RAG² layout) (required)")
 	f.StringVar(&c.TextField, "text-field", "", "text field name (default \"text\")")
 	f.StringVar(&c.IDField, "id-field", "", "id field name (default \"_id\"/\"id\", else the record index)")
 	f.StringVar(&c.TitleField, "title-field", "", "title field name (default \"title\")")

@@ -62,7 +62,7 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
 		},
 	}
 	f := build.Flags()
-	f.StringSliceVar(&o.Corpora, "corpus", nil, "corpus path, name=path, or rag2:DIR[#name] (pre-encoded by `ragforge encode`: its vectors are the dense index); repeat for several corpora (balanced retrieval) (required)")
+	f.StringSliceVar(&o.Corpora, "corpus", nil, "corpus path, name=path, or rag2:DIR[#name] (pre-encoded by ragforge encode: its vectors are the dense index); repeat for several corpora (balanced retrieval) (required)")
 	f.StringVar(&o.Chunk.TextField, "text-field", "", "text field name")
 	f.StringVar(&o.Chunk.IDField, "id-field", "", "id field name")
 	f.IntVar(&o.Chunk.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
