@@ -35,6 +35,16 @@ func (r *retrieverExportFlags) add(cmd *cobra.Command) {
 	r.changed = f.Changed
 }
 
+// stray reports a retriever flag given without --retriever.
+func (r *retrieverExportFlags) stray() error {
+	for _, f := range []string{"pooling", "normalize", "max-length", "query-prefix", "passage-prefix"} {
+		if r.changed(f) {
+			return fmt.Errorf("--%s applies to --retriever exports only", f)
+		}
+	}
+	return nil
+}
+
 // export writes r.Dir to out as a sentence-transformers directory.
 func (r *retrieverExportFlags) export(g *globals, out string) error {
 	st := hf.SentenceTransformer{Pooling: "cls", Normalize: true, MaxSeqLength: encode.DefaultMaxLength}

@@ -252,6 +252,9 @@ set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
 			if out == "" || (runID == "") == (from == "") {
 				return fmt.Errorf("--out and exactly one of --run, --from or --retriever are required")
 			}
+			if err := ret.stray(); err != nil {
+				return err
+			}
 			src := from
 			if runID != "" {
 				st, err := openStore(g)
