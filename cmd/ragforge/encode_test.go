@@ -10,6 +10,7 @@ import (
 	"github.com/ragforge/ragforge/data/npy"
 	"github.com/ragforge/ragforge/data/sample"
 	"github.com/ragforge/ragforge/infer/pipeline"
+	"github.com/ragforge/ragforge/models/hf"
 )
 
 func evalMetrics(t *testing.T, args ...string) evalRetrievalResult {
@@ -144,6 +145,37 @@ func TestInferEmbedTruncatesAndNeedsInput(t *testing.T) {
 		{[]string{"--input", "x", "--input-type", "passage"}, "--input-type"},
 	} {
 		if code, stderr := runErr(append([]string{"infer", "embed", "--model", bert}, c.args...)...); code == 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// export --retriever writes a sentence-transformers directory with the
+// source's settings unless flags override them.
+func TestExportRetrieverCLI(t *testing.T) {
+	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	bert := filepath.Join(dir, "bert")
+	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)
+	st := filepath.Join(dir, "st")
+	run(t, "export", "--db", db, "--retriever", bert, "--out", st, "--pooling", "mean", "--max-length", "256", "--query-prefix", "query: ")
+	again := filepath.Join(dir, "st2")
+	run(t, "export", "--db", db, "--retriever", st, "--out", again) // settings come from st's files
+	got, ok, err := hf.ReadSentenceTransformer(again)
+	want := hf.SentenceTransformer{Dim: 128, Pooling: "mean", Normalize: true, MaxSeqLength: 256, QueryPrompt: "query: "}
+	if err != nil || !ok || got != want {
+		t.Errorf("re-exported: %+v (ok %v, %v), want %+v", got, ok, err, want)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--retriever", bert, "--out", filepath.Join(dir, "x"), "--pooling", "max"}, "want cls or mean"},
+		{[]string{"--from", bert, "--out", filepath.Join(dir, "y"), "--pooling", "mean"}, "--pooling applies to --retriever"},
+		{[]string{"--retriever", bert, "--out", st}, "already exists"},
+	} {
+		if code, stderr := runErr(append([]string{"export", "--db", db}, c.args...)...); code == 0 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %q", c.args, code, stderr, c.want)
 		}
 	}
