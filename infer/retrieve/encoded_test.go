@@ -12,7 +12,9 @@ import (
 // letterEncoder embeds a text as its counts of 'a', 'b', 'c' (+1 to avoid zero vectors).
 type letterEncoder struct{}
 
-func (letterEncoder) EncodeQueries(ts []string) ([][]float32, error) { return letterEncoder{}.EncodeDocs(ts) }
+func (letterEncoder) EncodeQueries(ts []string) ([][]float32, error) {
+	return letterEncoder{}.EncodeDocs(ts)
+}
 func (letterEncoder) EncodeDocs(ts []string) ([][]float32, error) {
 	out := make([][]float32, len(ts))
 	for i, s := range ts {
