@@ -3,7 +3,7 @@
 // CSV and BEIR layouts.
 //
 // Dependencies point one way: every other ragforge package may import data;
-// data imports no other ragforge package.
+// data imports no other ragforge package (only its own subpackage data/npy).
 package data
 
 // Document is one corpus record (a page, an article, a passage).

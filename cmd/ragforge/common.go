@@ -28,17 +28,22 @@ type corpusFlags struct {
 	SkipEmpty  bool
 	ChunkSize  int
 	Overlap    int
+
+	// encoded is the pre-encoded corpus load read, for --corpus rag2:DIR.
+	encoded *data.Encoded
+	changed func(name string) bool // the command's Flags().Changed
 }
 
 func (c *corpusFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&c.Path, "corpus", "", "corpus: HF save_to_disk dir, BEIR dir, .jsonl or .csv (required)")
+	f.StringVar(&c.Path, "corpus", "", "corpus: HF save_to_disk dir, BEIR dir, .jsonl, .csv, or rag2:DIR[#name] (pre-encoded by ragforge encode, RAG² layout) (required)")
 	f.StringVar(&c.TextField, "text-field", "", "text field name (default \"text\")")
 	f.StringVar(&c.IDField, "id-field", "", "id field name (default \"_id\"/\"id\", else the record index)")
 	f.StringVar(&c.TitleField, "title-field", "", "title field name (default \"title\")")
 	f.BoolVar(&c.SkipEmpty, "skip-empty", false, "skip records with empty text instead of stopping")
 	f.IntVar(&c.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
 	f.IntVar(&c.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
+	c.changed = f.Changed
 }
 
 func (c *corpusFlags) options() (retrieve.CorpusOptions, error) {
@@ -62,7 +67,28 @@ func (c *corpusFlags) options() (retrieve.CorpusOptions, error) {
 }
 
 // load loads and chunks the corpus with a progress bar.
+//
+// A pre-encoded corpus (rag2:DIR) is not chunked again: its records are the
+// chunks, docs is nil, c.encoded holds the vectors, and ChunkSize/Overlap
+// take the values recorded when it was encoded; chunking and field flags
+// are refused.
 func (c *corpusFlags) load(g *globals) ([]data.Document, []data.Chunk, error) {
+	if data.IsEncodedSpec(c.Path) {
+		for _, f := range []string{"chunk-size", "chunk-overlap", "text-field", "id-field", "title-field", "skip-empty"} {
+			if c.changed != nil && c.changed(f) {
+				return nil, nil, fmt.Errorf("--%s: does not apply to a pre-encoded corpus (%s): its chunks were made when it was encoded", f, c.Path)
+			}
+		}
+		enc, err := data.OpenEncoded(c.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if enc.Info != nil {
+			c.ChunkSize, c.Overlap = enc.Info.ChunkSize, enc.Info.ChunkOverlap
+		}
+		c.encoded = enc
+		return nil, enc.Chunks(), nil
+	}
 	opt, err := c.options()
 	if err != nil {
 		return nil, nil, err

@@ -146,6 +146,10 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	if err != nil {
 		return nil, err
 	}
+	if o.Corpus.encoded != nil && o.Relevance == "span" {
+		return nil, fmt.Errorf("--relevance span needs the source documents; a pre-encoded corpus (%s) holds only chunks (use contains)", o.Corpus.Path)
+	}
+	o.Retriever.pre = o.Corpus.encoded
 	queries, qrels, err := retrieve.Queries(o.QA, o.Split)
 	if err != nil {
 		return nil, err

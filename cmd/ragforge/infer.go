@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/models/backend"
-	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
@@ -84,15 +84,27 @@ func newGenerateCmd(g *globals) *cobra.Command {
 
 func newEmbedCmd(g *globals) *cobra.Command {
 	var (
-		model, input, pooling string
-		normalize             bool
+		model, input, pooling, inputType string
+		opt                              encoderOptions
 	)
 	cmd := &cobra.Command{
-		Use:     "embed",
-		Short:   "Embed text with a BERT encoder (CLS or mean pooling, optional L2 normalization)",
+		Use:   "embed",
+		Short: "Embed text with a BERT encoder as the server's /v1/embeddings does (truncation, pooling, prefixes, L2 normalization)",
+		Long: `Embeds --input with the BERT bi-encoder the way ragforge serve's
+/v1/embeddings and the dense retrievers do: the text (after --passage-prefix,
+or --query-prefix with --input-type query) is tokenized as [CLS] text [SEP]
+and truncated to --max-length tokens (clamped to the model's
+max_position_embeddings), pooled (--pooling) and, unless --normalize=false,
+L2-normalized.`,
 		Example: `  ragforge infer embed --model work/bert-tiny --input "HER2 scoring" --pooling cls`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if input == "" {
+				return fmt.Errorf("--input is required: the text to embed")
+			}
+			if err := opt.validate(); err != nil {
+				return err
+			}
 			mt, err := hf.ModelType(model)
 			if err != nil {
 				return err
@@ -100,43 +112,41 @@ func newEmbedCmd(g *globals) *cobra.Command {
 			if mt != "bert" {
 				return fmt.Errorf("infer embed: %s is a %q model; embeddings need a BERT encoder", model, mt)
 			}
-			be, err := backend.New(g.Backend)
+			enc, err := retrieve.LoadBERTEncoder(model, g.Backend, pooling)
+			if err != nil {
+				return fmt.Errorf("--pooling/--model: %w", err)
+			}
+			opt.apply(enc)
+			var vecs [][]float32
+			switch inputType {
+			case "document":
+				vecs, err = enc.EncodeDocs([]string{input})
+			case "query":
+				vecs, err = enc.EncodeQueries([]string{input})
+			default:
+				return fmt.Errorf("--input-type %q: want document or query", inputType)
+			}
 			if err != nil {
 				return err
 			}
-			m, err := bert.Load(be, model)
-			if err != nil {
-				return err
-			}
-			tok, err := tokenizer.Load(model)
-			if err != nil {
-				return err
-			}
-			p := bert.Pooling(pooling)
-			if !p.Valid() {
-				return fmt.Errorf("--pooling %q: want cls or mean", pooling)
-			}
-			ids := tok.Encode(input, true)
-			mask := make([]int, len(ids))
-			for i := range mask {
-				mask[i] = 1
-			}
-			vecs, err := m.Embed([][]int{ids}, [][]int{mask}, p, normalize)
+			ids, err := enc.Tokenize([]string{input})
 			if err != nil {
 				return err
 			}
 			if g.JSON {
 				return printJSON(g.Out, map[string]any{"dim": len(vecs[0]), "embedding": vecs[0]})
 			}
+			fmt.Fprintf(g.Err, "%d tokens (limit %d)\n", len(ids[0]), enc.MaxTokens())
 			fmt.Fprintf(g.Out, "dim %d: %v\n", len(vecs[0]), vecs[0])
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&model, "model", "", "BERT model directory in HF layout (required)")
-	f.StringVar(&input, "input", "", "input text")
+	f.StringVar(&input, "input", "", "input text (required)")
 	f.StringVar(&pooling, "pooling", "cls", "pooling: cls (BGE) | mean (sentence-transformers mean pooling)")
-	f.BoolVar(&normalize, "normalize", true, "L2-normalize the embedding (cosine = inner product)")
+	f.StringVar(&inputType, "input-type", "document", "document (adds --passage-prefix) | query (adds --query-prefix), as /v1/embeddings' input_type")
+	opt.add(cmd)
 	cmd.MarkFlagRequired("model")
 	return cmd
 }

@@ -30,6 +30,11 @@ type retrieverFlags struct {
 	DenseWeight float64 `json:"dense_weight"`
 	BM25Weight  float64 `json:"bm25_weight"`
 	Union       bool    `json:"union"`
+	// Enc configures the dense encoder (max length, prefixes, batch size).
+	Enc encoderOptions `json:"encoder_options"`
+
+	pre     *data.Encoded          // a pre-encoded corpus (--corpus rag2:DIR): its vectors are indexed as they are
+	changed func(name string) bool // the command's Flags().Changed
 }
 
 func (r *retrieverFlags) add(cmd *cobra.Command) {
@@ -47,6 +52,8 @@ func (r *retrieverFlags) add(cmd *cobra.Command) {
 	f.Float64Var(&r.DenseWeight, "dense-weight", fusion.DenseWeight, "RRF weight of the dense retriever (hybrid)")
 	f.Float64Var(&r.BM25Weight, "bm25-weight", fusion.BM25Weight, "RRF weight of BM25 (hybrid)")
 	f.BoolVar(&r.Union, "union", false, "hybrid: return the union of both top-k lists, as the AP paper's ensemble did (up to 2k results)")
+	r.Enc.add(cmd)
+	r.changed = f.Changed
 }
 
 func (r *retrieverFlags) validate() error {
@@ -62,7 +69,10 @@ func (r *retrieverFlags) validate() error {
 	if (r.Nprobe != 0 || r.EfSearch != 0) && r.Mode == retrieve.ModeBM25 {
 		return fmt.Errorf("--nprobe and --ef-search set the dense index's search; --retriever bm25 has none")
 	}
-	return r.searchParams().Validate()
+	if err := r.searchParams().Validate(); err != nil {
+		return err
+	}
+	return r.Enc.validate()
 }
 
 func (r *retrieverFlags) searchParams() dense.SearchParams {

@@ -107,6 +107,9 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.Corpus.encoded != nil && o.Relevan == "span" {
+		return fmt.Errorf("--relevance span needs the source documents; a pre-encoded corpus (%s) holds only chunks (use contains)", o.Corpus.Path)
+	}
 	queries, qrels, err := retrieve.Queries(o.EvalQA, o.Split)
 	if err != nil {
 		return err

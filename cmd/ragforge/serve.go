@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/infer/loadtest"
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/infer/serve"
@@ -67,7 +68,7 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
 		},
 	}
 	f := build.Flags()
-	f.StringSliceVar(&o.Corpora, "corpus", nil, "corpus path, or name=path; repeat for several corpora (balanced retrieval) (required)")
+	f.StringSliceVar(&o.Corpora, "corpus", nil, "corpus path, name=path, or rag2:DIR[#name] (pre-encoded by ragforge encode: its vectors are the dense index); repeat for several corpora (balanced retrieval) (required)")
 	f.StringVar(&o.Chunk.TextField, "text-field", "", "text field name")
 	f.StringVar(&o.Chunk.IDField, "id-field", "", "id field name")
 	f.IntVar(&o.Chunk.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
@@ -107,11 +108,11 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 		return fmt.Errorf("--nprobe/--ef-search: %w", err)
 	}
 	parts := pipeline.Parts{Manifest: man, Retriever: o.Retriever, Filter: o.Filter, Generator: o.Generator, Reranker: o.Reranker}
+	preDone := false
 	for _, spec := range o.Corpora {
-		name, path, ok := strings.Cut(spec, "=")
-		if !ok {
-			path = spec
-			name = strings.TrimSuffix(filepath.Base(strings.TrimRight(spec, "/")), filepath.Ext(spec))
+		name, path, named := strings.Cut(spec, "=")
+		if !named || data.IsEncodedSpec(spec) {
+			path, name, named = spec, corpusName(spec), false
 		}
 		cf := o.Chunk
 		cf.Path = path
@@ -119,7 +120,17 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 		if err != nil {
 			return err
 		}
-		parts.Corpora = append(parts.Corpora, pipeline.CorpusPart{Name: name, Chunks: chunks})
+		if cf.encoded != nil && !named {
+			name = cf.encoded.Name
+		}
+		part := pipeline.CorpusPart{Name: name, Chunks: chunks}
+		if cf.encoded != nil {
+			if part, err = preEncodedPart(&parts.Manifest, &preDone, o.Retriever, name, chunks, cf.encoded); err != nil {
+				return err
+			}
+			defer part.Dense.Close()
+		}
+		parts.Corpora = append(parts.Corpora, part)
 	}
 	st, run, err := startRun(g, "pipeline", o)
 	if err != nil {

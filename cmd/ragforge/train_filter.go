@@ -260,19 +260,36 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 
 func newExportCmd(g *globals) *cobra.Command {
 	var runID, from, out string
+	var ret retrieverExportFlags
 	cmd := &cobra.Command{
 		Use:   "export",
-		Short: "Write a trained filter's best checkpoint in HF layout (weights, config, tokenizer with added tokens)",
+		Short: "Write a trained filter (HF layout) or retriever (sentence-transformers layout) for transformers / sentence-transformers",
 		Long: `Copies the best checkpoint of a train-filter run (--run) or a checkpoint
 directory (--from) to --out in Hugging Face layout: config.json,
-model.safetensors, spiece.model and the tokenizer json files with
-[HELPFUL]/[NOT_HELPFUL], loadable by ragforge and by transformers'
-T5ForConditionalGeneration/AutoTokenizer.`,
-		Example: `  ragforge export --run 20261129-171500-train-filter-ab12 --out work/filter-export`,
-		Args:    cobra.NoArgs,
+model.safetensors, generation_config.json, spiece.model, tokenizer.json and
+the tokenizer json files with [HELPFUL]/[NOT_HELPFUL], loadable by ragforge
+and by transformers' T5ForConditionalGeneration/AutoTokenizer.
+
+With --retriever DIR, copies a BERT bi-encoder and writes the
+sentence-transformers files (modules.json, 1_Pooling/config.json,
+2_Normalize when normalized, sentence_bert_config.json,
+config_sentence_transformers.json; tokenizer_config.json model_max_length
+set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
+		Example: `  ragforge export --run 20261129-171500-train-filter-ab12 --out work/filter-export
+  ragforge export --retriever work/selflearn/round-1/retriever --out work/retriever-st`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ret.Dir != "" {
+				if out == "" || runID != "" || from != "" {
+					return fmt.Errorf("--retriever takes --out and neither --run nor --from")
+				}
+				return ret.export(g, out)
+			}
 			if out == "" || (runID == "") == (from == "") {
-				return fmt.Errorf("--out and exactly one of --run or --from are required")
+				return fmt.Errorf("--out and exactly one of --run, --from or --retriever are required")
+			}
+			if err := ret.stray(); err != nil {
+				return err
 			}
 			src := from
 			if runID != "" {
@@ -307,5 +324,6 @@ T5ForConditionalGeneration/AutoTokenizer.`,
 	f.StringVar(&runID, "run", "", "train-filter run id (its best checkpoint is exported)")
 	f.StringVar(&from, "from", "", "checkpoint directory to export instead of a run's")
 	f.StringVar(&out, "out", "", "output directory (required)")
+	ret.add(cmd)
 	return cmd
 }

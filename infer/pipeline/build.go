@@ -220,7 +220,7 @@ func LoadEncoder(dir, backendName string, r Retrieval) (*encode.BERTEncoder, err
 		enc.Pooling = bert.PoolMean
 	}
 	enc.Normalize = r.Normalize
-	enc.QueryInstruction = r.QueryInstruction
+	enc.QueryInstruction, enc.DocInstruction = r.QueryInstruction, r.DocInstruction
 	if r.MaxLength > 0 {
 		enc.MaxLength = r.MaxLength
 	}

@@ -98,7 +98,10 @@ type Retrieval struct {
 	Pooling          string `json:"pooling"`
 	Normalize        bool   `json:"normalize"`
 	QueryInstruction string `json:"query_instruction,omitempty"`
-	MaxLength        int    `json:"max_length"` // query/document tokens, default 512
+	// DocInstruction is prepended to passages (E5's "passage: "), as
+	// encode.BERTEncoder.DocInstruction; empty by default.
+	DocInstruction string `json:"doc_instruction,omitempty"`
+	MaxLength      int    `json:"max_length"` // query/document tokens, default 512
 	// HyDEMode is retrieval/hyde's Mode (fusion, doc_only, concat) and
 	// HyDEN the number of hypothetical documents (SL-HyDE: 1).
 	HyDEMode string `json:"hyde_mode"`

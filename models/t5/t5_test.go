@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -451,6 +452,17 @@ func TestSaveLoadSaveByteIdentical(t *testing.T) {
 				if !bytes.Equal(b1, b2) {
 					t.Errorf("%s: Save→Load→Save not byte-identical", f)
 				}
+			}
+			// generation_config.json as save_pretrained writes it from the config.
+			var gc map[string]any
+			b, err := os.ReadFile(filepath.Join(d1, GenerationConfigFile))
+			if err != nil || json.Unmarshal(b, &gc) != nil {
+				t.Fatalf("%s: %v", GenerationConfigFile, err)
+			}
+			want := map[string]any{"_from_model_config": true, "decoder_start_token_id": float64(m.Config.DecoderStartTokenID),
+				"eos_token_id": float64(m.Config.EOSTokenID), "pad_token_id": float64(m.Config.PadTokenID)}
+			if !reflect.DeepEqual(gc, want) {
+				t.Errorf("%s = %v, want %v", GenerationConfigFile, gc, want)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package t5
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -306,6 +307,31 @@ func (m *Model) Save(dir string) error {
 	path := filepath.Join(dir, WeightsFile)
 	if err := safetensors.WriteFile(path, out, map[string]string{"format": "pt"}); err != nil {
 		return fmt.Errorf("save %s: %w", path, err)
+	}
+	return m.Config.WriteGenerationConfig(dir)
+}
+
+// GenerationConfigFile is where transformers' GenerationConfig lives.
+const GenerationConfigFile = "generation_config.json"
+
+// WriteGenerationConfig writes dir/generation_config.json as
+// save_pretrained does for a T5 model whose generation settings come from its
+// config (GenerationConfig.from_model_config): decoder_start_token_id,
+// eos_token_id and pad_token_id, with "_from_model_config": true. Greedy
+// decoding is transformers' default, so nothing else is written.
+func (c Config) WriteGenerationConfig(dir string) error {
+	gc := map[string]any{
+		"_from_model_config":     true,
+		"decoder_start_token_id": c.DecoderStartTokenID,
+		"eos_token_id":           c.EOSTokenID,
+		"pad_token_id":           c.PadTokenID,
+	}
+	b, err := json.MarshalIndent(gc, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save %s: %w", GenerationConfigFile, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, GenerationConfigFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("save t5: %w", err)
 	}
 	return nil
 }

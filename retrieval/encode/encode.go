@@ -67,6 +67,9 @@ type BERTEncoder struct {
 	// QueryInstruction is prepended to every query text (not to documents),
 	// e.g. BGEQueryInstruction; empty by default.
 	QueryInstruction string
+	// DocInstruction is prepended to every document text (E5's "passage: ");
+	// empty by default (BGE documents get none).
+	DocInstruction string
 	// MaxLength is the token limit including [CLS] and [SEP] (512 by
 	// default, the BERT / BGE limit), clamped to max_position_embeddings.
 	MaxLength int
@@ -112,19 +115,23 @@ func (e *BERTEncoder) Name() string {
 
 // EncodeQueries embeds QueryInstruction+text for each text.
 func (e *BERTEncoder) EncodeQueries(texts []string) ([][]float32, error) {
-	if e.QueryInstruction == "" {
-		return e.encode("queries", texts)
-	}
-	in := make([]string, len(texts))
-	for i, t := range texts {
-		in[i] = e.QueryInstruction + t
-	}
-	return e.encode("queries", in)
+	return e.encode("queries", prefixed(e.QueryInstruction, texts))
 }
 
-// EncodeDocs embeds each text as is.
+// EncodeDocs embeds DocInstruction+text for each text.
 func (e *BERTEncoder) EncodeDocs(texts []string) ([][]float32, error) {
-	return e.encode("docs", texts)
+	return e.encode("docs", prefixed(e.DocInstruction, texts))
+}
+
+func prefixed(prefix string, texts []string) []string {
+	if prefix == "" {
+		return texts
+	}
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = prefix + t
+	}
+	return out
 }
 
 // MaxTokens is the effective token limit: MaxLength (default 512) clamped

@@ -173,6 +173,31 @@ func TestQueryInstruction(t *testing.T) {
 	}
 }
 
+func TestDocInstruction(t *testing.T) {
+	enc := toyEncoder(t)
+	plain, err := enc.EncodeQueries([]string{"passage: gout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc.DocInstruction = "passage: "
+	d, err := enc.EncodeDocs([]string{"gout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "document with instruction", d[0], plain[0], 1e-6)
+	q, err := enc.EncodeQueries([]string{"gout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diff float64
+	for i := range q[0] {
+		diff += math.Abs(float64(q[0][i] - d[0][i]))
+	}
+	if diff < 1e-3 {
+		t.Error("the document instruction reached the query")
+	}
+}
+
 // fakeEncoder returns [i, len(text)] for the i-th text of each call.
 type fakeEncoder struct{ dim int }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -14,8 +15,10 @@ var trainerOnly = map[string]bool{trainer.OptimizerFile: true, trainer.StateFile
 
 // Export copies the model of checkpointDir (a checkpoint-<step> directory or
 // the "best" link) to outDir in HF layout: config.json, model.safetensors and
-// the tokenizer files with the added label tokens, loadable by t5.Load /
-// tokenizer.Load and by transformers' from_pretrained; training_args.json
+// the tokenizer files with the added label tokens (tokenizer.json for
+// AutoTokenizer's fast tokenizer included) and generation_config.json,
+// loadable by t5.Load / tokenizer.Load and by transformers'
+// from_pretrained; training_args.json
 // is kept for provenance, optimizer and trainer state are left out. The
 // checkpoint is checked first (it must load as a filter, label tokens
 // included). outDir is written through a temporary sibling and renamed, so
@@ -29,7 +32,8 @@ func Export(checkpointDir, outDir string) error {
 	if _, err := os.Lstat(outDir); err == nil {
 		return fmt.Errorf("export %s: %s already exists (not overwritten)", checkpointDir, outDir)
 	}
-	if _, err := loadForEval("", src); err != nil {
+	lb, err := loadForEval("", src)
+	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	parent := filepath.Dir(filepath.Clean(outDir))
@@ -55,6 +59,20 @@ func Export(checkpointDir, outDir string) error {
 		if err := hf.CopyFile(filepath.Join(src, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
 			return fmt.Errorf("export %s: %w", checkpointDir, err)
 		}
+	}
+	// Checkpoints written before ragforge saved them lack the fast
+	// tokenizer and the generation config; both derive from what was checked.
+	if sp, ok := lb.tok.(*sentencepiece.T5); ok {
+		tj, err := sp.TokenizerJSON()
+		if err != nil {
+			return fmt.Errorf("export %s: %w", checkpointDir, err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, sentencepiece.TokenizerJSONFile), tj, 0o644); err != nil {
+			return fmt.Errorf("export %s: %w", checkpointDir, err)
+		}
+	}
+	if err := lb.m.Config.WriteGenerationConfig(tmp); err != nil {
+		return fmt.Errorf("export %s: %w", checkpointDir, err)
 	}
 	if err := os.Rename(tmp, outDir); err != nil {
 		return fmt.Errorf("export %s: %w", checkpointDir, err)

@@ -314,6 +314,11 @@ func TestTrainLossDecreasesAndExport(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, trainer.OptimizerFile)); !os.IsNotExist(err) {
 		t.Errorf("export carries %s", trainer.OptimizerFile)
 	}
+	for _, f := range []string{"tokenizer.json", "generation_config.json", "spiece.model", "tokenizer_config.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("export lacks %s: %v", f, err)
+		}
+	}
 	r, err := Evaluate(out, valid, EvalOptions{MaxSeqLength: 128, DocStride: 16, Backend: testBackend})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -370,6 +371,11 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 	}
 	if err := tok.Save(cfg.OutputDir); err != nil {
 		return res, fmt.Errorf("retriever train: save tokenizer: %w", err)
+	}
+	// The final model is also a sentence-transformers directory that encodes
+	// as training did.
+	if err := hf.WriteSentenceTransformer(cfg.OutputDir, SentenceTransformer(cfg, m.Config)); err != nil {
+		return res, fmt.Errorf("retriever train: %w", err)
 	}
 	return res, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/retrieval/hyde"
@@ -142,6 +143,14 @@ func TestTrainLossMatchesInferenceAndDecreases(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cfg.OutputDir, f)); err != nil {
 			t.Errorf("final model: %v", err)
 		}
+	}
+	// The final model is a sentence-transformers directory encoding as trained.
+	st, ok, err := hf.ReadSentenceTransformer(cfg.OutputDir)
+	if err != nil || !ok {
+		t.Fatalf("sentence-transformers files: ok %v, %v", ok, err)
+	}
+	if want := SentenceTransformer(cfg, res.Model.Config); st != want || st.Pooling != "cls" || !st.Normalize {
+		t.Errorf("sentence-transformers config %+v, want %+v (CLS, normalized)", st, want)
 	}
 }
 

@@ -3,13 +3,11 @@ package selflearn
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -128,7 +126,7 @@ type state struct {
 //
 // Cost (performance only; results are those of item-by-item encoding up to
 // float rounding): the corpus is encoded once per retriever (cached in
-// WorkDir/vectors-r<tag>.f32); selection encodes and searches the
+// WorkDir/vectors, RAG²'s .npy layout with the chunk ids); selection encodes and searches the
 // candidates of selectBlock items per call (blocks fixed over the items, so
 // a resumed run computes the same batches); mining fuses and searches all
 // queries in blocks; evaluation encodes all queries once per retriever, and
@@ -426,8 +424,11 @@ func (s *state) encoder(tag int) (*encode.BERTEncoder, error) {
 }
 
 // index returns the FAISS Flat inner-product index of the corpus encoded by
-// retriever tag; vectors are cached in WorkDir/vectors-r<tag>.f32
-// (little-endian float32, [len(corpus), dim]).
+// retriever tag. The vectors are cached in RAG²'s retriever layout under
+// WorkDir/vectors (data.WriteRAG2: embeddings/r<tag>/r<tag>_Embeds_0.npy,
+// float32 [len(corpus), dim], beside articles/r<tag>/r<tag>_Articles_0.json
+// with the chunk ids), so `--corpus rag2:WORK/vectors#r<tag>` and numpy read
+// them; a cache made from other chunks or other weights is rebuilt.
 func (s *state) index(tag int) (*dense.Index, *encode.BERTEncoder, error) {
 	enc, err := s.encoder(tag)
 	if err != nil {
@@ -437,27 +438,26 @@ func (s *state) index(tag int) (*dense.Index, *encode.BERTEncoder, error) {
 		return ix, enc, nil
 	}
 	dim := enc.Dim()
-	path := filepath.Join(s.cfg.WorkDir, fmt.Sprintf("vectors-r%d.f32", tag))
+	root, name := filepath.Join(s.cfg.WorkDir, "vectors"), fmt.Sprintf("r%d", tag)
+	info, err := enc.Info(s.retrieverDir(tag))
+	if err != nil {
+		return nil, nil, err
+	}
+	info.Source, info.ChunkSize, info.ChunkOverlap, info.Version = "selflearn corpus", s.cfg.ChunkSize, s.cfg.ChunkOverlap, version.Version
 	var vecs []float32
-	if b, err := os.ReadFile(path); err == nil && len(b) == 4*dim*len(s.corpus) {
-		vecs = make([]float32, len(b)/4)
-		for i := range vecs {
-			vecs[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		}
+	if pre, err := data.OpenEncoded(data.EncodedScheme + root + "#" + name); err == nil && s.sameEncoding(pre, info) {
+		vecs = pre.Vectors
 	} else {
 		stage := fmt.Sprintf("r%d/encode-corpus", tag)
 		if vecs, _, err = encode.EncodeCorpus(enc, s.corpus, func(d, n int) { s.report(stage, d, n) }); err != nil {
 			return nil, nil, err
 		}
-		err = writeFileAtomic(path, func(w io.Writer) error {
-			b := make([]byte, 4*len(vecs))
-			for i, v := range vecs {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		for _, sub := range []string{"embeddings", "articles"} {
+			if err := os.RemoveAll(filepath.Join(root, sub, name)); err != nil {
+				return nil, nil, err
 			}
-			_, err := w.Write(b)
-			return err
-		})
-		if err != nil {
+		}
+		if err := data.WriteRAG2(root, name, s.corpus, vecs, dim, 0, info); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -472,6 +472,25 @@ func (s *state) index(tag int) (*dense.Index, *encode.BERTEncoder, error) {
 	s.indexes[tag] = ix
 	s.vecs[tag] = vecs
 	return ix, enc, nil
+}
+
+// sameEncoding reports whether a cached pre-encoded corpus holds the
+// corpus's chunks, in order, encoded as info says.
+func (s *state) sameEncoding(pre *data.Encoded, info data.EncodeInfo) bool {
+	if pre.Info == nil || len(pre.Docs) != len(s.corpus) {
+		return false
+	}
+	got := *pre.Info
+	info.Rows, info.Dim, info.Version = got.Rows, got.Dim, got.Version
+	if got.Dim != pre.Dim || got != info {
+		return false
+	}
+	for i, d := range pre.Docs {
+		if d.ID != s.corpus[i].ID || d.Text != s.corpus[i].Text {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *state) round(ctx context.Context, t int) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/chunk"
+	"github.com/ragforge/ragforge/data/npy"
 	"github.com/ragforge/ragforge/data/runs"
 	"github.com/ragforge/ragforge/infer/generate"
 	"github.com/ragforge/ragforge/internal/testutil"
@@ -287,6 +288,22 @@ func TestRunICTEndToEnd(t *testing.T) {
 		"round-1/train.jsonl", "round-1/retriever/model.safetensors"} {
 		if _, err := os.Stat(filepath.Join(cfg.WorkDir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	// Corpus vectors of R_0 and R_1 are .npy files with the chunk ids beside them.
+	for _, r := range []string{"r0", "r1"} {
+		npyPath := filepath.Join(cfg.WorkDir, "vectors", "embeddings", r, r+"_Embeds_0.npy")
+		if n, d, err := npy.ReadShape(npyPath); err != nil || n != 12 || d != 16 {
+			t.Errorf("%s: shape [%d, %d] (%v), want [12, 16]", npyPath, n, d, err)
+		}
+		pre, err := data.OpenEncoded(data.EncodedScheme + filepath.Join(cfg.WorkDir, "vectors") + "#" + r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range toyCorpus() {
+			if pre.Docs[i].ID != c.ID {
+				t.Fatalf("%s row %d: id %q, want %q", r, i, pre.Docs[i].ID, c.ID)
+			}
 		}
 	}
 	run, err := store.Attach(rep.RunID)

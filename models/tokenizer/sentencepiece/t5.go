@@ -256,8 +256,9 @@ func (t *T5) Decode(ids []int, skipSpecial bool) string {
 
 // Save writes the HF T5Tokenizer files to dir (created if needed):
 // spiece.model, special_tokens_map.json, tokenizer_config.json
-// (added_tokens_decoder, additional_special_tokens, extra_ids) and
-// added_tokens.json (every token with id >= the SentencePiece size).
+// (added_tokens_decoder, additional_special_tokens, extra_ids),
+// added_tokens.json (every token with id >= the SentencePiece size) and the
+// fast tokenizer's tokenizer.json (TokenizerJSON).
 func (t *T5) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save t5 tokenizer: %w", err)
@@ -322,6 +323,13 @@ func (t *T5) Save(dir string) error {
 		if err := os.WriteFile(filepath.Join(dir, f.name), append(buf, '\n'), 0o644); err != nil {
 			return fmt.Errorf("save t5 tokenizer: %w", err)
 		}
+	}
+	tj, err := t.TokenizerJSON()
+	if err != nil {
+		return fmt.Errorf("save t5 tokenizer: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, TokenizerJSONFile), tj, 0o644); err != nil {
+		return fmt.Errorf("save t5 tokenizer: %w", err)
 	}
 	return nil
 }

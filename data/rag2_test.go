@@ -1,6 +1,8 @@
-package dense
+package data
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,4 +149,27 @@ func TestNaturalCompare(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("sorted = %v, want %v", got, want)
 	}
+}
+
+// rawNPY builds a .npy file by hand (format major.0, dict, data bytes),
+// independently of package npy's writer.
+func rawNPY(major byte, dict string, data []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("\x93NUMPY")
+	b.Write([]byte{major, 0})
+	h := dict + "\n"
+	if major == 1 {
+		binary.Write(&b, binary.LittleEndian, uint16(len(h)))
+	} else {
+		binary.Write(&b, binary.LittleEndian, uint32(len(h)))
+	}
+	b.WriteString(h)
+	b.Write(data)
+	return b.Bytes()
+}
+
+func f4bytes(v ...float32) []byte {
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, v)
+	return b.Bytes()
 }

@@ -1,4 +1,4 @@
-package dense
+package npy
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func TestReadNPYGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			h, err := ReadNPYHeader(f)
+			h, err := ReadHeader(f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,24 +43,24 @@ func TestReadNPYGolden(t *testing.T) {
 				t.Errorf("header = %+v, want version %d.0 '<f4' C-order shape %v data at %d",
 					h, tt.major, tt.shape, tt.dataOffset)
 			}
-			x, n, d, err := ReadNPY(path)
+			x, n, d, err := Read(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if n != tt.n || d != tt.d || !slices.Equal(x, tt.want) {
-				t.Errorf("ReadNPY = %v [%d, %d], want %v [%d, %d]", x, n, d, tt.want, tt.n, tt.d)
+				t.Errorf("Read = %v [%d, %d], want %v [%d, %d]", x, n, d, tt.want, tt.n, tt.d)
 			}
 		})
 	}
 }
 
-func TestWriteNPYMatchesNumPyBytes(t *testing.T) {
+func TestWriteMatchesNumPyBytes(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join("testdata", "arange_2x3_v1.npy"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "x.npy")
-	if err := WriteNPY(path, []float32{0, 1, 2, 3, 4, 5}, 2, 3); err != nil {
+	if err := Write(path, []float32{0, 1, 2, 3, 4, 5}, 2, 3); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(path)
@@ -68,7 +68,7 @@ func TestWriteNPYMatchesNumPyBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("WriteNPY bytes differ from NumPy's:\n got %q\nwant %q", got, want)
+		t.Errorf("Write bytes differ from NumPy's:\n got %q\nwant %q", got, want)
 	}
 }
 
@@ -93,7 +93,7 @@ func TestWriteReadNPYRoundTrip(t *testing.T) {
 				x[0] = float32(math.Inf(-1))
 			}
 			path := filepath.Join(t.TempDir(), "x.npy")
-			if err := WriteNPY(path, x, tt.n, tt.d); err != nil {
+			if err := Write(path, x, tt.n, tt.d); err != nil {
 				t.Fatal(err)
 			}
 			b, err := os.ReadFile(path)
@@ -104,7 +104,7 @@ func TestWriteReadNPYRoundTrip(t *testing.T) {
 			if off%64 != 0 || b[off-1] != '\n' {
 				t.Errorf("header length %d: want a multiple of 64 ending in '\\n'", off)
 			}
-			got, n, d, err := ReadNPY(path)
+			got, n, d, err := Read(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,9 +113,9 @@ func TestWriteReadNPYRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	if err := WriteNPY(filepath.Join(t.TempDir(), "bad.npy"), make([]float32, 5), 2, 3); err == nil ||
+	if err := Write(filepath.Join(t.TempDir(), "bad.npy"), make([]float32, 5), 2, 3); err == nil ||
 		!strings.Contains(err.Error(), "does not match shape [2, 3]") {
-		t.Errorf("WriteNPY with 5 floats for [2, 3]: err = %v", err)
+		t.Errorf("Write with 5 floats for [2, 3]: err = %v", err)
 	}
 }
 
@@ -173,9 +173,9 @@ func TestReadNPYErrors(t *testing.T) {
 			if err := os.WriteFile(path, tt.file, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, _, _, err := ReadNPY(path)
+			_, _, _, err := Read(path)
 			if err == nil {
-				t.Fatal("ReadNPY succeeded, want an error")
+				t.Fatal("Read succeeded, want an error")
 			}
 			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
 				t.Errorf("err = %v, want it to contain %q and the file name", err, tt.want)

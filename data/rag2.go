@@ -1,4 +1,4 @@
-package dense
+package data
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/data/npy"
 )
 
 // LoadRAG2Corpus reads one corpus of the RAG² / Self-BioRAG retriever layout
@@ -40,7 +40,7 @@ import (
 // [len(docs), dim] and dim. Errors name the file (and record): no .npy
 // files, a missing JSON partner, a row/record count mismatch, differing
 // dimensions, an invalid record, a duplicate id.
-func LoadRAG2Corpus(root, corpus string) (docs []data.Document, vecs []float32, dim int, err error) {
+func LoadRAG2Corpus(root, corpus string) (docs []Document, vecs []float32, dim int, err error) {
 	embDir := filepath.Join(root, "embeddings", corpus)
 	artDir := filepath.Join(root, "articles", corpus)
 	entries, err := os.ReadDir(embDir)
@@ -67,11 +67,10 @@ func LoadRAG2Corpus(root, corpus string) (docs []data.Document, vecs []float32, 
 	total := 0
 	for i, name := range names {
 		path := filepath.Join(embDir, name)
-		f, _, _, n, d, err := readNPYHeaderFile(path)
+		n, d, err := npy.ReadShape(path)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %w", corpus, err)
 		}
-		f.Close()
 		if i == 0 {
 			dim = d
 		} else if d != dim {
@@ -87,10 +86,10 @@ func LoadRAG2Corpus(root, corpus string) (docs []data.Document, vecs []float32, 
 	}
 
 	vecs = make([]float32, 0, total*dim)
-	docs = make([]data.Document, 0, total)
+	docs = make([]Document, 0, total)
 	seen := make(map[string]string, total)
 	for _, p := range parts {
-		x, _, _, err := ReadNPY(p.npy)
+		x, _, _, err := npy.Read(p.npy)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %w", corpus, err)
 		}
@@ -160,8 +159,8 @@ var (
 
 // recordDocument converts one articles record (a string or an object) into
 // a Document.
-func recordDocument(raw json.RawMessage, corpus, file string, row int) (data.Document, error) {
-	doc := data.Document{
+func recordDocument(raw json.RawMessage, corpus, file string, row int) (Document, error) {
+	doc := Document{
 		ID:   corpus + "/" + file + ":" + strconv.Itoa(row),
 		Meta: map[string]any{},
 	}

@@ -1,4 +1,7 @@
-package dense
+// Package npy reads and writes NumPy .npy files holding float32 matrices
+// [N, D] (numpy.lib.format 1.0/2.0/3.0), the format RAG²'s retriever and
+// FAISS users keep embeddings in. It imports no other ragforge package.
+package npy
 
 import (
 	"bufio"
@@ -16,12 +19,12 @@ import (
 // npyMagic starts every .npy file (numpy.lib.format).
 const npyMagic = "\x93NUMPY"
 
-// NPYHeader is the parsed header of a NumPy .npy file, following the format
+// Header is the parsed header of a NumPy .npy file, following the format
 // of numpy.lib.format (versions 1.0, 2.0 and 3.0): magic "\x93NUMPY", major
 // and minor version bytes, header length (uint16 little-endian in 1.0,
 // uint32 in 2.0/3.0), and a Python dict literal with the keys 'descr',
 // 'fortran_order' and 'shape'.
-type NPYHeader struct {
+type Header struct {
 	Major, Minor int
 	Descr        string // dtype string, e.g. "<f4" (little-endian float32)
 	FortranOrder bool
@@ -29,13 +32,13 @@ type NPYHeader struct {
 	DataOffset   int64 // byte offset of the first element in the file
 }
 
-// ReadNPYHeader parses a .npy header from r, leaving r at the first data
-// byte. It checks the syntax only (any descr, order and shape); ReadNPY adds
+// ReadHeader parses a .npy header from r, leaving r at the first data
+// byte. It checks the syntax only (any descr, order and shape); Read adds
 // the float32 [N, D] checks. Errors: bad magic, unsupported version, a
 // truncated header, a dict that is not a Python literal, missing or extra
 // keys (as numpy.lib.format.read_array_header does).
-func ReadNPYHeader(r io.Reader) (NPYHeader, error) {
-	var h NPYHeader
+func ReadHeader(r io.Reader) (Header, error) {
+	var h Header
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
 		return h, fmt.Errorf("npy header: %w", err)
@@ -244,7 +247,7 @@ func (p *litParser) int() (int, error) {
 
 // checkF4Matrix checks that h describes a C-order little-endian float32
 // [N, D] array and returns N and D.
-func checkF4Matrix(h NPYHeader) (n, d int, err error) {
+func checkF4Matrix(h Header) (n, d int, err error) {
 	if h.Descr != "<f4" {
 		return 0, 0, fmt.Errorf("dtype %q: want '<f4' (little-endian float32; convert with x.astype('<f4'))", h.Descr)
 	}
@@ -261,15 +264,15 @@ func checkF4Matrix(h NPYHeader) (n, d int, err error) {
 	return n, d, nil
 }
 
-// readNPYHeaderFile opens path and returns its validated header, the file
+// readHeaderFile opens path and returns its validated header, the file
 // positioned at the data, and N, D.
-func readNPYHeaderFile(path string) (f *os.File, br *bufio.Reader, h NPYHeader, n, d int, err error) {
+func readHeaderFile(path string) (f *os.File, br *bufio.Reader, h Header, n, d int, err error) {
 	f, err = os.Open(path)
 	if err != nil {
 		return nil, nil, h, 0, 0, fmt.Errorf("read npy %s: %w", path, err)
 	}
 	br = bufio.NewReaderSize(f, 1<<20)
-	if h, err = ReadNPYHeader(br); err != nil {
+	if h, err = ReadHeader(br); err != nil {
 		f.Close()
 		return nil, nil, h, 0, 0, fmt.Errorf("read npy %s: %w", path, err)
 	}
@@ -290,6 +293,17 @@ func readNPYHeaderFile(path string) (f *os.File, br *bufio.Reader, h NPYHeader, 
 	return f, br, h, n, d, nil
 }
 
+// ReadShape reads only the header of the .npy file at path and returns N
+// and D, with Read's checks (float32 '<f4', C order, 2-D, file size).
+func ReadShape(path string) (n, d int, err error) {
+	f, _, _, n, d, err := readHeaderFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	f.Close()
+	return n, d, nil
+}
+
 // decodeF4 fills dst from little-endian float32 bytes read from r.
 func decodeF4(r io.Reader, dst []float32) error {
 	buf := make([]byte, 1<<16)
@@ -306,13 +320,13 @@ func decodeF4(r io.Reader, dst []float32) error {
 	return nil
 }
 
-// ReadNPY reads a .npy file holding a float32 matrix [N, D] (descr '<f4',
+// Read reads a .npy file holding a float32 matrix [N, D] (descr '<f4',
 // C order, format 1.0/2.0/3.0) and returns it row-major: x[i*d+j] = A[i, j],
 // len(x) = n*d. Errors name the file: other dtypes (float16/float64, '>f4'),
 // fortran_order arrays, shapes that are not 2-D, and a file size that does
 // not match the header.
-func ReadNPY(path string) (x []float32, n, d int, err error) {
-	f, br, _, n, d, err := readNPYHeaderFile(path)
+func Read(path string) (x []float32, n, d int, err error) {
+	f, br, _, n, d, err := readHeaderFile(path)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -324,13 +338,13 @@ func ReadNPY(path string) (x []float32, n, d int, err error) {
 	return x, n, d, nil
 }
 
-// EncodeNPYHeader returns the .npy format 1.0 header NumPy writes for a
+// EncodeHeader returns the .npy format 1.0 header NumPy writes for a
 // C-order '<f4' array of the given shape: magic, version, uint16 length and
 // the dict "{'descr': '<f4', 'fortran_order': False, 'shape': (n, d), }",
 // the spare spaces NumPy >= 1.23 adds so axis 0 can grow in place, then
 // spaces and a final '\n' up to a multiple of 64 bytes
 // (numpy.lib.format._write_array_header and _wrap_header).
-func EncodeNPYHeader(shape ...int) []byte {
+func EncodeHeader(shape ...int) []byte {
 	var sb strings.Builder
 	sb.WriteString("{'descr': '<f4', 'fortran_order': False, 'shape': (")
 	for i, s := range shape {
@@ -359,11 +373,11 @@ func EncodeNPYHeader(shape ...int) []byte {
 	return append(out, '\n')
 }
 
-// WriteNPY writes x, row-major [n, d], as a .npy format 1.0 file with descr
+// Write writes x, row-major [n, d], as a .npy format 1.0 file with descr
 // '<f4', readable by numpy.load and byte-identical to what NumPy >= 1.23
 // writes for np.save(path, x.reshape(n, d).astype('<f4')). Errors: len(x)
 // != n*d, negative sizes, and I/O errors naming the file.
-func WriteNPY(path string, x []float32, n, d int) error {
+func Write(path string, x []float32, n, d int) error {
 	if n < 0 || d < 0 || len(x) != n*d {
 		return fmt.Errorf("write npy %s: len(x) = %d does not match shape [%d, %d]", path, len(x), n, d)
 	}
@@ -372,7 +386,7 @@ func WriteNPY(path string, x []float32, n, d int) error {
 		return fmt.Errorf("write npy %s: %w", path, err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	w.Write(EncodeNPYHeader(n, d))
+	w.Write(EncodeHeader(n, d))
 	var b [4]byte
 	for _, v := range x {
 		binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/infer/retrieve"
+	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/internal/version"
+	"github.com/ragforge/ragforge/retrieval/encode"
+)
+
+func init() { register(newEncodeCmd) }
+
+type encodeOptions struct {
+	Corpus    corpusFlags
+	Encoder   string
+	Pooling   string
+	Enc       encoderOptions
+	Out       string
+	Name      string
+	ShardSize int
+}
+
+// encodeResult is what --json prints.
+type encodeResult struct {
+	RunID      string   `json:"run_id"`
+	Dir        string   `json:"dir"`
+	Name       string   `json:"name"`
+	Rows       int      `json:"rows"`
+	Dim        int      `json:"dim"`
+	Embeddings []string `json:"embeddings"`
+	Articles   []string `json:"articles"`
+}
+
+func newEncodeCmd(g *globals) *cobra.Command {
+	var o encodeOptions
+	cmd := &cobra.Command{
+		Use:   "encode",
+		Short: "Chunk a corpus and write its dense vectors as .npy files in RAG²'s retriever layout",
+		Long: `Chunks --corpus as eval retrieval does, encodes every chunk with the --encoder
+BERT bi-encoder and writes, under --out, RAG²'s retriever layout
+(dmis-lab/RAG2 retriever/README.md):
+  embeddings/<name>/<name>_Embeds_<k>.npy     float32 [N_k, D] (numpy.load reads them)
+  articles/<name>/<name>_Articles_<k>.json    JSON list of the N_k chunks, row i of the .npy is record i:
+                                              {"id", "doc_id", "index", "start", "end", "text", "meta"}
+  embeddings/<name>/ragforge_encode.json      encoder, pooling, normalization, max length, prefixes
+eval retrieval and pipeline build read it back with
+--corpus rag2:DIR (or rag2:DIR#<name> when DIR holds several corpora) and
+encode only the queries, with the recorded settings.`,
+		Example: `  ragforge encode --corpus ../shared/data/ap_protocols --encoder work/bert-tiny --out work/ap-encoded
+  ragforge eval retrieval --corpus rag2:work/ap-encoded --retriever dense --encoder work/bert-tiny \
+    --qa ../shared/data/ap_protocols_qa/dev.csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := runEncode(g, o)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(g.Out, res)
+			}
+			fmt.Fprintf(g.Out, "run %s: %d chunks encoded as float32 [%d, %d] into %s (%d .npy files, corpus %q; read it with --corpus %s%s)\n",
+				res.RunID, res.Rows, res.Rows, res.Dim, filepath.Join(res.Dir, "embeddings", res.Name), len(res.Embeddings), res.Name, data.EncodedScheme, res.Dir)
+			return nil
+		},
+	}
+	o.Corpus.add(cmd)
+	o.Enc.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.Encoder, "encoder", "", "BERT bi-encoder directory in HF layout (required)")
+	f.StringVar(&o.Pooling, "pooling", "cls", "pooling: cls (BGE, MedEmbed, MedCPT) | mean (sentence-transformers)")
+	f.StringVar(&o.Out, "out", "", "root directory of the RAG² layout (embeddings/, articles/); other corpora in it are kept (required)")
+	f.StringVar(&o.Name, "name", "", "corpus name: the embeddings/<name> and articles/<name> directories (default: the corpus file or directory name)")
+	f.IntVar(&o.ShardSize, "shard-size", 0, "rows per .npy/.json file pair (0: one file pair)")
+	return cmd
+}
+
+func runEncode(g *globals, o encodeOptions) (res *encodeResult, err error) {
+	if o.Encoder == "" || o.Out == "" {
+		return nil, fmt.Errorf("--encoder and --out are required")
+	}
+	if o.ShardSize < 0 {
+		return nil, fmt.Errorf("--shard-size %d: want >= 0", o.ShardSize)
+	}
+	if err := o.Enc.validate(); err != nil {
+		return nil, err
+	}
+	name := o.Name
+	if name == "" {
+		name = corpusName(o.Corpus.Path)
+	}
+	st, run, err := startRun(g, "encode", o)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	defer finishRun(run, &err)
+	_, chunks, err := o.Corpus.load(g)
+	if err != nil {
+		return nil, err
+	}
+	if pre := o.Corpus.encoded; pre != nil && o.Name == "" {
+		name = pre.Name
+	}
+	enc, err := retrieve.LoadBERTEncoder(o.Encoder, g.Backend, o.Pooling)
+	if err != nil {
+		return nil, err
+	}
+	o.Enc.apply(enc)
+	bar := progress.New(g.Err, len(chunks), "encode")
+	vecs, dim, err := encode.EncodeCorpus(enc, chunks, bar.Func())
+	bar.Finish()
+	if err != nil {
+		return nil, err
+	}
+	info, err := enc.Info(o.Encoder)
+	if err != nil {
+		return nil, err
+	}
+	info.Source, info.ChunkSize, info.ChunkOverlap, info.Version = o.Corpus.Path, o.Corpus.ChunkSize, o.Corpus.Overlap, version.Version
+	if o.Corpus.ChunkSize == 0 {
+		info.ChunkOverlap = 0
+	}
+	if err := data.WriteRAG2(o.Out, name, chunks, vecs, dim, o.ShardSize, info); err != nil {
+		return nil, err
+	}
+	res = &encodeResult{RunID: run.ID, Dir: o.Out, Name: name, Rows: len(chunks), Dim: dim}
+	for _, sub := range []struct {
+		dir, ext string
+		into     *[]string
+	}{{"embeddings", ".npy", &res.Embeddings}, {"articles", ".json", &res.Articles}} {
+		ents, err := os.ReadDir(filepath.Join(o.Out, sub.dir, name))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), sub.ext) && e.Name() != data.EncodeInfoFile {
+				p := filepath.Join(o.Out, sub.dir, name, e.Name())
+				*sub.into = append(*sub.into, p)
+				if err := run.Artifact(sub.dir+"/"+e.Name(), p); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if err := run.LogMetrics(map[string]float64{"rows": float64(len(chunks)), "dim": float64(dim)}, 0); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// corpusName is the default name of a corpus path: its base name without
+// extension ("../data/ap_protocols" → "ap_protocols", "x/corpus.jsonl" →
+// "corpus"), or the corpus name of a rag2: spec.
+func corpusName(path string) string {
+	if rest, ok := strings.CutPrefix(path, data.EncodedScheme); ok {
+		if _, name, ok := strings.Cut(rest, "#"); ok && name != "" {
+			return name
+		}
+		path = rest
+	}
+	base := filepath.Base(strings.TrimRight(path, "/"))
+	return strings.TrimSuffix(base, filepath.Ext(base))
+}

@@ -1,0 +1,258 @@
+package data
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ragforge/ragforge/data/npy"
+)
+
+// EncodedScheme prefixes a corpus argument that names a pre-encoded corpus
+// in RAG²'s retriever layout: "rag2:DIR" or "rag2:DIR#corpus" (see
+// OpenEncoded).
+const EncodedScheme = "rag2:"
+
+// EncodeInfoFile is the file in embeddings/<corpus>/ that records how
+// ragforge encoded the corpus (EncodeInfo). RAG²'s own code reads only the
+// .npy files there, so it does not disturb them.
+const EncodeInfoFile = "ragforge_encode.json"
+
+// EncodeInfo records how a pre-encoded corpus was made, so a reader encodes
+// its queries the same way. Lengths are in tokens, specials included.
+type EncodeInfo struct {
+	Encoder       string `json:"encoder"`                  // encoder directory (absolute path)
+	WeightsSHA256 string `json:"weights_sha256,omitempty"` // sha256 of its model.safetensors, when present
+	Pooling       string `json:"pooling"`                  // "cls" or "mean"
+	Normalize     bool   `json:"normalize"`                // vectors have unit L2 norm
+	MaxLength     int    `json:"max_length"`               // truncation length used for passages and queries
+	QueryPrefix   string `json:"query_prefix,omitempty"`   // prepended to queries (BGE/E5 instruction)
+	PassagePrefix string `json:"passage_prefix,omitempty"` // prepended to passages before encoding (E5 "passage: ")
+	Dim           int    `json:"dim"`
+	Rows          int    `json:"rows"`
+	Source        string `json:"source,omitempty"` // the corpus the chunks came from
+	ChunkSize     int    `json:"chunk_size"`       // 0: whole documents
+	ChunkOverlap  int    `json:"chunk_overlap"`
+	Version       string `json:"ragforge_version,omitempty"`
+}
+
+// Encoded is a pre-encoded corpus: its records in row order and their
+// vectors, row-major [len(Docs), Dim].
+type Encoded struct {
+	Root, Name string
+	Docs       []Document
+	Vectors    []float32
+	Dim        int
+	// Info is the directory's EncodeInfo; nil for a directory ragforge did
+	// not write (RAG²'s MedCPT embeddings, for example).
+	Info *EncodeInfo
+}
+
+// IsEncodedSpec reports whether a corpus argument names a pre-encoded
+// corpus ("rag2:...").
+func IsEncodedSpec(spec string) bool { return strings.HasPrefix(spec, EncodedScheme) }
+
+// OpenEncoded loads a pre-encoded corpus named "rag2:DIR" or
+// "rag2:DIR#corpus": DIR holds embeddings/<corpus>/*.npy and
+// articles/<corpus>/*.json (LoadRAG2Corpus). Without "#corpus", DIR must
+// hold exactly one corpus. EncodeInfoFile is read when present, and its
+// row count and dimension must match the .npy files. Errors name the
+// directory or file: a spec without the scheme, no or several corpora, a
+// malformed or mismatched EncodeInfoFile, and LoadRAG2Corpus's errors.
+func OpenEncoded(spec string) (*Encoded, error) {
+	rest, ok := strings.CutPrefix(spec, EncodedScheme)
+	if !ok || rest == "" {
+		return nil, fmt.Errorf("open encoded corpus %q: want %sDIR or %sDIR#corpus", spec, EncodedScheme, EncodedScheme)
+	}
+	root, name, _ := strings.Cut(rest, "#")
+	if name == "" {
+		ents, err := os.ReadDir(filepath.Join(root, "embeddings"))
+		if err != nil {
+			return nil, fmt.Errorf("open encoded corpus %s: %w (want DIR/embeddings/<corpus>/*.npy)", root, err)
+		}
+		var names []string
+		for _, e := range ents {
+			if e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+		if len(names) != 1 {
+			return nil, fmt.Errorf("open encoded corpus %s: embeddings/ holds %d corpora %v; name one as %s%s#<corpus>", root, len(names), names, EncodedScheme, root)
+		}
+		name = names[0]
+	}
+	docs, vecs, dim, err := LoadRAG2Corpus(root, name)
+	if err != nil {
+		return nil, err
+	}
+	enc := &Encoded{Root: root, Name: name, Docs: docs, Vectors: vecs, Dim: dim}
+	infoPath := filepath.Join(root, "embeddings", name, EncodeInfoFile)
+	b, err := os.ReadFile(infoPath)
+	switch {
+	case err == nil:
+		var info EncodeInfo
+		if err := json.Unmarshal(b, &info); err != nil {
+			return nil, fmt.Errorf("open encoded corpus: read %s: %w", infoPath, err)
+		}
+		if info.Rows != len(docs) || info.Dim != dim {
+			return nil, fmt.Errorf("open encoded corpus: %s: fields \"rows\"/\"dim\" say [%d, %d], the .npy files hold [%d, %d]",
+				infoPath, info.Rows, info.Dim, len(docs), dim)
+		}
+		enc.Info = &info
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("open encoded corpus: %w", err)
+	}
+	return enc, nil
+}
+
+// Chunks returns the records as chunks, in row order: the fields ragforge
+// writes ("doc_id", "index", "start", "end", "meta") are restored; for
+// other records DocID is the record id, the text is title + " " + text when
+// there is a title (the BEIR convention LoadChunks follows for whole
+// documents), and Meta keeps the record's other fields.
+func (e *Encoded) Chunks() []Chunk {
+	out := make([]Chunk, len(e.Docs))
+	for i, d := range e.Docs {
+		c := Chunk{ID: d.ID, DocID: d.ID, Text: d.Text, End: len(d.Text), Meta: d.Meta}
+		if d.Title != "" {
+			c.Text = d.Title + " " + d.Text
+			c.End = len(c.Text)
+		}
+		if s, ok := d.Meta["doc_id"].(string); ok && s != "" {
+			c.DocID = s
+			c.Index = metaInt(d.Meta["index"])
+			c.Start, c.End = metaInt(d.Meta["start"]), metaInt(d.Meta["end"])
+			m, _ := d.Meta["meta"].(map[string]any)
+			c.Meta = m
+		}
+		out[i] = c
+	}
+	return out
+}
+
+func metaInt(v any) int {
+	if f, ok := v.(float64); ok {
+		return int(f)
+	}
+	return 0
+}
+
+// rag2Record is one articles record as WriteRAG2 writes it.
+type rag2Record struct {
+	ID    string         `json:"id"`
+	DocID string         `json:"doc_id"`
+	Index int            `json:"index"`
+	Start int            `json:"start"`
+	End   int            `json:"end"`
+	Text  string         `json:"text"`
+	Meta  map[string]any `json:"meta,omitempty"`
+}
+
+// WriteRAG2 writes chunks and their vectors (row-major [len(chunks), dim])
+// as corpus name under root in RAG²'s retriever layout:
+//
+//	root/embeddings/<name>/<name>_Embeds_<k>.npy     float32 [N_k, dim]
+//	root/articles/<name>/<name>_Articles_<k>.json    JSON list of N_k records
+//	root/embeddings/<name>/ragforge_encode.json      info (EncodeInfoFile)
+//
+// Shard k holds rows [k·shardRows, (k+1)·shardRows); shardRows ≤ 0 writes
+// one shard. A record is {"id", "doc_id", "index", "start", "end", "text",
+// "meta"} (the chunk; LoadRAG2Corpus reads "id" and "text", Chunks the rest),
+// so the ids travel with the vectors. info.Rows and info.Dim are set here.
+// The two corpus directories are written under temporary names and renamed
+// at the end. Errors: a name that is not a plain file name, existing corpus
+// directories (not overwritten), len(vecs) != len(chunks)·dim, I/O errors
+// naming the file.
+func WriteRAG2(root, name string, chunks []Chunk, vecs []float32, dim, shardRows int, info EncodeInfo) (err error) {
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("write rag2 corpus %q: want a plain directory name", name)
+	}
+	if dim <= 0 || len(vecs) != len(chunks)*dim {
+		return fmt.Errorf("write rag2 corpus %q: %d floats for %d chunks of dim %d", name, len(vecs), len(chunks), dim)
+	}
+	embDir, artDir := filepath.Join(root, "embeddings", name), filepath.Join(root, "articles", name)
+	for _, d := range []string{embDir, artDir} {
+		if _, err := os.Lstat(d); err == nil {
+			return fmt.Errorf("write rag2 corpus %q: %s already exists (not overwritten)", name, d)
+		}
+		if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
+			return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+		}
+	}
+	tmpEmb, tmpArt := embDir+".tmp", artDir+".tmp"
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmpEmb)
+			os.RemoveAll(tmpArt)
+		}
+	}()
+	for _, d := range []string{tmpEmb, tmpArt} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+		}
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+		}
+	}
+	if shardRows <= 0 {
+		shardRows = max(len(chunks), 1)
+	}
+	for k, lo := 0, 0; lo < len(chunks) || (k == 0 && len(chunks) == 0); k, lo = k+1, lo+shardRows {
+		hi := min(lo+shardRows, len(chunks))
+		stem := fmt.Sprintf("%s_%%s_%d", name, k)
+		if err := npy.Write(filepath.Join(tmpEmb, fmt.Sprintf(stem, "Embeds")+".npy"), vecs[lo*dim:hi*dim], hi-lo, dim); err != nil {
+			return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+		}
+		if err := writeRecords(filepath.Join(tmpArt, fmt.Sprintf(stem, "Articles")+".json"), chunks[lo:hi]); err != nil {
+			return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+		}
+	}
+	info.Rows, info.Dim = len(chunks), dim
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(tmpEmb, EncodeInfoFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+	}
+	if err := os.Rename(tmpArt, artDir); err != nil {
+		return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+	}
+	if err := os.Rename(tmpEmb, embDir); err != nil {
+		os.RemoveAll(artDir)
+		return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+	}
+	return nil
+}
+
+// writeRecords writes chunks as a JSON list, one record per line.
+func writeRecords(path string, chunks []Chunk) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	w.WriteString("[")
+	for i, c := range chunks {
+		if i > 0 {
+			w.WriteString(",")
+		}
+		w.WriteString("\n")
+		if err := enc.Encode(rag2Record{ID: c.ID, DocID: c.DocID, Index: c.Index, Start: c.Start, End: c.End, Text: c.Text, Meta: c.Meta}); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: chunk %q: %w", path, c.ID, err)
+		}
+	}
+	w.WriteString("]\n")
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}

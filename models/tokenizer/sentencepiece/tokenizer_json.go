@@ -1,0 +1,134 @@
+package sentencepiece
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/ragforge/ragforge/models/tokenizer/internal/addedtokens"
+)
+
+// TokenizerJSONFile is the HF tokenizers file a fast tokenizer loads.
+const TokenizerJSONFile = "tokenizer.json"
+
+// The node types below serialize as HF tokenizers (Rust, >= 0.19) writes
+// them, field for field, so AutoTokenizer loads the file without converting
+// spiece.model.
+
+type tjAddedToken struct {
+	ID int `json:"id"`
+	addedtokens.Entry
+}
+
+type tjNode map[string]any
+
+type tjUnigram struct {
+	Type         string   `json:"type"`
+	UnkID        int      `json:"unk_id"`
+	Vocab        [][2]any `json:"vocab"`
+	ByteFallback bool     `json:"byte_fallback"`
+}
+
+type tokenizerJSON struct {
+	Version       string         `json:"version"`
+	Truncation    any            `json:"truncation"`
+	Padding       any            `json:"padding"`
+	AddedTokens   []tjAddedToken `json:"added_tokens"`
+	Normalizer    tjNode         `json:"normalizer"`
+	PreTokenizer  tjNode         `json:"pre_tokenizer"`
+	PostProcessor tjNode         `json:"post_processor"`
+	Decoder       tjNode         `json:"decoder"`
+	Model         tjUnigram      `json:"model"`
+}
+
+// TokenizerJSON returns the tokenizer.json that transformers' T5Converter
+// (convert_slow_tokenizer.py, SpmConverter with legacy=True) writes for t,
+// so T5TokenizerFast needs no conversion:
+//
+//   - model: Unigram over the SentencePiece pieces and scores, then the
+//     sentinels <extra_id_{n-1}> … <extra_id_0> with score 0, unk_id and
+//     byte_fallback from the trainer spec;
+//   - normalizer: Sequence[Precompiled(the spiece.model charsmap, base64),
+//     Strip(right), Replace(Regex " {2,}" → "▁")] (without a charsmap, the
+//     last two only);
+//   - pre_tokenizer and decoder: Metaspace("▁", prepend_scheme "always",
+//     split) when the model adds a dummy prefix ("never" otherwise);
+//   - post_processor: TemplateProcessing appending </s> (single: $A </s>,
+//     pair: $A </s> $B </s>);
+//   - added_tokens: control and unknown pieces, the sentinels and the added
+//     tokens (e.g. [HELPFUL]) in id order, with the flags Save writes into
+//     tokenizer_config.json's added_tokens_decoder.
+//
+// Errors: a model that is not Unigram, or one without </s>.
+func (t *T5) TokenizerJSON() ([]byte, error) {
+	sp := t.sp
+	if sp.trainer.ModelType != 1 {
+		return nil, fmt.Errorf("tokenizer.json: model type %d, only Unigram (1) is written", sp.trainer.ModelType)
+	}
+	eos := sp.EOSID()
+	if eos < 0 || eos >= sp.Size() {
+		return nil, errors.New("tokenizer.json: the model has no </s> piece to append")
+	}
+	n := sp.Size()
+	vocab := make([][2]any, 0, t.Len())
+	for _, p := range sp.pieces {
+		vocab = append(vocab, [2]any{p.Piece, float64(p.Score)})
+	}
+	for k := t.extraIDs - 1; k >= 0; k-- {
+		vocab = append(vocab, [2]any{fmt.Sprintf("<extra_id_%d>", k), 0.0})
+	}
+	var added []tjAddedToken
+	for id, p := range sp.pieces {
+		if p.Type == Control || p.Type == Unknown {
+			added = append(added, tjAddedToken{id, addedtokens.Entry{Content: p.Piece, Special: true}})
+		}
+	}
+	for id := n; id < n+t.extraIDs; id++ {
+		added = append(added, tjAddedToken{id, addedtokens.Entry{Content: t.IDToToken(id), LStrip: true, RStrip: true, Special: true}})
+	}
+	for i, a := range t.added {
+		added = append(added, tjAddedToken{n + t.extraIDs + i, addedtokens.Entry{Content: a.Content, Normalized: !a.Special, Special: a.Special}})
+	}
+	sort.Slice(added, func(i, j int) bool { return added[i].ID < added[j].ID })
+
+	norms := []any{
+		tjNode{"type": "Strip", "strip_left": false, "strip_right": true},
+		tjNode{"type": "Replace", "pattern": tjNode{"Regex": " {2,}"}, "content": "▁"},
+	}
+	if cm := sp.normalizer.PrecompiledCharsmap; len(cm) > 0 {
+		// encoding/json writes []byte as standard base64, as tokenizers does.
+		norms = append([]any{tjNode{"type": "Precompiled", "precompiled_charsmap": cm}}, norms...)
+	}
+	scheme := "always"
+	if !sp.normalizer.AddDummyPrefix {
+		scheme = "never"
+	}
+	meta := tjNode{"type": "Metaspace", "replacement": "▁", "prepend_scheme": scheme, "split": true}
+	eosTok := sp.IDToPiece(eos)
+	seq := func(id string) tjNode { return tjNode{"Sequence": tjNode{"id": id, "type_id": 0}} }
+	special := tjNode{"SpecialToken": tjNode{"id": eosTok, "type_id": 0}}
+	doc := tokenizerJSON{
+		Version:      "1.0",
+		AddedTokens:  added,
+		Normalizer:   tjNode{"type": "Sequence", "normalizers": norms},
+		PreTokenizer: meta,
+		PostProcessor: tjNode{
+			"type":           "TemplateProcessing",
+			"single":         []any{seq("A"), special},
+			"pair":           []any{seq("A"), special, seq("B"), special},
+			"special_tokens": tjNode{eosTok: tjNode{"id": eosTok, "ids": []int{eos}, "tokens": []string{eosTok}}},
+		},
+		Decoder: meta,
+		Model:   tjUnigram{Type: "Unigram", UnkID: sp.UnkID(), Vocab: vocab, ByteFallback: sp.trainer.ByteFallback},
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("tokenizer.json: %w", err)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,90 @@
+package retriever
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/train/trainer"
+)
+
+// SentenceTransformer is the sentence-transformers description of a
+// retriever trained with cfg on a model of config mc: its pooling and
+// normalisation, the token limit it was trained at (MaxLength clamped to
+// max_position_embeddings) and the query instruction as the "query" prompt.
+func SentenceTransformer(cfg Config, mc bert.Config) hf.SentenceTransformer {
+	return hf.SentenceTransformer{
+		Dim: mc.HiddenSize, Pooling: string(cfg.Pooling), Normalize: cfg.Normalize,
+		MaxSeqLength: min(cfg.MaxLength, mc.MaxPositionEmbeddings), QueryPrompt: cfg.QueryInstruction,
+	}
+}
+
+// Export copies the BERT bi-encoder in srcDir (a checkpoint or a trained
+// retriever: config.json, weights, tokenizer files) to outDir and makes it a
+// sentence-transformers directory described by st (hf.WriteSentenceTransformer):
+// st.Dim is taken from the model, st.MaxSeqLength is clamped to its
+// max_position_embeddings, and tokenizer_config.json's model_max_length is
+// set to it. Optimizer and trainer state are left out. The model is loaded
+// first (it must be a BERT checkpoint with a tokenizer); outDir is written
+// through a temporary sibling and renamed, so it is complete or absent.
+// Errors: outDir exists, srcDir does not load, an invalid st, I/O errors.
+func Export(srcDir, outDir string, st hf.SentenceTransformer) error {
+	src, err := filepath.EvalSymlinks(srcDir)
+	if err != nil {
+		return fmt.Errorf("export retriever %s: %w", srcDir, err)
+	}
+	if _, err := os.Lstat(outDir); err == nil {
+		return fmt.Errorf("export retriever %s: %s already exists (not overwritten)", srcDir, outDir)
+	}
+	be, err := backend.New("")
+	if err != nil {
+		return fmt.Errorf("export retriever %s: %w", srcDir, err)
+	}
+	m, err := bert.Load(be, src)
+	if err != nil {
+		return fmt.Errorf("export retriever: %w", err)
+	}
+	if _, err := tokenizer.Load(src); err != nil {
+		return fmt.Errorf("export retriever: %w", err)
+	}
+	st.Dim = m.Config.HiddenSize
+	st.MaxSeqLength = min(st.MaxSeqLength, m.Config.MaxPositionEmbeddings)
+	if err := st.Validate(); err != nil {
+		return fmt.Errorf("export retriever %s: %w", srcDir, err)
+	}
+	parent := filepath.Dir(filepath.Clean(outDir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("export retriever %s: %w", srcDir, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(outDir)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("export retriever %s: %w", srcDir, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("export retriever %s: %w", srcDir, err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return fmt.Errorf("export retriever %s: %w", srcDir, err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || e.Name() == trainer.OptimizerFile || e.Name() == trainer.StateFile {
+			continue
+		}
+		if err := hf.CopyFile(filepath.Join(src, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+			return fmt.Errorf("export retriever %s: %w", srcDir, err)
+		}
+	}
+	if err := hf.WriteSentenceTransformer(tmp, st); err != nil {
+		return fmt.Errorf("export retriever %s: %w", srcDir, err)
+	}
+	if err := os.Rename(tmp, outDir); err != nil {
+		return fmt.Errorf("export retriever %s: %w", srcDir, err)
+	}
+	return nil
+}
