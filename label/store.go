@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // SQLite driver "sqlite3"
+	"github.com/ragforge/ragforge/data/sqlitedb"
 )
 
 // Label is one machine label with its provenance.
@@ -138,13 +138,15 @@ type Store struct {
 	now   func() time.Time
 }
 
-// OpenStore opens (creating when missing) the SQLite database at path in WAL
-// mode (busy timeout 10 s, immediate transactions, as data/runs), and creates the label tables. It may be the
-// same file as the data/runs store.
+// OpenStore opens (creating when missing) the SQLite database file at path
+// as data/runs does (sqlitedb.OpenChecked: a literal file path, WAL, busy
+// timeout 10 s, immediate transactions, PRAGMA quick_check), and creates the
+// label tables. It may be the same file as the data/runs store. A corrupt
+// file is refused with an error wrapping sqlitedb.ErrCorrupt.
 func OpenStore(path string) (*Store, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_txlock=immediate")
+	db, err := sqlitedb.OpenChecked(path)
 	if err != nil {
-		return nil, fmt.Errorf("open label store %s: %w", path, err)
+		return nil, fmt.Errorf("open label store: %w", err)
 	}
 	s, err := NewStore(db)
 	if err != nil {
