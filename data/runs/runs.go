@@ -514,11 +514,9 @@ func (s *Store) end(ctx context.Context, id, status, msg string) error {
 	return nil
 }
 
-// InterruptOpen marks every run this Store started or resumed and has not
-// finished as interrupted with msg, for a process that must exit before its
-// commands return (a second signal, a command that ignores cancellation).
-// ctx bounds the wait for the database. It returns the ids it marked.
-func (s *Store) InterruptOpen(ctx context.Context, msg string) ([]string, error) {
+// OpenRuns returns the ids of the runs this Store started or resumed and has
+// not finished, sorted.
+func (s *Store) OpenRuns() []string {
 	s.mu.Lock()
 	ids := make([]string, 0, len(s.open))
 	for id := range s.open {
@@ -526,8 +524,16 @@ func (s *Store) InterruptOpen(ctx context.Context, msg string) ([]string, error)
 	}
 	s.mu.Unlock()
 	sort.Strings(ids)
+	return ids
+}
+
+// InterruptOpen marks every run this Store started or resumed and has not
+// finished as interrupted with msg, for a process that must exit before its
+// commands return (a second signal, a command that ignores cancellation).
+// ctx bounds the wait for the database. It returns the ids it marked.
+func (s *Store) InterruptOpen(ctx context.Context, msg string) ([]string, error) {
 	var done []string
-	for _, id := range ids {
+	for _, id := range s.OpenRuns() {
 		if err := s.end(ctx, id, StatusInterrupted, msg); err != nil {
 			return done, err
 		}
