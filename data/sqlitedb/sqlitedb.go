@@ -26,10 +26,12 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
+	q := shellQuote(e.Path)
 	return fmt.Sprintf("%s: %v (PRAGMA quick_check: %s); nothing was written. "+
 		"Recover the readable rows into a new file with `sqlite3 %s .recover | sqlite3 fixed.db` "+
+		"(where the sqlite3 shell's .recover fails: `sqlite3 %s .dump | sed '$s/^ROLLBACK.*/COMMIT;/' | sqlite3 fixed.db`) "+
 		"and use --db fixed.db, or restore a backup copy",
-		e.Path, ErrCorrupt, strings.Join(e.Problems, "; "), shellQuote(e.Path))
+		e.Path, ErrCorrupt, strings.Join(e.Problems, "; "), q, q)
 }
 
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
@@ -105,17 +107,14 @@ func Check(db *sql.DB, path string) error {
 	}
 	if err := rows.Err(); err != nil {
 		if isCorrupt(err) {
-			return &CorruptError{Path: path, Problems: append(msgs, err.Error())}
+			return &CorruptError{Path: path, Problems: firstLines(append(msgs, err.Error()), 3)}
 		}
 		return fmt.Errorf("check %s: %w", path, err)
 	}
 	if len(msgs) == 1 && msgs[0] == "ok" {
 		return nil
 	}
-	if len(msgs) > 3 {
-		msgs = append(msgs[:3], fmt.Sprintf("... (%d problems listed)", len(msgs)))
-	}
-	return &CorruptError{Path: path, Problems: msgs}
+	return &CorruptError{Path: path, Problems: firstLines(msgs, 3)}
 }
 
 // OpenChecked opens the file at path for writing (see Open) and checks it
@@ -131,6 +130,23 @@ func OpenChecked(path string) (*sql.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// firstLines splits the check's messages (one may hold several lines) into
+// lines and keeps the first n, noting how many more there were.
+func firstLines(msgs []string, n int) []string {
+	var lines []string
+	for _, m := range msgs {
+		for _, l := range strings.Split(m, "\n") {
+			if l = strings.TrimSpace(l); l != "" && l != "*** in database main ***" {
+				lines = append(lines, l)
+			}
+		}
+	}
+	if len(lines) > n {
+		lines = append(lines[:n], fmt.Sprintf("and %d more", len(lines)-n))
+	}
+	return lines
 }
 
 func isCorrupt(err error) bool {

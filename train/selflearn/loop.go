@@ -178,6 +178,9 @@ func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []dat
 		// Every error after the run is open finishes it: failed, or
 		// interrupted when ctx was cancelled (runs.Run.Finish).
 		if err != nil {
+			if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+				err = fmt.Errorf("%w: %w", cause, err) // e.g. "interrupted by SIGINT: ..."
+			}
 			_ = s.run.Finish(err)
 		}
 	}()
