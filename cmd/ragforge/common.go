@@ -181,7 +181,8 @@ func runDir(g *globals, runID, override string) (string, error) {
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // finishRun records how a command's run ended, on every exit path when
-// deferred right after startRun: done; interrupted after SIGINT/SIGTERM
+// deferred right after startRun: done (also when only writing the result to
+// a closed stdout failed); interrupted after SIGINT/SIGTERM
 // (*err is rewritten to name the signal); failed with *err; failed with the
 // panic's value, re-panicking. A failure to record it is returned when the
 // command itself succeeded.
@@ -191,7 +192,11 @@ func finishRun(run *runs.Run, err *error) {
 		panic(p)
 	}
 	*err = life.interrupted(*err)
-	if ferr := run.Finish(*err); *err == nil && ferr != nil {
+	runErr := *err
+	if errors.Is(runErr, errStdoutClosed) {
+		runErr = nil // only printing the result failed
+	}
+	if ferr := run.Finish(runErr); *err == nil && ferr != nil {
 		*err = ferr
 	}
 }

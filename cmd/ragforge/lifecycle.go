@@ -179,6 +179,12 @@ func exitCode(s os.Signal) int {
 	return 1
 }
 
+// errStdoutClosed wraps the EPIPE of a write to a stdout whose reader went
+// away (`ragforge ... | head`): the run's work is done and stored, so
+// finishRun records it as done; the process exits 141 as if SIGPIPE had
+// killed it.
+var errStdoutClosed = errors.New("stdout closed")
+
 // outWriter remembers whether a write failed on a broken pipe.
 type outWriter struct {
 	w      io.Writer
@@ -192,6 +198,7 @@ func (o *outWriter) Write(p []byte) (int, error) {
 		o.mu.Lock()
 		o.broken = true
 		o.mu.Unlock()
+		err = fmt.Errorf("%w: %w", errStdoutClosed, err)
 	}
 	return n, err
 }

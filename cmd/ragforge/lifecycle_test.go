@@ -364,3 +364,25 @@ func TestRunsMarkLiveRun(t *testing.T) {
 		t.Errorf("runs show after mark:\n%s", show)
 	}
 }
+
+// epipeWriter fails every write as a pipe whose reader exited.
+type epipeWriter struct{}
+
+func (epipeWriter) Write([]byte) (int, error) {
+	return 0, &os.PathError{Op: "write", Path: "|1", Err: syscall.EPIPE}
+}
+
+// A closed stdout ends the command with exit 141 and its run done (the
+// work is stored; only printing failed), not running.
+func TestBrokenStdoutFinishesRun(t *testing.T) {
+	rag2 := sharedDir(t, "data/rag2_filter/medqa_llama3_cot_5pct-train.json")
+	db := filepath.Join(t.TempDir(), "runs.db")
+	var errb bytes.Buffer
+	if code := execute([]string{"--db", db, "label", "import", rag2, "--json"}, epipeWriter{}, &errb); code != 141 {
+		t.Errorf("exit %d, want 141; stderr %q", code, errb.String())
+	}
+	r := runOf(t, db, "label-import")
+	if r == nil || r.Status != runs.StatusDone {
+		t.Fatalf("run after a broken stdout: %+v", r)
+	}
+}
