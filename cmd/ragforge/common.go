@@ -95,6 +95,9 @@ func parseInts(s, flag string) ([]int, error) {
 
 // startRun opens the store and records a run of kind with config.
 func startRun(g *globals, kind string, config any) (*runs.Store, *runs.Run, error) {
+	if err := notInterrupted(kind); err != nil {
+		return nil, nil, err
+	}
 	st, err := openStore(g)
 	if err != nil {
 		return nil, nil, err
@@ -107,6 +110,15 @@ func startRun(g *globals, kind string, config any) (*runs.Store, *runs.Run, erro
 	return st, run, nil
 }
 
+// notInterrupted refuses to start or resume a run after SIGINT/SIGTERM (a
+// command that was loading its inputs when the signal came).
+func notInterrupted(kind string) error {
+	if s := life.signal(); s != nil {
+		return fmt.Errorf("%w by %s before the %s run started", runs.ErrInterrupted, sigName(s), kind)
+	}
+	return nil
+}
+
 // dirRunFile, in a command's output directory, names the run that writes
 // there, so a --resume continues that run instead of starting another.
 const dirRunFile = "run.json"
@@ -117,6 +129,9 @@ const dirRunFile = "run.json"
 // refused while that run's process is alive), or starts a new one, with a
 // note on stderr, when dir names no run of this store.
 func startOrResumeRun(g *globals, kind string, config any, dir string, resume bool) (*runs.Store, *runs.Run, error) {
+	if err := notInterrupted(kind); err != nil {
+		return nil, nil, err
+	}
 	path := filepath.Join(dir, dirRunFile)
 	if resume {
 		var rf struct {

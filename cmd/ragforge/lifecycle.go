@@ -17,8 +17,9 @@ import (
 // How a command's process ends, whatever stops it: SIGINT and SIGTERM
 // cancel the command's context, and the command finishes its run as
 // interrupted (finishRun) and returns. A command that has not returned
-// within interruptGrace, or a second signal, marks the open runs of every
-// store the command opened interrupted and exits at once (exit 128+signal).
+// within interruptGrace (or the longer grace it asked for with
+// graceAtLeast), or a second signal, marks the open runs of every store the
+// command opened interrupted and exits at once (exit 128+signal).
 // SIGKILL cannot be caught: its run reads as stale (data/runs derives it
 // from the recorded PID). A broken stdout pipe fails writes with EPIPE
 // instead of killing the process, so runs end and the exit is 141.
@@ -33,6 +34,7 @@ type lifecycle struct {
 	mu     sync.Mutex
 	depth  int             // nested execute calls (the demo runs stages in-process)
 	ctx    context.Context // the outermost call's
+	grace  time.Duration   // how long a signalled command may take to return
 	sig    os.Signal
 	stores map[*runs.Store]bool
 }
@@ -50,7 +52,7 @@ func (l *lifecycle) watch(parent context.Context, stderr io.Writer) (ctx context
 			l.mu.Unlock()
 		}
 	}
-	l.sig, l.stores = nil, map[*runs.Store]bool{}
+	l.sig, l.stores, l.grace = nil, map[*runs.Store]bool{}, interruptGrace
 	ctx, cancel := context.WithCancelCause(parent)
 	l.ctx = ctx
 	ch := make(chan os.Signal, 4)
@@ -63,7 +65,7 @@ func (l *lifecycle) watch(parent context.Context, stderr io.Writer) (ctx context
 			case <-done:
 				return
 			case <-grace:
-				l.abort(stderr, fmt.Sprintf("did not stop within %s", interruptGrace))
+				l.abort(stderr, fmt.Sprintf("did not stop within %s", l.graceTime()))
 			case s := <-ch:
 				if s == syscall.SIGPIPE {
 					continue // the write that caused it fails with EPIPE
@@ -79,9 +81,7 @@ func (l *lifecycle) watch(parent context.Context, stderr io.Writer) (ctx context
 				}
 				fmt.Fprintf(stderr, "ragforge: %s: stopping (send it again to exit at once)\n", sigName(s))
 				cancel(fmt.Errorf("%w by %s", runs.ErrInterrupted, sigName(s)))
-				if l.openRuns() > 0 {
-					grace = time.After(interruptGrace)
-				}
+				grace = time.After(l.graceTime())
 			}
 		}
 	}()
@@ -95,6 +95,20 @@ func (l *lifecycle) watch(parent context.Context, stderr io.Writer) (ctx context
 	}
 }
 
+// graceAtLeast lets a command with its own shutdown (serve waits for
+// in-flight requests) take d to return after a signal.
+func (l *lifecycle) graceAtLeast(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.grace = max(l.grace, d)
+}
+
+func (l *lifecycle) graceTime() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.grace
+}
+
 // track registers a store whose open runs abort must close.
 func (l *lifecycle) track(st *runs.Store) {
 	l.mu.Lock()
@@ -102,16 +116,6 @@ func (l *lifecycle) track(st *runs.Store) {
 	if l.stores != nil {
 		l.stores[st] = true
 	}
-}
-
-func (l *lifecycle) openRuns() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for st := range l.stores {
-		n += len(st.OpenRuns())
-	}
-	return n
 }
 
 // signal returns the first SIGINT/SIGTERM received, or nil.
