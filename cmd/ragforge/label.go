@@ -512,7 +512,7 @@ func newLabelImportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			labels, err := ls.Import(run.ID, args[0])
+			labels, err := ls.ImportContext(cmdContext(cmd), run.ID, args[0])
 			if err != nil {
 				return err
 			}
