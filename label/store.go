@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // SQLite driver "sqlite3"
+	"github.com/ragforge/ragforge/data/sqlitedb"
 )
 
 // Label is one machine label with its provenance.
@@ -138,13 +138,15 @@ type Store struct {
 	now   func() time.Time
 }
 
-// OpenStore opens (creating when missing) the SQLite database at path in WAL
-// mode (busy timeout 10 s, immediate transactions, as data/runs), and creates the label tables. It may be the
-// same file as the data/runs store.
+// OpenStore opens (creating when missing) the SQLite database file at path
+// as data/runs does (sqlitedb.OpenChecked: a literal file path, WAL, busy
+// timeout 10 s, immediate transactions, PRAGMA quick_check), and creates the
+// label tables. It may be the same file as the data/runs store. A corrupt
+// file is refused with an error wrapping sqlitedb.ErrCorrupt.
 func OpenStore(path string) (*Store, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_txlock=immediate")
+	db, err := sqlitedb.OpenChecked(path)
 	if err != nil {
-		return nil, fmt.Errorf("open label store %s: %w", path, err)
+		return nil, fmt.Errorf("open label store: %w", err)
 	}
 	s, err := NewStore(db)
 	if err != nil {
@@ -188,7 +190,11 @@ func nullIfZero(v float64) any {
 // label already stored under the same (RunID, Key) and keeping its id and its
 // reviews; it sets each label's ID (and Created when zero). Errors name the
 // label's position and field; on error nothing is written.
-func (s *Store) Put(labels []Label) error {
+func (s *Store) Put(labels []Label) error { return s.PutContext(context.Background(), labels) }
+
+// PutContext is Put, stopping at the next label (nothing written, the
+// error wrapping ctx.Err()) when ctx is cancelled.
+func (s *Store) PutContext(ctx context.Context, labels []Label) error {
 	for i, l := range labels {
 		if err := checkLabel(l); err != nil {
 			return fmt.Errorf("store labels: label %d (key %q): %w", i+1, l.Key, err)
@@ -196,7 +202,7 @@ func (s *Store) Put(labels []Label) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tx, err := s.db.Begin()
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store labels: %w", err)
 	}
@@ -222,7 +228,10 @@ func (s *Store) Put(labels []Label) error {
 			c = s.now()
 		}
 		created[i] = c
-		err := stmt.QueryRow(l.RunID, l.Key, l.ExampleID, l.QueryID, l.Question, l.Target, l.Snippet, l.ChunkID,
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("store labels: stopped at label %d: %w", i+1, err)
+		}
+		err := stmt.QueryRowContext(ctx, l.RunID, l.Key, l.ExampleID, l.QueryID, l.Question, l.Target, l.Snippet, l.ChunkID,
 			l.DatasetName, l.Label, l.Method, l.Scorer, nullIfZero(l.PPLWithout), nullIfZero(l.PPLWith), l.Score,
 			c.UTC().Format(time.RFC3339Nano)).Scan(&ids[i])
 		if err != nil {
@@ -260,6 +269,12 @@ func checkLabel(l Label) error {
 // come from each example's instruction. A file that fails validation stores
 // nothing, and labels already stored are untouched. It returns the stored labels.
 func (s *Store) Import(runID, path string) ([]Label, error) {
+	return s.ImportContext(context.Background(), runID, path)
+}
+
+// ImportContext is Import, storing nothing when ctx is cancelled before the
+// labels are committed (the error wraps ctx.Err()).
+func (s *Store) ImportContext(ctx context.Context, runID, path string) ([]Label, error) {
 	exs, err := ReadExamples(path)
 	if err != nil {
 		return nil, err
@@ -270,7 +285,7 @@ func (s *Store) Import(runID, path string) ([]Label, error) {
 		labels[i] = Label{RunID: runID, Key: Key(q, "", ev), ExampleID: ex.ID, Question: q, Snippet: ev,
 			DatasetName: ex.DatasetName, Label: ex.Answer, Method: MethodImport, Scorer: path}
 	}
-	if err := s.Put(labels); err != nil {
+	if err := s.PutContext(ctx, labels); err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
 	}
 	return labels, nil

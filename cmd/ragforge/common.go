@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -120,6 +121,9 @@ func parseInts(s, flag string) ([]int, error) {
 
 // startRun opens the store and records a run of kind with config.
 func startRun(g *globals, kind string, config any) (*runs.Store, *runs.Run, error) {
+	if err := notInterrupted(kind); err != nil {
+		return nil, nil, err
+	}
 	st, err := openStore(g)
 	if err != nil {
 		return nil, nil, err
@@ -128,6 +132,77 @@ func startRun(g *globals, kind string, config any) (*runs.Store, *runs.Run, erro
 	if err != nil {
 		st.Close()
 		return nil, nil, err
+	}
+	return st, run, nil
+}
+
+// notInterrupted refuses to start or resume a run after SIGINT/SIGTERM (a
+// command that was loading its inputs when the signal came).
+func notInterrupted(kind string) error {
+	if s := life.signal(); s != nil {
+		return fmt.Errorf("%w by %s before the %s run started", runs.ErrInterrupted, sigName(s), kind)
+	}
+	return nil
+}
+
+// dirRunFile, in a command's output directory, names the run that writes
+// there, so a --resume continues that run instead of starting another.
+const dirRunFile = "run.json"
+
+// startOrResumeRun is startRun for a command that writes into dir and can
+// resume: without resume it starts a run and records its id in
+// dir/run.json; with resume it reopens the run recorded there (runs.Store.Resume:
+// refused while that run's process is alive), or starts a new one, with a
+// note on stderr, when dir names no run of this store.
+func startOrResumeRun(g *globals, kind string, config any, dir string, resume bool) (*runs.Store, *runs.Run, error) {
+	if err := notInterrupted(kind); err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(dir, dirRunFile)
+	if resume {
+		var rf struct {
+			RunID string `json:"run_id"`
+		}
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			if err := json.Unmarshal(b, &rf); err != nil || rf.RunID == "" {
+				return nil, nil, fmt.Errorf("%s: field %q: not a run id (%v)", path, "run_id", err)
+			}
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, nil, err
+		}
+		if rf.RunID != "" {
+			st, err := openStore(g)
+			if err != nil {
+				return nil, nil, err
+			}
+			run, err := st.Resume(rf.RunID)
+			if err == nil {
+				return st, run, nil
+			}
+			st.Close()
+			if !errors.Is(err, runs.ErrNotFound) {
+				return nil, nil, fmt.Errorf("%s: %w", path, err)
+			}
+			fmt.Fprintf(g.Err, "ragforge: %s names run %s, which is not in %s; starting a new run\n", path, rf.RunID, g.DB)
+		}
+	}
+	st, run, err := startRun(g, kind, config)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, _ := json.Marshal(map[string]string{"run_id": run.ID, "kind": kind})
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		tmp := path + ".tmp"
+		if err = os.WriteFile(tmp, append(b, '\n'), 0o644); err == nil {
+			err = os.Rename(tmp, path)
+		}
+	}
+	if err != nil {
+		run.Finish(err)
+		st.Close()
+		return nil, nil, fmt.Errorf("record run id in %s: %w", dir, err)
 	}
 	return st, run, nil
 }
@@ -146,10 +221,23 @@ func runDir(g *globals, runID, override string) (string, error) {
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
-// finishRun records how a command's run ended: done, or failed with *err.
-// A failure to record it is returned when the command itself succeeded.
+// finishRun records how a command's run ended, on every exit path when
+// deferred right after startRun: done (also when only writing the result to
+// a closed stdout failed); interrupted after SIGINT/SIGTERM
+// (*err is rewritten to name the signal); failed with *err; failed with the
+// panic's value, re-panicking. A failure to record it is returned when the
+// command itself succeeded.
 func finishRun(run *runs.Run, err *error) {
-	if ferr := run.Finish(*err); *err == nil && ferr != nil {
+	if p := recover(); p != nil {
+		_ = run.Finish(fmt.Errorf("panic: %v", p))
+		panic(p)
+	}
+	*err = life.interrupted(*err)
+	runErr := *err
+	if errors.Is(runErr, errStdoutClosed) {
+		runErr = nil // only printing the result failed
+	}
+	if ferr := run.Finish(runErr); *err == nil && ferr != nil {
 		*err = ferr
 	}
 }

@@ -273,7 +273,7 @@ interrupted run without rescoring finished pairs.`,
 				if st, err = openStore(g); err != nil {
 					return err
 				}
-				if run, err = st.Attach(resume); err != nil {
+				if run, err = st.Resume(resume); err != nil { // running again, owned by this process
 					st.Close()
 					return err
 				}
@@ -512,7 +512,7 @@ func newLabelImportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			labels, err := ls.Import(run.ID, args[0])
+			labels, err := ls.ImportContext(cmdContext(cmd), run.ID, args[0])
 			if err != nil {
 				return err
 			}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -63,11 +65,22 @@ var commands []func(*globals) *cobra.Command
 func register(f func(*globals) *cobra.Command) { commands = append(commands, f) }
 
 func execute(args []string, stdout, stderr io.Writer) int {
-	g := &globals{Out: stdout, Err: stderr}
+	ctx, stop := life.watch(context.Background(), stderr)
+	defer stop()
+	out := &outWriter{w: stdout}
+	g := &globals{Out: out, Err: stderr}
 	root := newRoot(g)
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
+	err := life.interrupted(root.ExecuteContext(ctx))
+	switch {
+	case out.isBroken():
+		// As a tool killed by SIGPIPE, silently; the run was finished.
+		return 128 + int(syscall.SIGPIPE)
+	case err != nil:
 		fmt.Fprintln(stderr, "ragforge:", err)
+		if s := life.signal(); s != nil {
+			return exitCode(s)
+		}
 		return 1
 	}
 	return 0

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,7 +23,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 		Short: "List runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(g)
+			st, err := openStoreRead(g)
 			if err != nil {
 				return err
 			}
@@ -53,7 +54,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&opt.Kind, "kind", "", "only runs of this kind (e.g. eval-retrieval, train-filter, selflearn)")
-	list.Flags().StringVar(&opt.Status, "status", "", "only runs with this status (running, done, failed)")
+	list.Flags().StringVar(&opt.Status, "status", "", "only runs with this status ("+strings.Join(runs.Statuses, ", ")+"; stale: running, but its process is gone)")
 	list.Flags().IntVar(&opt.Limit, "limit", 0, "at most this many runs (0 = all)")
 	list.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only run ids, newest first (for scripts: RUN=$(ragforge runs list --kind label-evidence --limit 1 -q))")
 
@@ -62,7 +63,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 		Short: "Show one run: config, status, last value of each metric, artifacts (ID may be a unique prefix)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStore(g)
+			st, err := openStoreRead(g)
 			if err != nil {
 				return err
 			}
@@ -105,7 +106,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 		Short: "Compare the last value of each metric of two runs",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStore(g)
+			st, err := openStoreRead(g)
 			if err != nil {
 				return err
 			}
@@ -129,14 +130,101 @@ func newRunsCmd(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.AddCommand(list, show, compare)
+	cmd.AddCommand(list, show, compare, newRunsMarkCmd(g), newRunsGCCmd(g))
 	return cmd
 }
 
+func newRunsMarkCmd(g *globals) *cobra.Command {
+	var status, message string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "mark ID --status failed|interrupted|done",
+		Short: "Close a run by hand, e.g. a stale one whose process is gone (ID may be a unique prefix)",
+		Long: `Sets a run's status to failed, interrupted or done (and its finish time when
+unset). A run still running in a live process, or on another host (where
+this one cannot check its process), is refused unless --force.`,
+		Example: `  ragforge runs mark 20261129-171500-train-filter-ab12 --status failed --message "killed by the OOM killer"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if status == "" {
+				return fmt.Errorf("--status is required (failed, interrupted or done)")
+			}
+			if message == "" && status != runs.StatusDone {
+				message = "marked " + status + " by runs mark"
+			}
+			st, err := openStore(g)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			id, err := st.MarkRun(args[0], status, message, force)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(g.Out, map[string]string{"id": id, "status": status})
+			}
+			fmt.Fprintf(g.Out, "run %s marked %s\n", id, status)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&status, "status", "", "new status: failed, interrupted or done (required)")
+	cmd.Flags().StringVar(&message, "message", "", `error text stored with the run (default "marked STATUS by runs mark")`)
+	cmd.Flags().BoolVar(&force, "force", false, "mark a run even though its process is alive or on another host")
+	return cmd
+}
+
+func newRunsGCCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "gc",
+		Short: "Mark every stale run (running, but its process on this host is gone) failed",
+		Long: `Marks failed every run that reads as stale: stored as running by a process on
+this host that no longer exists (or whose PID now belongs to another
+process). Runs of other hosts are left alone. Nothing is deleted: labels and
+reviews refer to runs by id.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := openStore(g)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			ids, err := st.MarkStale()
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(g.Out, map[string]any{"marked_failed": append([]string{}, ids...)})
+			}
+			for _, id := range ids {
+				fmt.Fprintf(g.Out, "run %s: stale, marked failed\n", id)
+			}
+			fmt.Fprintf(g.Out, "%d stale runs marked failed\n", len(ids))
+			return nil
+		},
+	}
+}
+
+// openStore opens the run store for a command that writes, and registers it
+// so a forced exit after a signal can mark its open runs interrupted.
 func openStore(g *globals) (*runs.Store, error) {
 	st, err := runs.Open(g.DB)
 	if err != nil {
-		return nil, fmt.Errorf("open run store %s: %w", g.DB, err)
+		return nil, err
+	}
+	life.track(st)
+	return st, nil
+}
+
+// openStoreRead opens the run store for a command that only reads: a
+// corrupt file is opened read-only with a warning on stderr.
+func openStoreRead(g *globals) (*runs.Store, error) {
+	st, err := runs.OpenRead(g.DB)
+	if err != nil {
+		return nil, err
+	}
+	if w := st.Warning(); w != nil {
+		fmt.Fprintf(g.Err, "ragforge: warning: %v\nragforge: warning: opened read-only; what follows may be incomplete\n", w)
 	}
 	return st, nil
 }

@@ -201,6 +201,8 @@ or Ctrl-C finishes in-flight requests and exits.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// In-flight requests may finish before a signal forces the exit.
+			life.graceAtLeast(max(o.Opt.ShutdownTimeout, serve.DefaultOptions().ShutdownTimeout) + 5*time.Second)
 			return runServe(ctx, g, o, nil)
 		},
 	}

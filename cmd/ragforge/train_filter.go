@@ -94,7 +94,12 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 					return err
 				}
 			}
-			st, run, err := startRun(g, "train-filter", map[string]any{"config": c, "train": o.Train, "valid": o.Valid, "valid_frac": o.ValidFrac})
+			if _, err := filter.CheckOutputDir(c); err != nil {
+				return err // before a run is started (and recorded in --out)
+			}
+			// --resume continues the run that wrote --out (its metrics go on from the checkpoint's step).
+			st, run, err := startOrResumeRun(g, "train-filter", map[string]any{"config": c, "train": o.Train, "valid": o.Valid, "valid_frac": o.ValidFrac},
+				c.OutputDir, c.Resume)
 			if err != nil {
 				return err
 			}

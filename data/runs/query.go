@@ -11,6 +11,11 @@ import (
 )
 
 // RunInfo is one row of the runs table.
+//
+// Status is computed when the row is read (see Store.status): a run stored
+// as running whose process is gone (same host, PID not alive or reused) reads
+// as StatusStale. PID and Host name the process that started or last resumed
+// the run (0 and "" for runs recorded before they were stored).
 type RunInfo struct {
 	ID         string          `json:"id"`
 	Kind       string          `json:"kind"`
@@ -21,6 +26,10 @@ type RunInfo struct {
 	FinishedAt *time.Time      `json:"finished_at,omitempty"` // nil while running
 	Version    string          `json:"version"`
 	Backend    string          `json:"backend"`
+	PID        int             `json:"pid,omitempty"`
+	Host       string          `json:"host,omitempty"`
+
+	procToken string
 }
 
 // MetricPoint is one recorded metric value.
@@ -55,15 +64,38 @@ type ListOptions struct {
 	Limit  int // at most this many runs; 0 = all
 }
 
-const runCols = `id, kind, config, status, error, started_at, finished_at, version, backend`
+// runCols are the columns scanRun reads; a read-only store of schema
+// version 1 has no owner columns.
+func (s *Store) runCols() string {
+	if s.version < 2 {
+		return `id, kind, config, status, error, started_at, finished_at, version, backend, 0, '', ''`
+	}
+	return `id, kind, config, status, error, started_at, finished_at, version, backend, pid, host, proc_token`
+}
 
-func scanRun(sc interface{ Scan(...any) error }) (RunInfo, error) {
+// status is the one place a run's status is derived for readers: the
+// stored status, except that a running run whose owner process is known to
+// be gone is StatusStale. Another host's running run stays running (its
+// PID cannot be checked here).
+func (s *Store) status(ri RunInfo) string {
+	if ri.Status != StatusRunning {
+		return ri.Status
+	}
+	if live, _ := alive(owner{PID: ri.PID, Host: ri.Host, Token: ri.procToken}, s.self.Host); !live {
+		return StatusStale
+	}
+	return StatusRunning
+}
+
+func (s *Store) scanRun(sc interface{ Scan(...any) error }) (RunInfo, error) {
 	var ri RunInfo
 	var cfg, started string
 	var finished sql.NullString
-	if err := sc.Scan(&ri.ID, &ri.Kind, &cfg, &ri.Status, &ri.Error, &started, &finished, &ri.Version, &ri.Backend); err != nil {
+	if err := sc.Scan(&ri.ID, &ri.Kind, &cfg, &ri.Status, &ri.Error, &started, &finished, &ri.Version, &ri.Backend,
+		&ri.PID, &ri.Host, &ri.procToken); err != nil {
 		return ri, err
 	}
+	ri.Status = s.status(ri)
 	ri.Config = json.RawMessage(cfg)
 	var err error
 	if ri.StartedAt, err = time.Parse(timeFormat, started); err != nil {
@@ -79,20 +111,37 @@ func scanRun(sc interface{ Scan(...any) error }) (RunInfo, error) {
 	return ri, nil
 }
 
+// Statuses lists the values ListOptions.Status accepts.
+var Statuses = []string{StatusRunning, StatusStale, StatusDone, StatusFailed, StatusInterrupted}
+
 // List returns the runs matching opt, newest first (by started_at, then id).
+// Status filters on the status readers see (running and stale are told
+// apart per row). Errors: an unknown Status, a negative Limit.
 func (s *Store) List(opt ListOptions) ([]RunInfo, error) {
-	q := `SELECT ` + runCols + ` FROM runs WHERE 1 = 1`
+	q := `SELECT ` + s.runCols() + ` FROM runs WHERE 1 = 1`
 	var args []any
 	if opt.Kind != "" {
 		q += ` AND kind = ?`
 		args = append(args, opt.Kind)
 	}
-	if opt.Status != "" {
+	if opt.Limit < 0 {
+		return nil, fmt.Errorf("list runs: limit %d is negative", opt.Limit)
+	}
+	// Stale is stored as running, so those two filter after the status is derived.
+	post := opt.Status == StatusRunning || opt.Status == StatusStale
+	switch {
+	case opt.Status == "":
+	case post:
+		q += ` AND status = ?`
+		args = append(args, StatusRunning)
+	case opt.Status == StatusDone || opt.Status == StatusFailed || opt.Status == StatusInterrupted:
 		q += ` AND status = ?`
 		args = append(args, opt.Status)
+	default:
+		return nil, fmt.Errorf("list runs: status %q: want one of %s", opt.Status, strings.Join(Statuses, ", "))
 	}
 	q += ` ORDER BY started_at DESC, id DESC`
-	if opt.Limit > 0 {
+	if opt.Limit > 0 && !post {
 		q += ` LIMIT ?`
 		args = append(args, opt.Limit)
 	}
@@ -103,9 +152,15 @@ func (s *Store) List(opt ListOptions) ([]RunInfo, error) {
 	defer rows.Close()
 	var out []RunInfo
 	for rows.Next() {
-		ri, err := scanRun(rows)
+		ri, err := s.scanRun(rows)
 		if err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		if post && ri.Status != opt.Status {
+			continue
+		}
+		if post && opt.Limit > 0 && len(out) == opt.Limit {
+			break
 		}
 		out = append(out, ri)
 	}
@@ -155,6 +210,11 @@ func (s *Store) resolve(id string) (string, error) {
 	}
 }
 
+// info reads the row of the run with the full id.
+func (s *Store) info(full string) (RunInfo, error) {
+	return s.scanRun(s.db.QueryRow(`SELECT `+s.runCols()+` FROM runs WHERE id = ?`, full))
+}
+
 // Get returns a run, by exact id or unique id prefix (LIKE is
 // case-insensitive for ASCII), with its metrics and artifacts.
 // Errors wrap ErrNotFound or ErrAmbiguous.
@@ -163,7 +223,7 @@ func (s *Store) Get(id string) (*RunDetail, error) {
 	if err != nil {
 		return nil, err
 	}
-	ri, err := scanRun(s.db.QueryRow(`SELECT `+runCols+` FROM runs WHERE id = ?`, full))
+	ri, err := s.info(full)
 	if err != nil {
 		return nil, fmt.Errorf("get run %s: %w", full, err)
 	}

@@ -9,6 +9,7 @@
 package runs
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
@@ -22,17 +23,30 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/ragforge/ragforge/data/sqlitedb"
 )
 
-// Run statuses.
+// Run statuses. Running, done, failed and interrupted are stored; stale is
+// computed when a run is read (see RunInfo.Status): a running run whose
+// process is gone.
 const (
-	StatusRunning = "running"
-	StatusDone    = "done"
-	StatusFailed  = "failed"
+	StatusRunning     = "running"
+	StatusDone        = "done"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted" // stopped by a signal or a cancelled context
+	StatusStale       = "stale"       // stored as running, but its process is gone
 )
+
+// ErrInterrupted may be wrapped by a run's error to finish it as
+// interrupted (context.Canceled does the same).
+var ErrInterrupted = errors.New("interrupted")
+
+// ErrLive is returned (wrapped) when a change would take over a run whose
+// process is still alive (or runs on another host, where liveness is unknown).
+var ErrLive = errors.New("run is still running")
 
 // ErrNotFound is returned (wrapped) when no run matches an id or prefix.
 var ErrNotFound = errors.New("run not found")
@@ -79,6 +93,28 @@ var migrations = []string{
 		updated TEXT NOT NULL,
 		PRIMARY KEY (run_id, kind, key)
 	);`,
+	// 2: status interrupted, and the owner process (pid, host, proc_token;
+	// see owner) that tells a stale run. SQLite cannot alter a CHECK: the
+	// table is rebuilt (migrate turns foreign keys off around it).
+	`CREATE TABLE runs_new (
+		id          TEXT PRIMARY KEY,
+		kind        TEXT NOT NULL,
+		config      TEXT NOT NULL,
+		status      TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed', 'interrupted')),
+		error       TEXT NOT NULL DEFAULT '',
+		started_at  TEXT NOT NULL,
+		finished_at TEXT,
+		version     TEXT NOT NULL,
+		backend     TEXT NOT NULL,
+		pid         INTEGER NOT NULL DEFAULT 0,
+		host        TEXT NOT NULL DEFAULT '',
+		proc_token  TEXT NOT NULL DEFAULT ''
+	);
+	INSERT INTO runs_new (id, kind, config, status, error, started_at, finished_at, version, backend)
+		SELECT id, kind, config, status, error, started_at, finished_at, version, backend FROM runs;
+	DROP TABLE runs;
+	ALTER TABLE runs_new RENAME TO runs;
+	CREATE INDEX runs_started ON runs (started_at);`,
 }
 
 // SchemaVersion is the schema version Open migrates to.
@@ -88,30 +124,77 @@ const timeFormat = time.RFC3339Nano
 
 // Store is an open run database.
 type Store struct {
-	db   *sql.DB
-	path string
-	now  func() time.Time
+	db      *sql.DB
+	path    string
+	now     func() time.Time
+	self    owner // this process, recorded with the runs it starts
+	version int   // schema version of the file (SchemaVersion unless read-only)
+	warning error // why the store is read-only; nil when writable
+
+	mu   sync.Mutex
+	open map[string]bool // runs started or resumed here and not finished
 }
 
-// Open opens (creating if needed) the run database at path and migrates its
-// schema to SchemaVersion. Errors name the path; a database whose
-// schema_version is newer than this package knows is an error.
+// Open opens (creating if needed) the run database file at path (a file
+// path, never a URI: '#', '?' and '%' are literal) for reading and writing,
+// checks it with PRAGMA quick_check and migrates its schema to
+// SchemaVersion. Errors name the path: a corrupt database (wrapping
+// sqlitedb.ErrCorrupt, with how to recover; nothing is written to it), a
+// schema_version newer than this package knows.
 func Open(path string) (*Store, error) {
-	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_txlock=immediate"
-	db, err := sql.Open("sqlite3", dsn)
+	db, err := sqlitedb.OpenChecked(path)
 	if err != nil {
-		return nil, fmt.Errorf("open run store %s: %w", path, err)
+		return nil, fmt.Errorf("open run store: %w", err)
 	}
-	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, now: func() time.Time { return time.Now().UTC() }}
+	s := newStore(db, path)
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
+	s.version = len(migrations)
 	return s, nil
 }
 
+// OpenRead opens the run database at path for commands that only read. A
+// healthy file is opened as by Open. A file that fails PRAGMA quick_check
+// is opened read-only (every write fails) and Warning returns the
+// corruption error, so what is still readable can be listed.
+func OpenRead(path string) (*Store, error) {
+	s, err := Open(path)
+	if err == nil || !errors.Is(err, sqlitedb.ErrCorrupt) {
+		return s, err
+	}
+	db, oerr := sqlitedb.Open(path, true)
+	if oerr != nil {
+		return nil, fmt.Errorf("open run store: %w", oerr)
+	}
+	s = newStore(db, path)
+	s.warning = errors.Unwrap(err) // the *sqlitedb.CorruptError under Open's context
+	if s.warning == nil {
+		s.warning = err
+	}
+	if verr := db.QueryRow(`SELECT version FROM schema_version`).Scan(&s.version); verr != nil {
+		db.Close()
+		return nil, fmt.Errorf("open run store %s read-only: schema version: %v (after %w)", path, verr, err)
+	}
+	return s, nil
+}
+
+func newStore(db *sql.DB, path string) *Store {
+	return &Store{db: db, path: path, now: func() time.Time { return time.Now().UTC() }, self: self(), open: map[string]bool{}}
+}
+
+// Warning returns why the store was opened read-only by OpenRead (a
+// corruption error wrapping sqlitedb.ErrCorrupt), or nil.
+func (s *Store) Warning() error { return s.warning }
+
 func (s *Store) migrate() error {
+	// A table rebuild (migration 2) must not cascade into metrics; the
+	// pragma is a no-op inside a transaction, hence here, on the one connection.
+	if _, err := s.db.Exec(`PRAGMA foreign_keys = OFF`); err != nil {
+		return fmt.Errorf("foreign keys off: %w", err)
+	}
+	defer s.db.Exec(`PRAGMA foreign_keys = ON`)
 	tx, err := s.db.Begin()
 	if err != nil {
 		return err
@@ -140,6 +223,17 @@ func (s *Store) migrate() error {
 	}
 	if _, err := tx.Exec(`UPDATE schema_version SET version = ?`, len(migrations)); err != nil {
 		return fmt.Errorf("update schema_version: %w", err)
+	}
+	if v < len(migrations) {
+		var table string
+		var rowid sql.NullInt64
+		var parent string
+		var fkid int
+		if err := tx.QueryRow(`PRAGMA foreign_key_check`).Scan(&table, &rowid, &parent, &fkid); err == nil {
+			return fmt.Errorf("after migration: table %s row %d references missing %s", table, rowid.Int64, parent)
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("after migration: foreign key check: %w", err)
+		}
 	}
 	return tx.Commit()
 }
@@ -217,7 +311,9 @@ func newID(t time.Time, kind string) (string, error) {
 	return fmt.Sprintf("%s-%s-%s", t.Format("20060102-150405"), b.String(), hex.EncodeToString(rnd[:])), nil
 }
 
-// Start records a new run with status "running". config is stored as JSON
+// Start records a new run with status "running", owned by this process
+// (PID, host name and process start time, so readers can tell a stale run).
+// config is stored as JSON
 // (json.Marshal); version is the ragforge version string and backend names
 // the compute backend (e.g. "simplego", "xla:cuda"). The id is
 // "YYYYMMDD-HHMMSS-<kind>-<4 hex>" in UTC; a rare id clash is retried.
@@ -235,12 +331,14 @@ func (s *Store) Start(kind string, config any, version, backend string) (*Run, e
 		if err != nil {
 			return nil, fmt.Errorf("start run %s: id: %w", kind, err)
 		}
-		res, err := s.db.Exec(`INSERT OR IGNORE INTO runs (id, kind, config, status, started_at, version, backend)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, id, kind, string(cfg), StatusRunning, now.Format(timeFormat), version, backend)
+		res, err := s.db.Exec(`INSERT OR IGNORE INTO runs (id, kind, config, status, started_at, version, backend, pid, host, proc_token)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, kind, string(cfg), StatusRunning, now.Format(timeFormat), version, backend,
+			s.self.PID, s.self.Host, s.self.Token)
 		if err != nil {
 			return nil, fmt.Errorf("start run %s: %w", kind, err)
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
+			s.setOpen(id, true)
 			return &Run{ID: id, s: s}, nil
 		}
 		if attempt > 16 {
@@ -257,6 +355,60 @@ func (s *Store) Attach(id string) (*Run, error) {
 		return nil, err
 	}
 	return &Run{ID: full, s: s}, nil
+}
+
+// Resume reopens an existing run (id or unique id prefix) to continue it in
+// this process: status running again, error and finished_at cleared, this
+// process recorded as its owner. Errors wrap ErrNotFound, ErrAmbiguous, or
+// ErrLive when the run is running in a live process (or on another host);
+// close that one first (MarkRun with force).
+func (s *Store) Resume(id string) (*Run, error) {
+	full, err := s.resolve(id)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	tx, err := s.db.Begin()
+	if err != nil {
+		return nil, fmt.Errorf("resume run %s: %w", full, err)
+	}
+	defer tx.Rollback()
+	var status string
+	var o owner
+	if err := tx.QueryRow(`SELECT status, pid, host, proc_token FROM runs WHERE id = ?`, full).Scan(&status, &o.PID, &o.Host, &o.Token); err != nil {
+		return nil, fmt.Errorf("resume run %s: %w", full, err)
+	}
+	if status == StatusRunning && o != s.self {
+		if live, known := alive(o, s.self.Host); live {
+			return nil, fmt.Errorf("resume run %s: %w (pid %d on host %s%s); stop it, or close it with `ragforge runs mark %s --status interrupted --force`",
+				full, ErrLive, o.PID, o.Host, unknownNote(known), full)
+		}
+	}
+	if _, err := tx.Exec(`UPDATE runs SET status = ?, error = '', finished_at = NULL, pid = ?, host = ?, proc_token = ? WHERE id = ?`,
+		StatusRunning, s.self.PID, s.self.Host, s.self.Token, full); err != nil {
+		return nil, fmt.Errorf("resume run %s: %w", full, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("resume run %s: %w", full, err)
+	}
+	s.setOpen(full, true)
+	return &Run{ID: full, s: s}, nil
+}
+
+func unknownNote(known bool) string {
+	if known {
+		return ""
+	}
+	return ", liveness unknown from this host"
+}
+
+func (s *Store) setOpen(id string, open bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if open {
+		s.open[id] = true
+	} else {
+		delete(s.open, id)
+	}
 }
 
 // Metric records value of metric name at step (a training step, epoch or 0).
@@ -322,22 +474,129 @@ func (r *Run) Artifact(kind, path string) error {
 	return nil
 }
 
-// Finish marks the run done, or failed with runErr's text when runErr is not
-// nil, and sets finished_at. Errors: the run is unknown or already finished.
-func (r *Run) Finish(runErr error) error {
-	status, msg := StatusDone, ""
-	if runErr != nil {
-		status, msg = StatusFailed, runErr.Error()
-	}
-	res, err := r.s.db.Exec(`UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ? AND status = ?`,
-		status, msg, r.s.now().Format(timeFormat), r.ID, StatusRunning)
-	if err != nil {
-		return fmt.Errorf("run %s: finish: %w", r.ID, err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("run %s: finish: not a running run", r.ID)
+// TruncateMetrics deletes the run's metrics recorded at steps after step, so
+// a run resumed from a checkpoint at step continues its series without
+// duplicate steps (what was logged after the checkpoint was lost work).
+func (r *Run) TruncateMetrics(step int) error {
+	if _, err := r.s.db.Exec(`DELETE FROM metrics WHERE run_id = ? AND step > ?`, r.ID, step); err != nil {
+		return fmt.Errorf("run %s: truncate metrics after step %d: %w", r.ID, step, err)
 	}
 	return nil
+}
+
+// Finish marks the run done when runErr is nil, interrupted when runErr
+// wraps context.Canceled or ErrInterrupted, failed otherwise (error =
+// runErr's text), and sets finished_at. Errors: the run is unknown or
+// already finished.
+func (r *Run) Finish(runErr error) error {
+	status, msg := StatusDone, ""
+	switch {
+	case runErr == nil:
+	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, ErrInterrupted):
+		status, msg = StatusInterrupted, runErr.Error()
+	default:
+		status, msg = StatusFailed, runErr.Error()
+	}
+	return r.s.end(context.Background(), r.ID, status, msg)
+}
+
+// end moves the running run id to status with msg.
+func (s *Store) end(ctx context.Context, id, status, msg string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ? AND status = ?`,
+		status, msg, s.now().Format(timeFormat), id, StatusRunning)
+	if err != nil {
+		return fmt.Errorf("run %s: finish: %w", id, err)
+	}
+	s.setOpen(id, false)
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("run %s: finish: not a running run", id)
+	}
+	return nil
+}
+
+// OpenRuns returns the ids of the runs this Store started or resumed and has
+// not finished, sorted.
+func (s *Store) OpenRuns() []string {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.open))
+	for id := range s.open {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	sort.Strings(ids)
+	return ids
+}
+
+// InterruptOpen marks every run this Store started or resumed and has not
+// finished as interrupted with msg, for a process that must exit before its
+// commands return (a second signal, a command that ignores cancellation).
+// ctx bounds the wait for the database. It returns the ids it marked.
+func (s *Store) InterruptOpen(ctx context.Context, msg string) ([]string, error) {
+	var done []string
+	for _, id := range s.OpenRuns() {
+		if err := s.end(ctx, id, StatusInterrupted, msg); err != nil {
+			return done, err
+		}
+		done = append(done, id)
+	}
+	return done, nil
+}
+
+// MarkRun closes run id (or unique prefix) by hand with status done, failed
+// or interrupted and message msg (the error text; empty for done), setting
+// finished_at when it was unset. A run that is running in a live process,
+// or on another host, is refused with ErrLive unless force. It returns the
+// full id. Errors also wrap ErrNotFound and ErrAmbiguous.
+func (s *Store) MarkRun(id, status, msg string, force bool) (string, error) {
+	switch status {
+	case StatusDone, StatusFailed, StatusInterrupted:
+	default:
+		return "", fmt.Errorf("mark run %s: status %q: want %s, %s or %s", id, status, StatusDone, StatusFailed, StatusInterrupted)
+	}
+	full, err := s.resolve(id)
+	if err != nil {
+		return "", fmt.Errorf("mark: %w", err)
+	}
+	ri, err := s.info(full)
+	if err != nil {
+		return "", fmt.Errorf("mark run %s: %w", full, err)
+	}
+	if ri.Status == StatusRunning && !force {
+		return "", fmt.Errorf("mark run %s: %w (pid %d on host %s%s); pass --force to mark it anyway",
+			full, ErrLive, ri.PID, ri.Host, unknownNote(ri.Host == s.self.Host))
+	}
+	if status == StatusDone {
+		msg = ""
+	}
+	if _, err := s.db.Exec(`UPDATE runs SET status = ?, error = ?, finished_at = COALESCE(finished_at, ?) WHERE id = ?`,
+		status, msg, s.now().Format(timeFormat), full); err != nil {
+		return "", fmt.Errorf("mark run %s: %w", full, err)
+	}
+	s.setOpen(full, false)
+	return full, nil
+}
+
+// MarkStale marks every stale run (see RunInfo.Status) failed with a message
+// naming its lost process, and returns their ids, oldest first.
+func (s *Store) MarkStale() ([]string, error) {
+	rs, err := s.List(ListOptions{Status: StatusStale})
+	if err != nil {
+		return nil, fmt.Errorf("mark stale runs: %w", err)
+	}
+	var ids []string
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := rs[i]
+		msg := fmt.Sprintf("stale: process %d on host %s is gone (marked failed by runs gc)", r.PID, r.Host)
+		res, err := s.db.Exec(`UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ? AND status = ? AND pid = ? AND proc_token = ?`,
+			StatusFailed, msg, s.now().Format(timeFormat), r.ID, StatusRunning, r.PID, r.procToken)
+		if err != nil {
+			return ids, fmt.Errorf("mark stale run %s: %w", r.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids, nil
 }
 
 // PutItem stores v (as JSON) under (kind, key) for this run, replacing any

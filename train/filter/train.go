@@ -81,7 +81,9 @@ type Result struct {
 // train/windows_per_second, validation metrics valid/* at their step,
 // train/skipped_nonfinite at the end, and checkpoint artifacts. A skipped
 // non-finite update (Config.SkipNonFinite) logs no series point; its data
-// still counts as consumed.
+// still counts as consumed. On resume the run's metrics after the
+// checkpoint's step are deleted first, so a run resumed under the same id
+// has one row per step.
 // Cancelling ctx stops before the next update without writing anything (as a
 // kill would). Errors: invalid cfg, no training examples, an OutputDir that
 // already holds checkpoints without cfg.Resume, a checkpoint made with other
@@ -93,12 +95,9 @@ func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *r
 	if len(train) == 0 {
 		return nil, fmt.Errorf("train filter: training set: %w", label.ErrEmpty)
 	}
-	latest, err := trainer.LatestCheckpoint(cfg.OutputDir)
+	latest, err := CheckOutputDir(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("train filter: %w", err)
-	}
-	if latest != "" && !cfg.Resume {
-		return nil, fmt.Errorf("train filter: %s already holds checkpoints (newest %s); resume, or choose another output directory", cfg.OutputDir, filepath.Base(latest))
+		return nil, err
 	}
 	src := cfg.ModelDir
 	if latest != "" {
@@ -152,6 +151,12 @@ func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *r
 		}
 		st = old
 		res.ResumedFrom, res.LastCheckpoint = latest, latest
+		if run != nil {
+			// The run goes on from the checkpoint: what was logged after it was lost work.
+			if err := run.TruncateMetrics(st.GlobalStep); err != nil {
+				return nil, fmt.Errorf("train filter: resume: %w", err)
+			}
+		}
 	} else if err := lm.m.Ctx.SetRNGStateFromSeed(cfg.Seed); err != nil {
 		return nil, fmt.Errorf("train filter: seed: %w", err)
 	}
@@ -333,6 +338,20 @@ loop:
 	res.BestAccuracy = st.BestMetric
 	res.History = st.LogHistory
 	return res, nil
+}
+
+// CheckOutputDir returns the newest complete checkpoint in cfg.OutputDir
+// ("" when none), and an error when there is one but cfg.Resume is false
+// (a fresh run must not mix with an old one's checkpoints).
+func CheckOutputDir(cfg Config) (string, error) {
+	latest, err := trainer.LatestCheckpoint(cfg.OutputDir)
+	if err != nil {
+		return "", fmt.Errorf("train filter: %w", err)
+	}
+	if latest != "" && !cfg.Resume {
+		return "", fmt.Errorf("train filter: %s already holds checkpoints (newest %s); resume, or choose another output directory", cfg.OutputDir, filepath.Base(latest))
+	}
+	return latest, nil
 }
 
 // dataHash fingerprints the training examples (id, answer, instruction) in order.

@@ -140,13 +140,16 @@ type state struct {
 // with an error are retried; finished steps are skipped. A per-item failure
 // (empty or non-UTF-8 text, a server error or timeout) is stored with the
 // item, counted in Round.Counts and leaves the other items going. ctx
-// cancellation stops with ctx.Err() and stores nothing partial.
+// cancellation stops with ctx.Err() and stores nothing partial. The run is
+// resumed (runs.Store.Resume: status running, owned by this process) and
+// finished on every return once open: done, failed with the error, or
+// interrupted when ctx was cancelled.
 //
 // Errors: an invalid config, an empty corpus, duplicate chunk ids, a
 // WorkDir/run.json made with other settings, model load failures, store or
 // file failures.
 func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []data.Query, evalQrels data.Qrels,
-	store *runs.Store, progress Progress) (*Report, error) {
+	store *runs.Store, progress Progress) (_ *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -167,10 +170,19 @@ func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []dat
 			ix.Close()
 		}
 	}()
-	var err error
 	if s.run, err = s.openRun(store); err != nil {
 		return nil, err
 	}
+	defer func() {
+		// Every error after the run is open finishes it: failed, or
+		// interrupted when ctx was cancelled (runs.Run.Finish).
+		if err != nil {
+			if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+				err = fmt.Errorf("%w: %w", cause, err) // e.g. "interrupted by SIGINT: ..."
+			}
+			_ = s.run.Finish(err)
+		}
+	}()
 	if s.gen0, err = s.openGenerator(); err != nil {
 		return nil, err
 	}
@@ -197,7 +209,9 @@ func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []dat
 	if err := s.run.Artifact("report", filepath.Join(cfg.WorkDir, "report.json")); err != nil {
 		return s.rep, fmt.Errorf("selflearn: %w", err)
 	}
-	_ = s.run.Finish(nil) // already finished when a finished run is rerun
+	if err := s.run.Finish(nil); err != nil {
+		return s.rep, fmt.Errorf("selflearn: %w", err)
+	}
 	return s.rep, nil
 }
 
@@ -233,9 +247,10 @@ func (s *state) openRun(store *runs.Store) (*runs.Run, error) {
 		return nil, fmt.Errorf("selflearn: %w", err)
 	}
 	if id != "" {
-		r, err := store.Attach(id)
+		// Running again, owned by this process (refused while another process runs it).
+		r, err := store.Resume(id)
 		if err != nil {
-			return nil, fmt.Errorf("selflearn: resume: %w", err)
+			return nil, fmt.Errorf("selflearn: %w", err)
 		}
 		return r, nil
 	}

@@ -368,8 +368,12 @@ func TestRunResumeMatchesUninterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	g1 := &counting{cancelAt: 5, cancel: cancel}
 	cfgB.GeneratorImpl = g1
-	if _, err := Run(ctx, cfgB, toyCorpus(), qs, qrels, store, nil); !errors.Is(err, context.Canceled) {
+	repI, err := Run(ctx, cfgB, toyCorpus(), qs, qrels, store, nil)
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: err %v, want context.Canceled", err)
+	}
+	if d, err := store.Get(repI.RunID); err != nil || d.Status != runs.StatusInterrupted {
+		t.Fatalf("interrupted run reads %+v (%v), want status interrupted", d, err)
 	}
 	g2 := &counting{}
 	cfgB.GeneratorImpl = g2
@@ -388,6 +392,27 @@ func TestRunResumeMatchesUninterrupted(t *testing.T) {
 	}
 	if repA.RunID == repB.RunID {
 		t.Fatal("separate stores should have separate runs")
+	}
+	if d, _ := store.Get(repB.RunID); repB.RunID != repI.RunID || d.Status != runs.StatusDone {
+		t.Fatalf("resumed run %s (%s), want the interrupted %s, done", repB.RunID, d.Status, repI.RunID)
+	}
+}
+
+// An error after the run is open finishes it as failed with the error.
+func TestRunErrorFinishesRun(t *testing.T) {
+	cfg := toyConfig(t, toyRetriever(t))
+	cfg.Generator = "t5:" + filepath.Join(t.TempDir(), "no-such-model")
+	store := openStore(t)
+	_, err := Run(context.Background(), cfg, toyCorpus(), nil, nil, store, nil)
+	if err == nil {
+		t.Fatal("Run with a missing generator succeeded")
+	}
+	l, lerr := store.List(runs.ListOptions{Kind: "selflearn"})
+	if lerr != nil || len(l) != 1 {
+		t.Fatalf("runs: %v, %v", l, lerr)
+	}
+	if l[0].Status != runs.StatusFailed || l[0].Error != err.Error() {
+		t.Errorf("run after %q: status %s error %q, want failed with the error", err, l[0].Status, l[0].Error)
 	}
 }
 
