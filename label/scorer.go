@@ -82,8 +82,7 @@ func (s *LocalT5Scorer) TargetLogProbs(ctx context.Context, prompt, target strin
 	if strings.TrimSpace(target) == "" {
 		return nil, fmt.Errorf("%s: empty target", s.ID)
 	}
-	in := truncate(s.Tokenizer.Encode(prompt, true), s.MaxInputTokens)
-	lab := truncate(s.Tokenizer.Encode(target, true), s.MaxTargetTokens)
+	in, lab := s.Tokens(prompt, target)
 	mask := make([]int, len(in))
 	for i := range mask {
 		mask[i] = 1
@@ -100,6 +99,13 @@ func (s *LocalT5Scorer) TargetLogProbs(ctx context.Context, prompt, target strin
 		out[i] = float64(v)
 	}
 	return out, nil
+}
+
+// Tokens returns the encoder input and label ids TargetLogProbs scores:
+// both texts tokenized with eos appended and truncated to MaxInputTokens /
+// MaxTargetTokens (eos kept last).
+func (s *LocalT5Scorer) Tokens(prompt, target string) (input, labels []int) {
+	return truncate(s.Tokenizer.Encode(prompt, true), s.MaxInputTokens), truncate(s.Tokenizer.Encode(target, true), s.MaxTargetTokens)
 }
 
 // truncate keeps the first n-1 ids and the last (eos) when len(ids) > n > 0.
