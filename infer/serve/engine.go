@@ -172,7 +172,7 @@ func (e *engine) normalize(req *RetrieveRequest) error {
 		req.K = d.K
 	}
 	if req.K < 1 || req.K > e.maxK {
-		return badRequest("field %q: %d outside [1, %d]", "k", req.K, e.maxK)
+		return badRequest("field %q: %d outside [1, %d] (max-k)", "k", req.K, e.maxK)
 	}
 	if len(req.Corpora) == 0 {
 		req.Corpora = append([]string(nil), e.p.Manifest.Corpora...)

@@ -74,8 +74,11 @@ func (s *Server) checkFilter(req *FilterRequest) (float64, error) {
 	if strings.TrimSpace(req.Question) == "" {
 		return 0, badRequest("field %q: empty", "question")
 	}
-	if len(req.Snippets) == 0 || len(req.Snippets) > s.opt.MaxSnippets {
-		return 0, badRequest("field %q: %d snippets, want 1..%d", "snippets", len(req.Snippets), s.opt.MaxSnippets)
+	if len(req.Snippets) == 0 {
+		return 0, badRequest("field %q: empty", "snippets")
+	}
+	if len(req.Snippets) > s.opt.MaxSnippets {
+		return 0, &requestError{code: 413, param: "snippets", msg: fmt.Sprintf("field %q: %d snippets, over the limit of %d per request (max-snippets)", "snippets", len(req.Snippets), s.opt.MaxSnippets)}
 	}
 	th := s.c.Pipeline.Manifest.Filter.Threshold
 	if req.Threshold != nil {

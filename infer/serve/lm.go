@@ -206,7 +206,7 @@ func (l *LocalLM) GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (G
 		}
 		if opt.OnText != nil && strings.HasPrefix(text, emitted) && len(text)-hold > len(emitted) {
 			cut := len(text) - hold
-			for cut > len(emitted) && !utf8.RuneStart(text[cut]) {
+			for cut > len(emitted) && cut < len(text) && !utf8.RuneStart(text[cut]) {
 				cut--
 			}
 			if cut > len(emitted) {

@@ -757,8 +757,11 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 		}
 		inputs = []string{one}
 	}
-	if len(inputs) == 0 || len(inputs) > s.opt.MaxSnippets {
-		return &requestError{code: 413, param: "input", msg: fmt.Sprintf("field %q: %d texts, want 1..%d (max-snippets)", "input", len(inputs), s.opt.MaxSnippets)}
+	if len(inputs) == 0 {
+		return fieldError("input", "empty")
+	}
+	if len(inputs) > s.opt.MaxSnippets {
+		return &requestError{code: 413, param: "input", msg: fmt.Sprintf("field %q: %d texts, over the limit of %d per request (max-snippets)", "input", len(inputs), s.opt.MaxSnippets)}
 	}
 	for i, in := range inputs {
 		if in == "" {
