@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,5 +156,58 @@ func TestTimeoutStopsModelWork(t *testing.T) {
 	<-ctx.Done()
 	if m := f.srv.Metrics().batchCount("filter"); m != n {
 		t.Errorf("%d micro-batches after the 503, %d at it", m, n)
+	}
+}
+
+// ctxFilter blocks until its request's context ends, like model work that
+// checks the context at every micro-batch.
+type ctxFilter struct{ entered chan struct{} }
+
+func (c ctxFilter) Predict(ctx context.Context, q string, s []string) ([]float64, error) {
+	close(c.entered)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// SIGTERM (Serve's context) with work that would outlast ShutdownTimeout:
+// the work is cancelled, its client gets a 503, and Serve returns.
+func TestShutdownCancelsLongWork(t *testing.T) {
+	f := newFixture(t, Options{})
+	comps := *f.comps
+	cf := ctxFilter{entered: make(chan struct{})}
+	comps.Filter = cf
+	s, err := New(Options{ShutdownTimeout: 500 * time.Millisecond, RequestTimeout: time.Hour}, &comps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	codes := make(chan int, 1)
+	go func() {
+		resp, err := http.Post("http://"+ln.Addr().String()+"/v1/filter", "application/json", strings.NewReader(`{"question":"q","snippets":["a"]}`))
+		if err != nil {
+			codes <- 0
+			return
+		}
+		resp.Body.Close()
+		codes <- resp.StatusCode
+	}()
+	<-cf.entered
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Serve did not return after the shutdown timeout")
+	}
+	if c := <-codes; c != 503 {
+		t.Errorf("in-flight request: HTTP %d, want 503", c)
 	}
 }

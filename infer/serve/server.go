@@ -18,10 +18,12 @@
 //	/                           the web workbench (Options.Web): pages open, its /api reads guarded by the
 //	                            workbench itself, non-GET requests are writes
 //
-// Concurrent filter windows and encoder texts are micro-batched (Batcher).
-// Every request has a body size limit and a timeout; errors are JSON
-// {"error": {"message", "type", "code"}} with a 4xx status for client
-// mistakes. Writes need "Authorization: Bearer <token>" with the token set at
+// Concurrent filter windows and encoder texts are micro-batched (Batcher)
+// in bounded micro-batches. Every request has a body size limit, limits on
+// its work (Options) and a timeout that cancels its model work; bodies must
+// be JSON and Host/Origin headers allowed (guard.go); errors are JSON
+// {"error": {"message", "type", "param", "code"}} with a 4xx status for
+// client mistakes. Writes need "Authorization: Bearer <token>" with the token set at
 // start-up (no token: writes are refused); read-only endpoints need it too
 // unless Options.OpenRead. The server binds to loopback unless
 // Options.AllowRemote. Run serves until its context is cancelled (the CLI
@@ -75,7 +77,8 @@ type Options struct {
 	// MaxSnippets: snippets per /v1/filter call and texts per
 	// /v1/embeddings call (default 128); MaxRequestTokens: tokens of the
 	// filter windows of one request, /v1/filter or /v1/pipeline, and of
-	// one echo or generation prompt (default 131072 = 256 windows of 512).
+	// one echo or generation prompt (default 262144 = 512 windows of 512;
+	// memory does not grow with it, see MaxBatchTokens, only the time).
 	MaxK             int
 	MaxSnippets      int
 	MaxRequestTokens int
@@ -107,7 +110,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 1 << 20, RequestTimeout: 60 * time.Second,
-		ShutdownTimeout: 30 * time.Second, MaxK: 1000, MaxSnippets: 128, MaxRequestTokens: 131072,
+		ShutdownTimeout: 30 * time.Second, MaxK: 1000, MaxSnippets: 128, MaxRequestTokens: 262144,
 		MaxBatch: 32, MaxBatchTokens: 16384, BatchWait: 5 * time.Millisecond,
 	}
 }
@@ -552,8 +555,11 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.As(err, &re):
 		code, typ, param, ecode = re.code, "invalid_request_error", re.param, re.errCode
-		if code == 401 {
+		switch {
+		case code == 401:
 			typ = "authentication_error"
+		case code == 503:
+			typ = "timeout"
 		}
 	case errors.As(err, &mbe):
 		code, typ = 413, "invalid_request_error"
@@ -614,11 +620,11 @@ func decode(r *http.Request, v any, strict bool) error {
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:
 // it stops accepting and waits for in-flight requests; shortly before
-// ShutdownTimeout (a tenth of it, at most 2 s, is kept for this) it cancels
+// ShutdownTimeout (a quarter of it, at most 5 s, is kept for this) it cancels
 // the requests still running, whose model work stops at its next
-// micro-batch, waits for them in the time left, and stops the batchers. It
-// returns nil after a clean shutdown, an error when requests had to be
-// cancelled or did not stop in time.
+// micro-batch (they are answered 503), waits for them in the time left,
+// and stops the batchers. It returns nil once every request has ended, an
+// error when some did not stop within ShutdownTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.handler,
@@ -640,7 +646,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.opt.Logger.Info("shutting down: finishing in-flight requests")
 	start := time.Now()
-	keep := min(s.opt.ShutdownTimeout/10, 2*time.Second)
+	keep := min(s.opt.ShutdownTimeout/4, 5*time.Second)
 	sctx, cancel := context.WithTimeout(context.Background(), s.opt.ShutdownTimeout-keep)
 	defer cancel()
 	err := hs.Shutdown(sctx)
@@ -651,18 +657,27 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { s.inflight.Wait(); close(done) }()
 		select {
 		case <-done:
-			err = fmt.Errorf("serve: shutdown: in-flight requests cancelled after %v", time.Since(start).Round(time.Millisecond))
+			s.opt.Logger.Warn("shutdown: in-flight requests cancelled", slog.Duration("after", time.Since(start).Round(time.Millisecond)))
+			err = nil
 		case <-time.After(s.opt.ShutdownTimeout - time.Since(start)):
 			err = fmt.Errorf("serve: shutdown: requests still running after %v", s.opt.ShutdownTimeout)
 		}
-		hs.Close()
+		// Let the 503s of the cancelled requests reach their clients.
+		rctx, rcancel := context.WithDeadline(context.Background(), start.Add(s.opt.ShutdownTimeout))
+		if hs.Shutdown(rctx) != nil {
+			hs.Close()
+		}
+		rcancel()
 	}
 	<-errc // http.ErrServerClosed
 	s.cancelBase()
-	s.Close()
 	if err != nil {
+		// Do not wait for a micro-batch still running: the process is
+		// about to exit and the shutdown timeout is spent.
+		go s.Close()
 		return err
 	}
+	s.Close()
 	s.opt.Logger.Info("stopped")
 	return nil
 }
