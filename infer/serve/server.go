@@ -85,8 +85,9 @@ type Options struct {
 
 	// MaxBatch, MaxBatchTokens and BatchWait tune micro-batching: a model
 	// call takes up to MaxBatch items (filter windows, texts to encode)
-	// holding up to MaxBatchTokens tokens (default 16384 = 32 windows of
-	// 512) from concurrent requests, waiting at most BatchWait after the
+	// holding up to MaxBatchTokens tokens (default 4096 = 8 windows of 512,
+	// as encode.BERTEncoder's MaxBatchTokens; small, so a cancelled request
+	// stops soon) from concurrent requests, waiting at most BatchWait after the
 	// first; defaults 32 and 5 ms. MaxBatch 1 disables batching. A request
 	// with more items runs as several micro-batches, so the memory of a
 	// model call does not grow with the request, and a request whose
@@ -111,7 +112,7 @@ func DefaultOptions() Options {
 	return Options{
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 1 << 20, RequestTimeout: 60 * time.Second,
 		ShutdownTimeout: 30 * time.Second, MaxK: 1000, MaxSnippets: 128, MaxRequestTokens: 262144,
-		MaxBatch: 32, MaxBatchTokens: 16384, BatchWait: 5 * time.Millisecond,
+		MaxBatch: 32, MaxBatchTokens: 4096, BatchWait: 5 * time.Millisecond,
 	}
 }
 
@@ -630,10 +631,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       s.opt.RequestTimeout,
-		WriteTimeout:      s.opt.RequestTimeout + 5*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.opt.Logger.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return s.base },
+		// The 503 of a timed-out request comes after its running
+		// micro-batch; the write deadline leaves room for it.
+		WriteTimeout: s.opt.RequestTimeout + 30*time.Second,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(s.opt.Logger.Handler(), slog.LevelWarn),
+		BaseContext:  func(net.Listener) context.Context { return s.base },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
