@@ -82,8 +82,7 @@ func (s *LocalT5Scorer) TargetLogProbs(ctx context.Context, prompt, target strin
 	if strings.TrimSpace(target) == "" {
 		return nil, fmt.Errorf("%s: empty target", s.ID)
 	}
-	in := truncate(s.Tokenizer.Encode(prompt, true), s.MaxInputTokens)
-	lab := truncate(s.Tokenizer.Encode(target, true), s.MaxTargetTokens)
+	in, lab := s.Tokens(prompt, target)
 	mask := make([]int, len(in))
 	for i := range mask {
 		mask[i] = 1
@@ -102,6 +101,13 @@ func (s *LocalT5Scorer) TargetLogProbs(ctx context.Context, prompt, target strin
 	return out, nil
 }
 
+// Tokens returns the encoder input and label ids TargetLogProbs scores:
+// both texts tokenized with eos appended and truncated to MaxInputTokens /
+// MaxTargetTokens (eos kept last).
+func (s *LocalT5Scorer) Tokens(prompt, target string) (input, labels []int) {
+	return truncate(s.Tokenizer.Encode(prompt, true), s.MaxInputTokens), truncate(s.Tokenizer.Encode(target, true), s.MaxTargetTokens)
+}
+
 // truncate keeps the first n-1 ids and the last (eos) when len(ids) > n > 0.
 func truncate(ids []int, n int) []int {
 	if n <= 0 || len(ids) <= n {
@@ -110,39 +116,81 @@ func truncate(ids []int, n int) []int {
 	return append(ids[:n-1:n-1], ids[len(ids)-1])
 }
 
-// HTTPScorer scores with an OpenAI-compatible /v1/completions server that
-// echoes prompt log-probabilities (vLLM, ragforge serve): one request on
-// prompt + Separator + target with echo=true, logprobs=0, max_tokens=1 (see
-// openai.Client.TargetLogprobs). Timeouts, retries with backoff and the
-// concurrency limit are the Client's Options.
+// HTTPScorer scores with an OpenAI-compatible /v1/completions server in
+// one of two forms:
+//
+//   - decoder-only (vLLM and other echo servers): one request on prompt +
+//     Separator + target with echo=true, logprobs=0, max_tokens=1 (see
+//     openai.Client.TargetLogprobs); the target's tokens are those after the
+//     prompt.
+//   - encoder-decoder (Seq2Seq; ragforge serve with a T5 generator): one
+//     request with the encoder_input extension, encoder_input=prompt and
+//     prompt=target (openai.Client.Seq2SeqLogprobs): the server scores the
+//     target as decoder labels given the prompt as encoder input, exactly
+//     as LocalT5Scorer does locally (no separator; the final </s> counts).
+//
+// Detect picks the form from the server. Timeouts, retries with backoff and
+// the concurrency limit are the Client's Options.
 //
 // A server that returns log-probabilities of generated tokens only (llama.cpp
 // server, Ollama) makes every call fail with an error wrapping
 // openai.ErrNoPromptLogprobs; PerplexityLabeler stops on it.
 type HTTPScorer struct {
 	Client    *openai.Client
-	Separator string // between prompt and target; NewHTTPScorer sets " "
+	Separator string // between prompt and target (decoder-only form); NewHTTPScorer sets " "
+	Seq2Seq   bool   // use the encoder_input form
 }
 
-// NewHTTPScorer returns an HTTPScorer with Separator " ".
+// NewHTTPScorer returns an HTTPScorer with Separator " " in the
+// decoder-only form; call Detect to let the server choose.
 func NewHTTPScorer(c *openai.Client) *HTTPScorer { return &HTTPScorer{Client: c, Separator: " "} }
 
-// Name is "http:<base url>/<model>", plus the separator when it is not " ".
+// Detect sets Seq2Seq when the server honours the encoder_input extension:
+// it sends one tiny scoring request; an answer carrying
+// encoder_input_tokens means yes, an answer without it or a 400 (a server
+// refusing the field) means no. Errors: transport errors and other HTTP
+// failures.
+func (s *HTTPScorer) Detect(ctx context.Context) error {
+	_, err := s.Client.Seq2SeqLogprobs(ctx, "a", "a")
+	var se *openai.StatusError
+	switch {
+	case err == nil:
+		s.Seq2Seq = true
+	case errors.Is(err, openai.ErrNoEncoderInput), errors.Is(err, openai.ErrNoPromptLogprobs),
+		errors.As(err, &se) && se.Code >= 400 && se.Code < 500 && se.Code != 401 && se.Code != 403 && se.Code != 404:
+		s.Seq2Seq = false
+	default:
+		return fmt.Errorf("scorer %s: probe encoder_input: %w", s.Client.BaseURL(), err)
+	}
+	return nil
+}
+
+// Name is "http:<base url>/<model>", plus "|seq2seq" in the
+// encoder-decoder form and the separator when it is not " ".
 func (s *HTTPScorer) Name() string {
 	n := "http:" + s.Client.BaseURL() + "/" + s.Client.Model()
+	if s.Seq2Seq {
+		return n + "|seq2seq"
+	}
 	if s.Separator != " " {
 		n += fmt.Sprintf("|sep=%q", s.Separator)
 	}
 	return n
 }
 
-// TargetLogProbs returns the log-probabilities of the tokens of
-// Separator+target given prompt.
+// TargetLogProbs returns the log-probabilities of the tokens of the target
+// (Separator+target in the decoder-only form) given prompt.
 func (s *HTTPScorer) TargetLogProbs(ctx context.Context, prompt, target string) ([]float64, error) {
 	if strings.TrimSpace(target) == "" {
 		return nil, fmt.Errorf("%s: empty target", s.Name())
 	}
-	lp, err := s.Client.TargetLogprobs(ctx, prompt, s.Separator+target)
+	var lp []float64
+	var err error
+	if s.Seq2Seq {
+		lp, err = s.Client.Seq2SeqLogprobs(ctx, prompt, target)
+	} else {
+		lp, err = s.Client.TargetLogprobs(ctx, prompt, s.Separator+target)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name(), err)
 	}

@@ -205,7 +205,13 @@ func newScorer(g *globals, spec string, timeout time.Duration, retries, concurre
 		}
 		return label.NewLocalT5Scorer(target, m, tok), nil
 	case "openai":
-		return label.NewHTTPScorer(openai.New(target, openai.Options{Model: model, Timeout: timeout, MaxRetries: retries, Concurrency: concurrency})), nil
+		sc := label.NewHTTPScorer(openai.New(target, openai.Options{Model: model, Timeout: timeout, MaxRetries: retries, Concurrency: concurrency}))
+		// An encoder-decoder server (ragforge serve) scores (prompt, target)
+		// as encoder input and labels, like t5:DIR; others use echo.
+		if err := sc.Detect(context.Background()); err != nil {
+			return nil, err
+		}
+		return sc, nil
 	}
 	return nil, fmt.Errorf("--scorer %q: want t5:DIR or openai:URL[#model]", spec)
 }

@@ -199,6 +199,11 @@ or Ctrl-C finishes in-flight requests and exits.`,
 		Example: `  RAGFORGE_TOKEN=secret ragforge serve --pipeline work/pipeline --addr 127.0.0.1:8080 --open-read`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Every limit flag has a positive default, so a 0 or negative
+			// value is the user's mistake, not "use the default".
+			if err := o.Opt.Validate(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			// In-flight requests may finish before a signal forces the exit.
@@ -214,10 +219,17 @@ or Ctrl-C finishes in-flight requests and exits.`,
 	f.BoolVar(&o.Opt.AllowRemote, "allow-remote", false, "allow a non-loopback listen address")
 	f.StringVar(&o.Opt.Token, "token", os.Getenv("RAGFORGE_TOKEN"), "bearer token for write endpoints ($RAGFORGE_TOKEN)")
 	f.BoolVar(&o.Opt.OpenRead, "open-read", false, "serve read endpoints without the token")
-	f.Int64Var(&o.Opt.MaxBodyBytes, "max-body", 1<<20, "request body limit in bytes")
-	f.DurationVar(&o.Opt.RequestTimeout, "request-timeout", 60*time.Second, "per-request timeout")
-	f.IntVar(&o.Opt.MaxBatch, "max-batch", 32, "micro-batch size for the filter and encoders")
-	f.DurationVar(&o.Opt.BatchWait, "batch-wait", 5*time.Millisecond, "how long a micro-batch waits to fill")
+	d := serve.DefaultOptions()
+	f.Int64Var(&o.Opt.MaxBodyBytes, "max-body", d.MaxBodyBytes, "request body limit in bytes")
+	f.DurationVar(&o.Opt.RequestTimeout, "request-timeout", d.RequestTimeout, "per-request timeout: model work stops at the next micro-batch and the client gets a 503")
+	f.DurationVar(&o.Opt.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "on SIGTERM, how long in-flight requests may finish before they are cancelled")
+	f.IntVar(&o.Opt.MaxK, "max-k", d.MaxK, "largest k of /v1/retrieve and /v1/pipeline")
+	f.IntVar(&o.Opt.MaxSnippets, "max-snippets", d.MaxSnippets, "most snippets per /v1/filter call (and texts per /v1/embeddings call)")
+	f.IntVar(&o.Opt.MaxRequestTokens, "max-request-tokens", d.MaxRequestTokens, "most filter-window tokens per request (and prompt tokens of one scoring or generation)")
+	f.IntVar(&o.Opt.MaxBatch, "max-batch", d.MaxBatch, "micro-batch size (items) for the filter and encoders")
+	f.IntVar(&o.Opt.MaxBatchTokens, "max-batch-tokens", d.MaxBatchTokens, "most tokens per filter micro-batch")
+	f.DurationVar(&o.Opt.BatchWait, "batch-wait", d.BatchWait, "how long a micro-batch waits to fill")
+	f.StringSliceVar(&o.Opt.AllowedHosts, "allowed-host", nil, "host name accepted in Host/Origin headers besides loopback and the bind address; repeat, or * for any")
 	f.DurationVar(&o.LLMTimeout, "llm-timeout", 120*time.Second, "timeout of HTTP LLM calls")
 	f.IntVar(&o.LLMRetries, "llm-retries", 2, "retries of HTTP LLM calls")
 	f.BoolVar(&o.NoWorkbench, "no-workbench", false, "do not serve the web workbench")

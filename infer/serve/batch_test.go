@@ -66,7 +66,7 @@ func TestBatcherFillsBatch(t *testing.T) {
 
 func TestBatcherEdgeCases(t *testing.T) {
 	d := &double{}
-	// MaxBatch 2, no wait: a call of 5 items is one batch of its own.
+	// MaxBatch 2, no wait: a call of 5 items runs as micro-batches 2, 2, 1.
 	b := NewBatcher(d.fn, 2, 0, nil)
 	out, err := b.Do(context.Background(), []int{1, 2, 3, 4, 5})
 	if err != nil || !reflect.DeepEqual(out, []int{2, 4, 6, 8, 10}) {
@@ -93,14 +93,65 @@ func TestBatcherEdgeCases(t *testing.T) {
 	if _, err := b.Do(context.Background(), []int{1}); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Close: %v", err)
 	}
-	if !reflect.DeepEqual(d.sizes, []int{5, 1, 1}) {
-		t.Errorf("batch sizes %v, want [5 1 1]", d.sizes)
+	if !reflect.DeepEqual(d.sizes, []int{2, 2, 1, 1, 1}) {
+		t.Errorf("batch sizes %v, want [2 2 1 1 1]", d.sizes)
 	}
 	// A wrong result count is an error.
 	bad := NewBatcher(func(items []int) ([]int, error) { return nil, nil }, 4, 0, nil)
 	defer bad.Close()
 	if _, err := bad.Do(context.Background(), []int{1}); err == nil {
 		t.Error("short result accepted")
+	}
+}
+
+// The token budget cuts calls and merged batches: items are their own
+// size, MaxTokens 10, MaxBatch 8.
+func TestBatcherTokenLimit(t *testing.T) {
+	cases := []struct {
+		items []int
+		want  []int // batch sizes
+	}{
+		{[]int{4, 4, 4}, []int{2, 1}},                   // 8, then 4
+		{[]int{11, 1}, []int{1, 1}},                     // an item over the budget is alone
+		{[]int{1, 1, 1, 1, 1, 1, 1, 1, 1}, []int{8, 1}}, // MaxBatch still applies
+		{[]int{5, 5, 5, 5}, []int{2, 2}},
+	}
+	for _, c := range cases {
+		d := &double{}
+		b := NewTokenBatcher(d.fn, 8, 10, func(x int) int { return x }, 0, nil)
+		out, err := b.Do(context.Background(), c.items)
+		b.Close()
+		if err != nil || len(out) != len(c.items) {
+			t.Fatalf("%v: %v %v", c.items, out, err)
+		}
+		for i, x := range c.items {
+			if out[i] != 2*x {
+				t.Errorf("%v: result %d = %d", c.items, i, out[i])
+			}
+		}
+		if !reflect.DeepEqual(d.sizes, c.want) {
+			t.Errorf("%v: batches %v, want %v", c.items, d.sizes, c.want)
+		}
+	}
+}
+
+// A call cancelled while its first micro-batch runs sends no further
+// micro-batch: the model does no more work for it.
+func TestBatcherStopsAtNextMicroBatch(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls int
+	fn := func(items []int) ([]int, error) {
+		calls++
+		cancel() // the client goes away during the first model call
+		return items, nil
+	}
+	b := NewBatcher(fn, 2, 0, nil)
+	defer b.Close()
+	if _, err := b.Do(ctx, []int{1, 2, 3, 4, 5, 6}); !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want context.Canceled", err)
+	}
+	if calls != 1 {
+		t.Errorf("%d model calls after cancellation, want 1", calls)
 	}
 }
 

@@ -38,6 +38,16 @@ func (b *batchedEncoder) EncodeDocs(texts []string) ([][]float32, error) {
 	return b.docs.Do(context.Background(), texts)
 }
 
+// queriesCtx and docsCtx are EncodeQueries and EncodeDocs stopping at the
+// next micro-batch when ctx ends.
+func (b *batchedEncoder) queriesCtx(ctx context.Context, texts []string) ([][]float32, error) {
+	return b.queries.Do(ctx, texts)
+}
+
+func (b *batchedEncoder) docsCtx(ctx context.Context, texts []string) ([][]float32, error) {
+	return b.docs.Do(ctx, texts)
+}
+
 func (b *batchedEncoder) close() {
 	b.queries.Close()
 	b.docs.Close()
@@ -85,8 +95,10 @@ type RetrieveResponse struct {
 
 // requestError is a client error (4xx): the request is wrong, not the server.
 type requestError struct {
-	code int
-	msg  string
+	code    int
+	msg     string
+	param   string // the request field at fault, when one is
+	errCode string // OpenAI's machine-readable code; "" derives it from the status
 }
 
 func (e *requestError) Error() string { return e.msg }
@@ -160,7 +172,7 @@ func (e *engine) normalize(req *RetrieveRequest) error {
 		req.K = d.K
 	}
 	if req.K < 1 || req.K > e.maxK {
-		return badRequest("field %q: %d outside [1, %d]", "k", req.K, e.maxK)
+		return badRequest("field %q: %d outside [1, %d] (max-k)", "k", req.K, e.maxK)
 	}
 	if len(req.Corpora) == 0 {
 		req.Corpora = append([]string(nil), e.p.Manifest.Corpora...)

@@ -40,6 +40,10 @@ type T5Filter struct {
 	Tokenizer           tokenizer.Tokenizer
 	Helpful, NotHelpful int // label token ids
 	Config              pipeline.Filter
+	// MaxTokens limits the window tokens of one Predict call (0: none);
+	// the server sets Options.MaxRequestTokens. Over it, Predict returns a
+	// 413 error naming the limit before any model work.
+	MaxTokens int
 
 	batcher *Batcher[[]int, float64]
 }
@@ -83,9 +87,10 @@ func LoadT5Filter(dir, backendName string, cfg pipeline.Filter) (*T5Filter, erro
 	return f, nil
 }
 
-// startBatching routes window scoring through a Batcher.
-func (f *T5Filter) startBatching(maxBatch int, wait time.Duration, observe func(int)) {
-	f.batcher = NewBatcher(f.ScoreWindows, maxBatch, wait, observe)
+// startBatching routes window scoring through a Batcher: micro-batches of
+// at most maxBatch windows and maxTokens window tokens.
+func (f *T5Filter) startBatching(maxBatch, maxTokens int, wait time.Duration, observe func(int)) {
+	f.batcher = NewTokenBatcher(f.ScoreWindows, maxBatch, maxTokens, func(r []int) int { return len(r) }, wait, observe)
 }
 
 func (f *T5Filter) stopBatching() {
@@ -160,19 +165,42 @@ func (f *T5Filter) Predict(ctx context.Context, question string, snippets []stri
 		return nil, fmt.Errorf("filter: %w", err)
 	}
 	rows := make([][]int, len(wins))
+	tokens := 0
 	for i, w := range wins {
 		rows[i] = w.IDs
+		tokens += len(w.IDs)
+	}
+	if f.MaxTokens > 0 && tokens > f.MaxTokens {
+		return nil, &requestError{code: 413, msg: fmt.Sprintf("%d snippets make %d filter windows of %d tokens, over the limit of %d tokens per request (max-request-tokens)", len(snippets), len(wins), tokens, f.MaxTokens)}
 	}
 	var p []float64
 	if f.batcher != nil {
 		p, err = f.batcher.Do(ctx, rows)
 	} else {
-		p, err = f.ScoreWindows(rows)
+		p, err = f.scoreInChunks(ctx, rows)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return Aggregate(wins, p, len(snippets), f.Config.Aggregate), nil
+}
+
+// scoreInChunks scores rows without a batcher, 32 windows per model call,
+// checking ctx before each.
+func (f *T5Filter) scoreInChunks(ctx context.Context, rows [][]int) ([]float64, error) {
+	const chunk = 32
+	out := make([]float64, 0, len(rows))
+	for lo := 0; lo < len(rows); lo += chunk {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p, err := f.ScoreWindows(rows[lo:min(lo+chunk, len(rows))])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p...)
+	}
+	return out, nil
 }
 
 // Aggregate combines window probabilities p (one per window) into one per

@@ -212,6 +212,9 @@ func (f *fixture) call(t *testing.T, method, path string, body any, token string
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := f.ts.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

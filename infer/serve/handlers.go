@@ -1,18 +1,15 @@
 package serve
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ragforge/ragforge/label"
-	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval"
 )
 
@@ -77,8 +74,11 @@ func (s *Server) checkFilter(req *FilterRequest) (float64, error) {
 	if strings.TrimSpace(req.Question) == "" {
 		return 0, badRequest("field %q: empty", "question")
 	}
-	if len(req.Snippets) == 0 || len(req.Snippets) > s.opt.MaxSnippets {
-		return 0, badRequest("field %q: %d snippets, want 1..%d", "snippets", len(req.Snippets), s.opt.MaxSnippets)
+	if len(req.Snippets) == 0 {
+		return 0, badRequest("field %q: empty", "snippets")
+	}
+	if len(req.Snippets) > s.opt.MaxSnippets {
+		return 0, &requestError{code: 413, param: "snippets", msg: fmt.Sprintf("field %q: %d snippets, over the limit of %d per request (max-snippets)", "snippets", len(req.Snippets), s.opt.MaxSnippets)}
 	}
 	th := s.c.Pipeline.Manifest.Filter.Threshold
 	if req.Threshold != nil {
@@ -353,182 +353,6 @@ func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) error {
 	}
 	resp.TookMs = msSince(start)
 	writeJSON(w, 200, resp)
-	return nil
-}
-
-// embeddingRequest accepts OpenAI's input as one string or a list, and
-// ragforge's input_type ("document", the default, or "query", which adds
-// the retriever's query instruction).
-type embeddingRequest struct {
-	Model     string          `json:"model"`
-	Input     json.RawMessage `json:"input"`
-	InputType string          `json:"input_type,omitempty"`
-}
-
-func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
-	if s.eng.enc == nil {
-		return notAvailable("the retriever (embeddings)")
-	}
-	var req embeddingRequest
-	if err := decode(r, &req, false); err != nil {
-		return err
-	}
-	var inputs []string
-	if err := json.Unmarshal(req.Input, &inputs); err != nil {
-		var one string
-		if err2 := json.Unmarshal(req.Input, &one); err2 != nil {
-			return badRequest("field %q: want a string or a list of strings", "input")
-		}
-		inputs = []string{one}
-	}
-	if len(inputs) == 0 || len(inputs) > s.opt.MaxSnippets {
-		return badRequest("field %q: %d texts, want 1..%d", "input", len(inputs), s.opt.MaxSnippets)
-	}
-	var vecs [][]float32
-	var err error
-	switch req.InputType {
-	case "", "document":
-		vecs, err = s.eng.enc.EncodeDocs(inputs)
-	case "query":
-		vecs, err = s.eng.enc.EncodeQueries(inputs)
-	default:
-		return badRequest("field %q: %q, want document or query", "input_type", req.InputType)
-	}
-	if err != nil {
-		return err
-	}
-	resp := openai.EmbeddingResponse{Object: "list", Model: s.eng.enc.Name(), Data: make([]openai.EmbeddingData, len(vecs))}
-	for i, v := range vecs {
-		resp.Data[i] = openai.EmbeddingData{Object: "embedding", Index: i, Embedding: v}
-	}
-	writeJSON(w, 200, resp)
-	return nil
-}
-
-func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
-	if s.c.Local == nil {
-		return notAvailable("the local generator (completions)")
-	}
-	var req openai.CompletionRequest
-	if err := decode(r, &req, false); err != nil {
-		return err
-	}
-	if req.MaxTokens < 0 || req.MaxTokens > 1024 {
-		return badRequest("field %q: %d outside [0, 1024]", "max_tokens", req.MaxTokens)
-	}
-	id := fmt.Sprintf("cmpl-%d", s.reqID.Load())
-	resp := openai.CompletionResponse{ID: id, Object: "text_completion", Model: s.c.Local.Name()}
-	if req.Echo {
-		lp, completion, pt, gt, err := s.c.Local.Echo(req.Prompt, req.MaxTokens)
-		if err != nil {
-			return err
-		}
-		if req.Logprobs == nil {
-			lp = nil
-		}
-		resp.Choices = []openai.CompletionChoice{{Text: req.Prompt + completion, Logprobs: lp, FinishReason: "length"}}
-		resp.Usage = openai.Usage{PromptTokens: pt, CompletionTokens: gt, TotalTokens: pt + gt}
-	} else {
-		temp, seed := 0.0, int64(0)
-		if req.Temperature != nil {
-			temp = *req.Temperature
-		}
-		if req.Seed != nil {
-			seed = *req.Seed
-		}
-		text, pt, gt, stopped, err := s.c.Local.Generate(req.Prompt, req.MaxTokens, temp, seed)
-		if err != nil {
-			return err
-		}
-		finish := "length"
-		if stopped {
-			finish = "stop"
-		}
-		resp.Choices = []openai.CompletionChoice{{Text: text, FinishReason: finish}}
-		resp.Usage = openai.Usage{PromptTokens: pt, CompletionTokens: gt, TotalTokens: pt + gt}
-	}
-	writeJSON(w, 200, resp)
-	return nil
-}
-
-// ChatPrompt is how chat messages become the T5 encoder input: the
-// contents of all messages, in order, joined by a blank line (Flan-T5 has
-// no chat template; roles are not written).
-func ChatPrompt(msgs []openai.Message) string {
-	parts := make([]string, len(msgs))
-	for i, m := range msgs {
-		parts[i] = m.Content
-	}
-	return strings.Join(parts, "\n\n")
-}
-
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
-	if s.c.Local == nil {
-		return notAvailable("the local generator (chat)")
-	}
-	var req openai.ChatRequest
-	if err := decode(r, &req, false); err != nil {
-		return err
-	}
-	if len(req.Messages) == 0 {
-		return badRequest("field %q: empty", "messages")
-	}
-	if req.MaxTokens < 0 || req.MaxTokens > 1024 {
-		return badRequest("field %q: %d outside [0, 1024]", "max_tokens", req.MaxTokens)
-	}
-	temp, seed := 0.0, int64(0)
-	if req.Temperature != nil {
-		temp = *req.Temperature
-	}
-	if req.Seed != nil {
-		seed = *req.Seed
-	}
-	text, pt, gt, stopped, err := s.c.Local.Generate(ChatPrompt(req.Messages), req.MaxTokens, temp, seed)
-	if err != nil {
-		return err
-	}
-	finish := "length"
-	if stopped {
-		finish = "stop"
-	}
-	writeJSON(w, 200, openai.ChatResponse{
-		ID: fmt.Sprintf("chatcmpl-%d", s.reqID.Load()), Object: "chat.completion", Model: s.c.Local.Name(),
-		Choices: []openai.ChatChoice{{Message: openai.Message{Role: "assistant", Content: text}, FinishReason: finish}},
-		Usage:   openai.Usage{PromptTokens: pt, CompletionTokens: gt, TotalTokens: pt + gt},
-	})
-	return nil
-}
-
-// Model is one entry of GET /v1/models.
-type Model struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	OwnedBy string `json:"owned_by"`
-	Kind    string `json:"kind"` // retriever, filter, reranker, generator, llm
-}
-
-func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
-	var data []Model
-	add := func(id, kind string) {
-		data = append(data, Model{ID: id, Object: "model", OwnedBy: "ragforge", Kind: kind})
-	}
-	if s.c.Encoder != nil {
-		add(s.c.Encoder.Name(), "retriever")
-	}
-	if s.c.Filter != nil {
-		add("filter", "filter")
-	}
-	if s.c.Reranker != nil {
-		add("reranker", "reranker")
-	}
-	if s.c.Local != nil {
-		add(s.c.Local.Name(), "generator")
-	}
-	if s.c.LLM != nil && s.c.LLM != LLM(s.c.Local) {
-		add(s.c.LLM.Name(), "llm")
-	}
-	sort.SliceStable(data, func(i, j int) bool { return data[i].Kind < data[j].Kind })
-	writeJSON(w, 200, map[string]any{"object": "list", "data": data})
 	return nil
 }
 

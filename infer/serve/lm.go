@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/infer/generate"
+	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/t5"
@@ -98,14 +100,40 @@ func (l *LocalLM) Name() string { return l.ID }
 // long); the server answers 400.
 var ErrBadPrompt = errors.New("bad prompt")
 
-// Generate decodes up to maxTokens tokens (≤ 0: 64) for prompt with
-// temperature (0: greedy) and seed, and returns the text (special tokens
-// dropped), the number of prompt and generated tokens, and whether it
-// stopped at </s>.
-func (l *LocalLM) Generate(prompt string, maxTokens int, temperature float64, seed int64) (text string, promptTokens, genTokens int, stopped bool, err error) {
-	if maxTokens <= 0 {
-		maxTokens = 64
-	}
+// errStopped ends decoding early from GenOptions' callbacks (a stop
+// string was produced).
+var errStopped = errors.New("stop string reached")
+
+// GenOptions configure LocalLM.GenerateIDs (OpenAI completions fields).
+type GenOptions struct {
+	MaxTokens   int     // ≤ 0: 64
+	Temperature float64 // 0: greedy
+	TopP        float64 // nucleus sampling; 0 or 1: off
+	Seed        int64
+	// Stop strings end the text before their first occurrence (finish
+	// reason "stop"); the text never contains one.
+	Stop []string
+	// Logprobs ≥ 0 returns the log-probability of every generated token
+	// and its Logprobs most likely alternatives (OpenAI logprobs /
+	// top_logprobs); -1 none.
+	Logprobs int
+	// OnText, when set, receives the text as it grows (deltas that
+	// concatenate to the final text) and can stop decoding with an error.
+	OnText func(delta string) error
+}
+
+// GenResult is what GenerateIDs produced.
+type GenResult struct {
+	Text                    string
+	PromptTokens, GenTokens int
+	Finish                  string           // "stop" (eos or a stop string) or "length"
+	Logprobs                *openai.Logprobs // generated tokens; nil unless asked
+	IDs                     []int            // generated token ids (without eos)
+}
+
+// PromptIDs tokenizes a generation prompt: T5 pieces with </s> appended,
+// cut to MaxInputTokens (default 512), as HF T5Tokenizer(truncation=True).
+func (l *LocalLM) PromptIDs(prompt string) []int {
 	limit := l.MaxInputTokens
 	if limit <= 0 {
 		limit = 512
@@ -114,31 +142,202 @@ func (l *LocalLM) Generate(prompt string, maxTokens int, temperature float64, se
 	if len(ids) > limit-1 {
 		ids = ids[:limit-1]
 	}
-	ids = append(ids, l.Tokenizer.EOSID())
-	out, err := l.Model.Generate([][]int{ids}, nil, t5.GenerateOptions{
-		MaxNewTokens: maxTokens, DoSample: temperature > 0, Temperature: temperature, Seed: seed,
-	})
-	if err != nil {
-		return "", 0, 0, false, fmt.Errorf("generate: %w", err)
-	}
-	gen := out[0][1:] // column 0 is decoder_start
-	n := len(gen)
-	for i, id := range gen {
-		if id == l.Model.Config.EOSTokenID {
-			n, stopped = i, true
-			break
-		}
-	}
-	return strings.TrimSpace(l.Tokenizer.Decode(gen[:n], true)), len(ids), n, stopped, nil
+	return append(ids, l.Tokenizer.EOSID())
 }
 
-// Complete implements LLM with greedy decoding.
-func (l *LocalLM) Complete(ctx context.Context, prompt string, maxTokens int) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
+// Generate decodes up to maxTokens tokens (≤ 0: 64) for prompt with
+// temperature (0: greedy) and seed, and returns the text (special tokens
+// dropped), the number of prompt and generated tokens, and whether it
+// stopped at </s>.
+func (l *LocalLM) Generate(prompt string, maxTokens int, temperature float64, seed int64) (text string, promptTokens, genTokens int, stopped bool, err error) {
+	r, err := l.GenerateIDs(context.Background(), l.PromptIDs(prompt), GenOptions{MaxTokens: maxTokens, Temperature: temperature, Seed: seed, Logprobs: -1})
+	if err != nil {
+		return "", 0, 0, false, err
 	}
-	text, _, _, _, err := l.Generate(prompt, maxTokens, 0, 0)
-	return text, err
+	return r.Text, r.PromptTokens, r.GenTokens, r.Finish == "stop", nil
+}
+
+// GenerateIDs decodes from encoder input ids (as given; PromptIDs makes
+// them from text) with t5.Model.Generate, one sequence. ctx is checked
+// after every decoding step, so a cancelled request stops within one step.
+// The text is the decoded tokens without special tokens and leading
+// spaces. Errors: ErrBadPrompt for ids outside the vocabulary or over
+// MaxInputTokens, ctx's error, the model's.
+func (l *LocalLM) GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (GenResult, error) {
+	maxTokens := opt.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = 64
+	}
+	limit := l.MaxInputTokens
+	if limit <= 0 {
+		limit = 512
+	}
+	if len(ids) == 0 || len(ids) > limit {
+		return GenResult{}, fmt.Errorf("%w: %d prompt tokens, want 1..%d", ErrBadPrompt, len(ids), limit)
+	}
+	for _, id := range ids {
+		if id < 0 || id >= l.Model.Config.VocabSize {
+			return GenResult{}, fmt.Errorf("%w: token id %d outside the vocabulary [0, %d)", ErrBadPrompt, id, l.Model.Config.VocabSize)
+		}
+	}
+	eos := l.Model.Config.EOSTokenID
+	var gen []int
+	emitted, text := "", ""
+	finish := "length"
+	hold := 0 // characters held back while they could start a stop string
+	for _, s := range opt.Stop {
+		hold = max(hold, len(s)-1)
+	}
+	step := func(_ int, next []int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if next[0] == eos {
+			finish = "stop"
+			return nil
+		}
+		gen = append(gen, next[0])
+		text = strings.TrimLeft(l.Tokenizer.Decode(gen, true), " ")
+		for _, s := range opt.Stop {
+			if i := strings.Index(text, s); i >= 0 {
+				text, finish = text[:i], "stop"
+				return errStopped
+			}
+		}
+		if opt.OnText != nil && strings.HasPrefix(text, emitted) && len(text)-hold > len(emitted) {
+			cut := len(text) - hold
+			for cut > len(emitted) && cut < len(text) && !utf8.RuneStart(text[cut]) {
+				cut--
+			}
+			if cut > len(emitted) {
+				d := text[len(emitted):cut]
+				emitted = text[:cut]
+				return opt.OnText(d)
+			}
+		}
+		return nil
+	}
+	_, err := l.Model.Generate([][]int{ids}, nil, t5.GenerateOptions{
+		MaxNewTokens: maxTokens, DoSample: opt.Temperature > 0, Temperature: opt.Temperature, TopP: opt.TopP, Seed: opt.Seed, Step: step,
+	})
+	if err != nil && !errors.Is(err, errStopped) {
+		if cerr := ctx.Err(); cerr != nil {
+			return GenResult{}, cerr
+		}
+		return GenResult{}, fmt.Errorf("generate: %w", err)
+	}
+	if opt.OnText != nil && len(text) > len(emitted) && strings.HasPrefix(text, emitted) {
+		if err := opt.OnText(text[len(emitted):]); err != nil {
+			return GenResult{}, err
+		}
+	}
+	r := GenResult{Text: text, PromptTokens: len(ids), GenTokens: len(gen), Finish: finish, IDs: gen}
+	if opt.Logprobs >= 0 && len(gen) > 0 {
+		if r.Logprobs, err = l.generatedLogprobs(ids, gen, opt.Logprobs); err != nil {
+			return GenResult{}, err
+		}
+	}
+	return r, nil
+}
+
+// generatedLogprobs scores gen given the encoder input ids in one
+// teacher-forced pass: the model's own log-probabilities (before
+// temperature or top-p, as vLLM's default raw logprobs) and the top
+// alternatives.
+func (l *LocalLM) generatedLogprobs(ids, gen []int, top int) (*openai.Logprobs, error) {
+	dec := append([]int{l.Model.Config.DecoderStartTokenID}, gen[:len(gen)-1]...)
+	_, _, logits, err := l.Model.Forward([][]int{ids}, nil, [][]int{dec})
+	if err != nil {
+		return nil, fmt.Errorf("generate: logprobs: %w", err)
+	}
+	lg := tensors.MustCopyFlatData[float32](logits) // [1, T, V]
+	V := len(lg) / len(dec)
+	lp := &openai.Logprobs{}
+	chars := 0
+	for t, id := range gen {
+		row := lg[t*V : (t+1)*V]
+		v := logSoftmaxAt(row, id)
+		s := l.pieceText(id)
+		lp.Tokens = append(lp.Tokens, s)
+		lp.TokenLogprobs = append(lp.TokenLogprobs, &v)
+		lp.TextOffset = append(lp.TextOffset, chars)
+		chars += utf8.RuneCountInString(s)
+		if top > 0 {
+			lp.TopLogprobs = append(lp.TopLogprobs, l.topLogprobs(row, top))
+		}
+	}
+	return lp, nil
+}
+
+// pieceText is a token's text: its piece with ▁ as a space.
+func (l *LocalLM) pieceText(id int) string {
+	return strings.ReplaceAll(l.Tokenizer.IDToToken(id), "▁", " ")
+}
+
+// topLogprobs returns the k most likely tokens of a logit row by their
+// text (the OpenAI completions top_logprobs map).
+func (l *LocalLM) topLogprobs(row []float32, k int) map[string]float64 {
+	idx := make([]int, len(row))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return row[idx[a]] > row[idx[b]] })
+	out := map[string]float64{}
+	for _, i := range idx[:min(k, len(idx))] {
+		s := l.pieceText(i)
+		if _, dup := out[s]; !dup {
+			out[s] = logSoftmaxAt(row, i)
+		}
+	}
+	return out
+}
+
+// Complete implements LLM with greedy decoding; ctx stops it between
+// decoding steps.
+func (l *LocalLM) Complete(ctx context.Context, prompt string, maxTokens int) (string, error) {
+	r, err := l.GenerateIDs(ctx, l.PromptIDs(prompt), GenOptions{MaxTokens: maxTokens, Logprobs: -1})
+	return r.Text, err
+}
+
+// Seq2SeqScore is the encoder-decoder scoring of /v1/completions'
+// encoder_input extension: target's tokens and their teacher-forced
+// log-probabilities given the encoder input, computed by
+// label.LocalT5Scorer on this model (so they equal `--scorer t5:DIR`
+// exactly): both texts tokenized with </s> appended and cut to 512 tokens,
+// the final </s> scored too. Tokens are the pieces' texts (▁ as a space;
+// the last is "</s>"). top > 0 adds the top alternatives per token.
+func (l *LocalLM) Seq2SeqScore(ctx context.Context, encoderInput, target string, top int) (lp *openai.Logprobs, encTokens int, err error) {
+	sc := label.NewLocalT5Scorer(l.ID, l.Model, l.Tokenizer)
+	in, lab := sc.Tokens(encoderInput, target)
+	vals, err := sc.TargetLogProbs(ctx, encoderInput, target)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", ErrBadPrompt, err)
+	}
+	var logits []float32
+	V := 0
+	if top > 0 {
+		dec := t5.ShiftRight([][]int{lab}, l.Model.Config.DecoderStartTokenID, l.Model.Config.PadTokenID)
+		_, _, lg, err := l.Model.Forward([][]int{in}, nil, dec)
+		if err != nil {
+			return nil, 0, fmt.Errorf("score: %w", err)
+		}
+		logits = tensors.MustCopyFlatData[float32](lg)
+		V = len(logits) / len(lab)
+	}
+	lp = &openai.Logprobs{}
+	chars := 0
+	for t, id := range lab {
+		s := l.pieceText(id)
+		v := vals[t]
+		lp.Tokens = append(lp.Tokens, s)
+		lp.TokenLogprobs = append(lp.TokenLogprobs, &v)
+		lp.TextOffset = append(lp.TextOffset, chars)
+		chars += utf8.RuneCountInString(s)
+		if top > 0 {
+			lp.TopLogprobs = append(lp.TopLogprobs, l.topLogprobs(logits[t*V:(t+1)*V], top))
+		}
+	}
+	return lp, len(in), nil
 }
 
 // Echo scores text as described on LocalLM and appends the greedy
@@ -147,7 +346,7 @@ func (l *LocalLM) Complete(ctx context.Context, prompt string, maxTokens int) (s
 // counts. Errors: ErrBadPrompt for an empty text, a text of more than
 // MaxEchoTokens pieces or a tokenizer that is not SentencePiece; the
 // model's errors.
-func (l *LocalLM) Echo(text string, maxTokens int) (lp *openai.Logprobs, completion string, promptTokens, genTokens int, err error) {
+func (l *LocalLM) Echo(ctx context.Context, text string, maxTokens, top int) (lp *openai.Logprobs, completion string, promptTokens, genTokens int, err error) {
 	sp, ok := l.Tokenizer.(*sentencepiece.T5)
 	if !ok {
 		return nil, "", 0, 0, fmt.Errorf("%w: echo needs a SentencePiece (T5) tokenizer", ErrBadPrompt)
@@ -181,6 +380,9 @@ func (l *LocalLM) Echo(text string, maxTokens int) (lp *openai.Logprobs, complet
 	enc := [][]int{{l.Tokenizer.EOSID()}}
 	eos := l.Model.Config.EOSTokenID
 	for step := 0; ; step++ {
+		if err := ctx.Err(); err != nil {
+			return nil, "", 0, 0, err
+		}
 		_, _, logits, err := l.Model.Forward(enc, nil, [][]int{dec})
 		if err != nil {
 			return nil, "", 0, 0, fmt.Errorf("echo: %w", err)
@@ -191,10 +393,19 @@ func (l *LocalLM) Echo(text string, maxTokens int) (lp *openai.Logprobs, complet
 			for t := range toks {
 				if t == 0 {
 					lp.TokenLogprobs = append(lp.TokenLogprobs, nil)
+					if top > 0 {
+						lp.TopLogprobs = append(lp.TopLogprobs, nil)
+					}
 					continue
 				}
-				v := logSoftmaxAt(lg[t*V:(t+1)*V], toks[t].ID)
+				// Decoder position t (inputs decoder_start, pieces <t)
+				// predicts piece t.
+				row := lg[t*V : (t+1)*V]
+				v := logSoftmaxAt(row, toks[t].ID)
 				lp.TokenLogprobs = append(lp.TokenLogprobs, &v)
+				if top > 0 {
+					lp.TopLogprobs = append(lp.TopLogprobs, l.topLogprobs(row, top))
+				}
 			}
 		}
 		if step >= maxTokens {
@@ -215,6 +426,9 @@ func (l *LocalLM) Echo(text string, maxTokens int) (lp *openai.Logprobs, complet
 		s := strings.ReplaceAll(sp.IDToToken(best), "▁", " ")
 		lp.Tokens = append(lp.Tokens, s)
 		lp.TokenLogprobs = append(lp.TokenLogprobs, &v)
+		if top > 0 {
+			lp.TopLogprobs = append(lp.TopLogprobs, l.topLogprobs(last, top))
+		}
 		lp.TextOffset = append(lp.TextOffset, chars)
 		chars += utf8.RuneCountInString(s)
 		completion += s

@@ -33,6 +33,16 @@ type Metrics struct {
 	inFlight  int64
 }
 
+// batchCount is the number of batches a batcher has run.
+func (m *Metrics) batchCount(name string) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h := m.batches[name]; h != nil {
+		return h.n
+	}
+	return 0
+}
+
 // Histogram bucket upper bounds.
 var (
 	DurationBuckets  = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}

@@ -18,10 +18,12 @@
 //	/                           the web workbench (Options.Web): pages open, its /api reads guarded by the
 //	                            workbench itself, non-GET requests are writes
 //
-// Concurrent filter windows and encoder texts are micro-batched (Batcher).
-// Every request has a body size limit and a timeout; errors are JSON
-// {"error": {"message", "type", "code"}} with a 4xx status for client
-// mistakes. Writes need "Authorization: Bearer <token>" with the token set at
+// Concurrent filter windows and encoder texts are micro-batched (Batcher)
+// in bounded micro-batches. Every request has a body size limit, limits on
+// its work (Options) and a timeout that cancels its model work; bodies must
+// be JSON and Host/Origin headers allowed (guard.go); errors are JSON
+// {"error": {"message", "type", "param", "code"}} with a 4xx status for
+// client mistakes. Writes need "Authorization: Bearer <token>" with the token set at
 // start-up (no token: writes are refused); read-only endpoints need it too
 // unless Options.OpenRead. The server binds to loopback unless
 // Options.AllowRemote. Run serves until its context is cancelled (the CLI
@@ -39,6 +41,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,15 +72,36 @@ type Options struct {
 	MaxBodyBytes    int64         // request body limit; default 1 MiB
 	RequestTimeout  time.Duration // per request; default 60 s
 	ShutdownTimeout time.Duration // wait for in-flight requests; default 30 s
-	MaxK            int           // largest k accepted; default 1000
-	MaxSnippets     int           // snippets per filter request; default 256
 
-	// MaxBatch and BatchWait tune micro-batching: a model call takes up to
-	// MaxBatch items (filter windows, texts to encode) from concurrent
-	// requests, waiting at most BatchWait after the first; defaults 32 and
-	// 5 ms. MaxBatch 1 disables batching.
-	MaxBatch  int
-	BatchWait time.Duration
+	// Limits on the work of one request, each answered 400 or 413 naming
+	// it. MaxK: largest k (default 1000, the README's largest example);
+	// MaxSnippets: snippets per /v1/filter call and texts per
+	// /v1/embeddings call (default 128); MaxRequestTokens: tokens of the
+	// filter windows of one request, /v1/filter or /v1/pipeline, and of
+	// one echo or generation prompt (default 262144 = 512 windows of 512;
+	// memory does not grow with it, see MaxBatchTokens, only the time).
+	MaxK             int
+	MaxSnippets      int
+	MaxRequestTokens int
+
+	// MaxBatch, MaxBatchTokens and BatchWait tune micro-batching: a model
+	// call takes up to MaxBatch items (filter windows, texts to encode)
+	// holding up to MaxBatchTokens tokens (default 4096 = 8 windows of 512,
+	// as encode.BERTEncoder's MaxBatchTokens; small, so a cancelled request
+	// stops soon) from concurrent requests, waiting at most BatchWait after the
+	// first; defaults 32 and 5 ms. MaxBatch 1 disables batching. A request
+	// with more items runs as several micro-batches, so the memory of a
+	// model call does not grow with the request, and a request whose
+	// context ends (client gone, timeout, shutdown) stops at its next one.
+	MaxBatch       int
+	MaxBatchTokens int
+	BatchWait      time.Duration
+
+	// AllowedHosts are the host names (no port) accepted in the Host and
+	// Origin headers besides localhost, 127.0.0.1, ::1 and the bind
+	// address; "*" accepts any. A foreign Host is answered 421 and a
+	// foreign Origin 403 (DNS rebinding, cross-site requests).
+	AllowedHosts []string
 
 	Logger *slog.Logger // structured request logs; nil discards them
 	Web    http.Handler // the web workbench (infer/web.Handler), mounted at /
@@ -88,40 +112,73 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 1 << 20, RequestTimeout: 60 * time.Second,
-		ShutdownTimeout: 30 * time.Second, MaxK: 1000, MaxSnippets: 256, MaxBatch: 32, BatchWait: 5 * time.Millisecond,
+		ShutdownTimeout: 30 * time.Second, MaxK: 1000, MaxSnippets: 128, MaxRequestTokens: 262144,
+		MaxBatch: 32, MaxBatchTokens: 4096, BatchWait: 5 * time.Millisecond,
 	}
 }
 
+// withDefaults fills the zero fields; negative ones are left for Validate.
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
+	set := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setD := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
 	if o.Addr == "" {
 		o.Addr = d.Addr
 	}
-	if o.MaxBodyBytes <= 0 {
+	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = d.MaxBodyBytes
 	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = d.RequestTimeout
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = d.ShutdownTimeout
-	}
-	if o.MaxK <= 0 {
-		o.MaxK = d.MaxK
-	}
-	if o.MaxSnippets <= 0 {
-		o.MaxSnippets = d.MaxSnippets
-	}
-	if o.MaxBatch <= 0 {
-		o.MaxBatch = d.MaxBatch
-	}
-	if o.BatchWait <= 0 {
-		o.BatchWait = d.BatchWait
-	}
+	setD(&o.RequestTimeout, d.RequestTimeout)
+	setD(&o.ShutdownTimeout, d.ShutdownTimeout)
+	setD(&o.BatchWait, d.BatchWait)
+	set(&o.MaxK, d.MaxK)
+	set(&o.MaxSnippets, d.MaxSnippets)
+	set(&o.MaxRequestTokens, d.MaxRequestTokens)
+	set(&o.MaxBatch, d.MaxBatch)
+	set(&o.MaxBatchTokens, d.MaxBatchTokens)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return o
+}
+
+// Validate reports the first limit that is not positive, by its flag name
+// (a zero left in options the CLI filled in is a user's 0, not "default").
+// New validates after filling zero fields with the defaults.
+func (o Options) Validate() error {
+	for _, c := range []struct {
+		name string
+		ok   bool
+		v    any
+	}{
+		{"max-body", o.MaxBodyBytes > 0, o.MaxBodyBytes},
+		{"request-timeout", o.RequestTimeout > 0, o.RequestTimeout},
+		{"shutdown-timeout", o.ShutdownTimeout > 0, o.ShutdownTimeout},
+		{"max-k", o.MaxK > 0, o.MaxK},
+		{"max-snippets", o.MaxSnippets > 0, o.MaxSnippets},
+		{"max-request-tokens", o.MaxRequestTokens > 0, o.MaxRequestTokens},
+		{"max-batch", o.MaxBatch > 0, o.MaxBatch},
+		{"max-batch-tokens", o.MaxBatchTokens > 0, o.MaxBatchTokens},
+		{"batch-wait", o.BatchWait > 0, o.BatchWait},
+	} {
+		if !c.ok {
+			return fmt.Errorf("serve: --%s %v: must be positive", c.name, c.v)
+		}
+	}
+	for _, h := range o.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/ ") {
+			return fmt.Errorf("serve: --allowed-host %q: want a host name or address without scheme or port, or *", h)
+		}
+	}
+	return nil
 }
 
 // Components are the loaded models and indexes a Server uses. Only Pipeline
@@ -238,6 +295,14 @@ type Server struct {
 	handler http.Handler
 	benc    *batchedEncoder
 	reqID   atomic.Uint64
+	hosts   map[string]bool // nil: any host (AllowedHosts "*")
+	started time.Time
+	// base is the parent of every request context; Serve cancels it when
+	// the shutdown timeout is about to expire, so in-flight model work
+	// stops at its next micro-batch.
+	base       context.Context
+	cancelBase context.CancelFunc
+	inflight   sync.WaitGroup
 }
 
 // New builds a Server: it starts the micro-batchers (filter windows of a
@@ -247,15 +312,20 @@ func New(opt Options, c *Components) (*Server, error) {
 		return nil, errors.New("serve: a pipeline is required")
 	}
 	opt = opt.withDefaults()
-	s := &Server{opt: opt, c: c, metrics: NewMetrics()}
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{opt: opt, c: c, metrics: NewMetrics(), hosts: allowedHosts(opt), started: time.Now()}
 	enc := c.Encoder
 	if enc != nil {
 		s.benc = newBatchedEncoder(enc, opt.MaxBatch, opt.BatchWait, s.metrics)
 		enc = s.benc
 	}
 	if f, ok := c.Filter.(*T5Filter); ok {
-		f.startBatching(opt.MaxBatch, opt.BatchWait, func(n int) { s.metrics.ObserveBatch("filter", n) })
+		f.MaxTokens = opt.MaxRequestTokens
+		f.startBatching(opt.MaxBatch, opt.MaxBatchTokens, opt.BatchWait, func(n int) { s.metrics.ObserveBatch("filter", n) })
 	}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.eng = newEngine(c.Pipeline, enc, c.LLM, opt.MaxK)
 	s.handler = s.routes()
 	return s, nil
@@ -300,6 +370,7 @@ func (s *Server) routes() http.Handler {
 	handle("POST /v1/completions", accessRead, s.completions)
 	handle("POST /v1/chat/completions", accessRead, s.chat)
 	handle("GET /v1/models", accessRead, s.models)
+	handle("GET /v1/models/{id...}", accessRead, s.model)
 	handle("GET /v1/labels", accessRead, s.listLabels)
 	handle("GET /v1/labels/{id}", accessRead, s.getLabel)
 	handle("POST /v1/labels/{id}/review", accessWrite, s.reviewLabel)
@@ -313,6 +384,9 @@ func (s *Server) routes() http.Handler {
 			access := accessOpen
 			switch r.Method {
 			case http.MethodGet, http.MethodHead, http.MethodOptions:
+				if strings.HasPrefix(r.URL.Path, "/api/") {
+					access = accessRead // the same token check as /v1 reads
+				}
 			default:
 				access = accessWrite
 			}
@@ -323,7 +397,7 @@ func (s *Server) routes() http.Handler {
 			return &requestError{code: 404, msg: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
 		})
 	}
-	return s.observe(mux)
+	return s.observe(s.checkBrowser(mux))
 }
 
 // statusWriter records the status code and body size.
@@ -340,6 +414,18 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Flush lets streamed answers (server-sent events) through.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		if w.code == 0 {
+			w.code = 200
+		}
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {
 		w.code = 200
@@ -355,6 +441,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := s.reqID.Add(1)
+		s.inflight.Add(1)
+		defer s.inflight.Done()
 		s.metrics.addInFlight(1)
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
@@ -384,8 +472,7 @@ func (s *Server) guard(access int, next http.Handler) http.Handler {
 				writeError(w, &requestError{code: 403, msg: "write endpoints are disabled: the server was started without a token"})
 				return
 			}
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.opt.Token)) != 1 {
+			if !bearerOK(r, s.opt.Token) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="ragforge"`)
 				writeError(w, &requestError{code: 401, msg: "missing or wrong bearer token"})
 				return
@@ -395,24 +482,52 @@ func (s *Server) guard(access int, next http.Handler) http.Handler {
 	})
 }
 
+// bearerOK checks "Authorization: Bearer <token>" in constant time, the
+// token trimmed of surrounding spaces, as infer/web does for its routes.
+func bearerOK(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && token != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
+}
+
 // timeout wraps an error-returning handler with the body limit, the
-// request timeout (the request context is cancelled after
-// RequestTimeout; a handler still running then is answered 503) and JSON
-// error responses.
+// request timeout and JSON error responses. The request context ends after
+// RequestTimeout (or when the client goes away, or at a forced shutdown);
+// model work checks it at every micro-batch or decoding step, so the
+// handler returns soon after, and a timed-out request that has written
+// nothing yet is answered 503. (http.TimeoutHandler is not used: it
+// buffers whole responses, which breaks streaming, and answers while the
+// work goes on.)
 func (s *Server) timeout(h func(http.ResponseWriter, *http.Request) error) http.Handler {
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.opt.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
 		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
-		if err := h(w, r); err != nil {
-			if r.Context().Err() != nil && !isRequestError(err) {
-				return // the timeout handler answers
-			}
-			if !isRequestError(err) {
-				s.opt.Logger.Error("request failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
-			}
-			writeError(w, err)
+		err := h(w, r)
+		if err == nil {
+			return
 		}
+		sw, _ := w.(*statusWriter)
+		written := sw != nil && sw.code != 0
+		if ctx.Err() != nil && !isRequestError(err) {
+			switch {
+			case written:
+				return // the answer has begun
+			case errors.Is(ctx.Err(), context.DeadlineExceeded):
+				writeError(w, &requestError{code: 503, errCode: "timeout", msg: fmt.Sprintf("request timed out after %v (request-timeout)", s.opt.RequestTimeout)})
+			case s.base.Err() != nil:
+				writeError(w, &requestError{code: 503, msg: "the server is shutting down"})
+			}
+			return // otherwise the client is gone
+		}
+		if !isRequestError(err) {
+			s.opt.Logger.Error("request failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		}
+		if written {
+			return // a stream already started: nothing more can be said
+		}
+		writeError(w, err)
 	})
-	return http.TimeoutHandler(inner, s.opt.RequestTimeout, `{"error":{"message":"request timed out","type":"timeout","code":503}}`)
 }
 
 func isRequestError(err error) bool {
@@ -420,32 +535,59 @@ func isRequestError(err error) bool {
 	return errors.As(err, &re)
 }
 
-// ErrorBody is the JSON of every error response (the OpenAI error shape).
+// ErrorBody is the JSON of every error response, the OpenAI error shape:
+// message, type (invalid_request_error, authentication_error,
+// server_error, timeout), param (the field at fault or null) and code (a
+// machine-readable string such as model_not_found, or null).
 type ErrorBody struct {
 	Error struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-		Code    int    `json:"code"`
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
 	} `json:"error"`
+}
+
+// statusCodes are the OpenAI-style codes of error statuses.
+var statusCodes = map[int]string{
+	401: "invalid_api_key", 403: "forbidden", 404: "not_found", 409: "conflict",
+	413: "limit_exceeded", 415: "unsupported_media_type", 421: "misdirected_request",
+	503: "unavailable",
 }
 
 func writeError(w http.ResponseWriter, err error) {
 	code := 500
 	typ := "server_error"
+	var param, ecode string
 	var re *requestError
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &re):
-		code, typ = re.code, "invalid_request_error"
+		code, typ, param, ecode = re.code, "invalid_request_error", re.param, re.errCode
+		switch {
+		case code == 401:
+			typ = "authentication_error"
+		case code == 503:
+			typ = "timeout"
+		}
 	case errors.As(err, &mbe):
 		code, typ = 413, "invalid_request_error"
 	case errors.Is(err, ErrBadPrompt):
 		code, typ = 400, "invalid_request_error"
 	case errors.Is(err, context.DeadlineExceeded):
-		code, typ = 503, "timeout"
+		code, typ, ecode = 503, "timeout", "timeout"
+	}
+	if ecode == "" {
+		ecode = statusCodes[code]
 	}
 	var b ErrorBody
-	b.Error.Message, b.Error.Type, b.Error.Code = err.Error(), typ, code
+	b.Error.Message, b.Error.Type = err.Error(), typ
+	if param != "" {
+		b.Error.Param = &param
+	}
+	if ecode != "" {
+		b.Error.Code = &ecode
+	}
 	writeJSON(w, code, b)
 }
 
@@ -486,16 +628,23 @@ func decode(r *http.Request, v any, strict bool) error {
 }
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:
-// it stops accepting, waits up to ShutdownTimeout for in-flight requests,
-// and stops the batchers. It returns nil after a clean shutdown.
+// it stops accepting and waits for in-flight requests; shortly before
+// ShutdownTimeout (a quarter of it, at most 5 s, is kept for this) it cancels
+// the requests still running, whose model work stops at its next
+// micro-batch (they are answered 503), waits for them in the time left,
+// and stops the batchers. It returns nil once every request has ended, an
+// error when some did not stop within ShutdownTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       s.opt.RequestTimeout,
-		WriteTimeout:      s.opt.RequestTimeout + 5*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.opt.Logger.Handler(), slog.LevelWarn),
+		// The 503 of a timed-out request comes after its running
+		// micro-batch; the write deadline leaves room for it.
+		WriteTimeout: s.opt.RequestTimeout + 30*time.Second,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(s.opt.Logger.Handler(), slog.LevelWarn),
+		BaseContext:  func(net.Listener) context.Context { return s.base },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -507,14 +656,39 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.opt.Logger.Info("shutting down: finishing in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), s.opt.ShutdownTimeout)
+	start := time.Now()
+	keep := min(s.opt.ShutdownTimeout/4, 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), s.opt.ShutdownTimeout-keep)
 	defer cancel()
 	err := hs.Shutdown(sctx)
-	<-errc // http.ErrServerClosed
-	s.Close()
 	if err != nil {
-		return fmt.Errorf("serve: shutdown: %w", err)
+		// Cancel what is still running and give it the rest of the time.
+		s.cancelBase()
+		done := make(chan struct{})
+		go func() { s.inflight.Wait(); close(done) }()
+		select {
+		case <-done:
+			s.opt.Logger.Warn("shutdown: in-flight requests cancelled", slog.Duration("after", time.Since(start).Round(time.Millisecond)))
+			err = nil
+		case <-time.After(s.opt.ShutdownTimeout - time.Since(start)):
+			err = fmt.Errorf("serve: shutdown: requests still running after %v", s.opt.ShutdownTimeout)
+		}
+		// Let the 503s of the cancelled requests reach their clients.
+		rctx, rcancel := context.WithDeadline(context.Background(), start.Add(s.opt.ShutdownTimeout))
+		if hs.Shutdown(rctx) != nil {
+			hs.Close()
+		}
+		rcancel()
 	}
+	<-errc // http.ErrServerClosed
+	s.cancelBase()
+	if err != nil {
+		// Do not wait for a micro-batch still running: the process is
+		// about to exit and the shutdown timeout is spent.
+		go s.Close()
+		return err
+	}
+	s.Close()
 	s.opt.Logger.Info("stopped")
 	return nil
 }

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -21,6 +22,12 @@ type CompletionRequest struct {
 	Seed        *int64   `json:"seed,omitempty"`
 	// PromptLogprobs is vLLM's extension: log-probabilities of the prompt tokens.
 	PromptLogprobs *int `json:"prompt_logprobs,omitempty"`
+	// EncoderInput is ragforge serve's extension for encoder-decoder
+	// models: with it, Prompt is the decoder target, scored teacher-forced
+	// given EncoderInput as the encoder input (echo with logprobs, max_tokens
+	// 0). A server honouring it says so with EncoderInputTokens in the
+	// answer; one that ignores it (vLLM) does not.
+	EncoderInput *string `json:"encoder_input,omitempty"`
 }
 
 // Logprobs is the completions "logprobs" object. TokenLogprobs[i] is the
@@ -42,9 +49,14 @@ type CompletionChoice struct {
 	FinishReason string    `json:"finish_reason"`
 	// PromptLogprobs is vLLM's extension: one map token-id → {logprob, ...} per
 	// prompt token, the first null.
-	PromptLogprobs []map[string]struct {
-		Logprob float64 `json:"logprob"`
-	} `json:"prompt_logprobs,omitempty"`
+	PromptLogprobs []map[string]PromptLogprob `json:"prompt_logprobs,omitempty"`
+}
+
+// PromptLogprob is one entry of vLLM's prompt_logprobs maps.
+type PromptLogprob struct {
+	Logprob      float64 `json:"logprob"`
+	Rank         *int    `json:"rank,omitempty"`
+	DecodedToken string  `json:"decoded_token,omitempty"`
 }
 
 // Usage is the token accounting of an answer.
@@ -58,9 +70,13 @@ type Usage struct {
 type CompletionResponse struct {
 	ID      string             `json:"id"`
 	Object  string             `json:"object"`
+	Created int64              `json:"created"` // Unix seconds
 	Model   string             `json:"model"`
 	Choices []CompletionChoice `json:"choices"`
-	Usage   Usage              `json:"usage"`
+	Usage   *Usage             `json:"usage"` // null in stream chunks but the last
+	// EncoderInputTokens is set by a server that honoured EncoderInput:
+	// the encoder tokens it scored the prompt against.
+	EncoderInputTokens int `json:"encoder_input_tokens,omitempty"`
 }
 
 // Completions calls POST /v1/completions.
@@ -97,18 +113,60 @@ type ChatRequest struct {
 
 // ChatChoice is one choice of a chat answer.
 type ChatChoice struct {
-	Index        int     `json:"index"`
-	Message      Message `json:"message"`
-	FinishReason string  `json:"finish_reason"`
+	Index        int           `json:"index"`
+	Message      Message       `json:"message"`
+	Logprobs     *ChatLogprobs `json:"logprobs"`
+	FinishReason string        `json:"finish_reason"`
+}
+
+// ChatLogprobs is a chat choice's "logprobs": one entry per generated token.
+type ChatLogprobs struct {
+	Content []ChatTokenLogprob `json:"content"`
+}
+
+// ChatTokenLogprob is a token's log-probability with its UTF-8 bytes and,
+// when top_logprobs is asked, the most likely alternatives.
+type ChatTokenLogprob struct {
+	Token       string             `json:"token"`
+	Logprob     float64            `json:"logprob"`
+	Bytes       []int              `json:"bytes"`
+	TopLogprobs []ChatTokenLogprob `json:"top_logprobs"`
 }
 
 // ChatResponse is the answer of POST /v1/chat/completions.
 type ChatResponse struct {
 	ID      string       `json:"id"`
 	Object  string       `json:"object"`
+	Created int64        `json:"created"` // Unix seconds
 	Model   string       `json:"model"`
 	Choices []ChatChoice `json:"choices"`
 	Usage   Usage        `json:"usage"`
+}
+
+// ChatChunk is one server-sent event of a streamed chat answer
+// (object "chat.completion.chunk"); the usage chunk of
+// stream_options.include_usage has no choices.
+type ChatChunk struct {
+	ID      string            `json:"id"`
+	Object  string            `json:"object"`
+	Created int64             `json:"created"`
+	Model   string            `json:"model"`
+	Choices []ChatChunkChoice `json:"choices"`
+	Usage   *Usage            `json:"usage"`
+}
+
+// ChatChunkChoice is a choice's delta in a ChatChunk.
+type ChatChunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        ChatDelta     `json:"delta"`
+	Logprobs     *ChatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+// ChatDelta is the new part of a streamed message.
+type ChatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
 }
 
 // Chat calls POST /v1/chat/completions.
@@ -169,7 +227,13 @@ type EmbeddingResponse struct {
 	Object string          `json:"object"`
 	Model  string          `json:"model"`
 	Data   []EmbeddingData `json:"data"`
-	Usage  Usage           `json:"usage"`
+	Usage  EmbeddingUsage  `json:"usage"`
+}
+
+// EmbeddingUsage is the token accounting of an embeddings answer.
+type EmbeddingUsage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
 }
 
 // Embeddings calls POST /v1/embeddings and returns one vector per input, in
@@ -241,6 +305,39 @@ func (c *Client) TargetLogprobs(ctx context.Context, prompt, target string) ([]f
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no target tokens found in the answer for a %d-character target", utf8.RuneCountInString(target))
+	}
+	return out, nil
+}
+
+// ErrNoEncoderInput reports a server that did not honour the encoder_input
+// extension (it scored the prompt alone).
+var ErrNoEncoderInput = errors.New("server did not honour encoder_input (no encoder_input_tokens in the answer)")
+
+// Seq2SeqLogprobs returns the natural-log probabilities of every token of
+// target (the decoder labels, ending with the end-of-sequence token) given
+// encoderInput as the encoder input, from one completions call with the
+// encoder_input extension: prompt=target, echo=true, logprobs=0,
+// max_tokens=0. Errors: ErrNoEncoderInput when the server ignored the
+// extension, ErrNoPromptLogprobs when a token has no log-probability.
+func (c *Client) Seq2SeqLogprobs(ctx context.Context, encoderInput, target string) ([]float64, error) {
+	zero := 0
+	resp, err := c.Completions(ctx, CompletionRequest{Prompt: target, MaxTokens: 0, Echo: true, Logprobs: &zero, EncoderInput: &encoderInput})
+	if err != nil {
+		return nil, err
+	}
+	if resp.EncoderInputTokens <= 0 {
+		return nil, ErrNoEncoderInput
+	}
+	lp := resp.Choices[0].Logprobs
+	if lp == nil || len(lp.TokenLogprobs) == 0 {
+		return nil, ErrNoPromptLogprobs
+	}
+	out := make([]float64, len(lp.TokenLogprobs))
+	for i, v := range lp.TokenLogprobs {
+		if v == nil {
+			return nil, fmt.Errorf("%w (target token %d has no log-probability)", ErrNoPromptLogprobs, i)
+		}
+		out[i] = *v
 	}
 	return out, nil
 }

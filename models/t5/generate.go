@@ -25,6 +25,11 @@ type GenerateOptions struct {
 	Temperature  float64
 	TopP         float64
 	Seed         int64
+	// Step, when set, is called after every decoding step t (0-based) with
+	// the token each row chose (pad for finished rows); a non-nil error
+	// stops decoding and Generate returns it wrapped. Servers use it to
+	// stream tokens and to stop on a cancelled request.
+	Step func(t int, next []int) error
 }
 
 // Generate decodes like HF generate(num_beams=1): every row starts with
@@ -133,6 +138,11 @@ func (m *Model) Generate(inputIDs, mask [][]int, opt GenerateOptions) ([][]int, 
 			out[r] = append(out[r], next)
 			cur[r] = next
 			all = all && finished[r]
+		}
+		if opt.Step != nil {
+			if err := opt.Step(t, cur); err != nil {
+				return nil, fmt.Errorf("t5.Generate: step %d: %w", t, err)
+			}
 		}
 		if all {
 			break
