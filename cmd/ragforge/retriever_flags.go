@@ -90,6 +90,7 @@ func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retri
 		idx, err = bm25.Build(r.IndexDir, chunks, cfg, bar.Func())
 	} else {
 		idx, err = bm25.NewMemory(chunks, cfg)
+		bar.Set(len(chunks), len(chunks)) // one batch in memory
 	}
 	bar.Finish()
 	if err != nil {

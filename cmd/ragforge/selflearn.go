@@ -127,26 +127,9 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 		return err
 	}
 	defer st.Close()
-	bars := map[string]*progress.Bar{}
-	prog := func(stage string, done, total int) {
-		b, ok := bars[stage]
-		if !ok {
-			for _, old := range bars {
-				old.Finish()
-			}
-			b = progress.New(g.Err, total, stage)
-			bars[stage] = b
-			if !progress.Enabled(g.Err) {
-				// No bars off a terminal: one line per stage keeps logs readable.
-				fmt.Fprintf(g.Err, "selflearn: %s (%d items)\n", stage, total)
-			}
-		}
-		b.Set(done, total)
-	}
-	rep, err := selflearn.Run(cmdContext(cmd), cfg, chunks, queries, qrels, st, prog)
-	for _, b := range bars {
-		b.Finish()
-	}
+	stages := progress.NewStages(g.Err, "selflearn")
+	rep, err := selflearn.Run(cmdContext(cmd), cfg, chunks, queries, qrels, st, stages.Func())
+	stages.Finish()
 	if err != nil {
 		return err
 	}

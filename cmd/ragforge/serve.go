@@ -111,19 +111,10 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 	}
 	defer st.Close()
 	defer finishRun(run, &err)
-	bars := map[string]*progress.Bar{}
-	parts.Progress = func(stage string, done, total int) {
-		b, ok := bars[stage]
-		if !ok {
-			b = progress.New(g.Err, total, stage)
-			bars[stage] = b
-		}
-		b.Set(done, total)
-	}
+	stages := progress.NewStages(g.Err, "pipeline")
+	parts.Progress = stages.Func()
 	err = pipeline.Build(o.Out, pipeline.BuildOptions{Parts: parts, Backend: g.Backend})
-	for _, b := range bars {
-		b.Finish()
-	}
+	stages.Finish()
 	if err != nil {
 		return err
 	}
