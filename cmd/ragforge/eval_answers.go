@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,6 +30,25 @@ type evalAnswersOptions struct {
 	JudgeEnc  string
 	Timeout   time.Duration
 	Retries   int
+}
+
+// formatCounts writes a count map as "a 3, b 1", largest first, then by name.
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // splitSpec parses "kind:target[#model]" (e.g. "t5:work/gen", "openai:http://127.0.0.1:8000/v1#qwen").
@@ -90,6 +110,23 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 	if err := o.Retriever.validate(); err != nil {
 		return err
 	}
+	var judge *answers.Judge
+	if o.Judge != "" {
+		url, model, _ := strings.Cut(o.Judge, "#")
+		client := openai.New(url, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})
+		// Before any work: a dead judge would otherwise cost every item its retries.
+		if err := client.Preflight(ctx); err != nil {
+			return fmt.Errorf("--judge %s: %w", o.Judge, err)
+		}
+		judge = &answers.Judge{Client: client}
+		if o.JudgeEnc != "" {
+			enc, err := retrieve.LoadBERTEncoder(o.JudgeEnc, g.Backend, "cls")
+			if err != nil {
+				return err
+			}
+			judge.Embedder = enc
+		}
+	}
 	var answerer answers.Answerer
 	kind, target, model, err := splitSpec(o.Answerer, "answerer")
 	if err != nil {
@@ -103,21 +140,13 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 		}
 		answerer = &answers.T5Answerer{Model: m, Tokenizer: tok}
 	case "openai":
-		answerer = &answers.ChatAnswerer{Client: openai.New(target, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})}
+		client := openai.New(target, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})
+		if err := client.Preflight(ctx); err != nil {
+			return fmt.Errorf("--answerer %s: %w", o.Answerer, err)
+		}
+		answerer = &answers.ChatAnswerer{Client: client}
 	default:
 		return fmt.Errorf("--answerer %q: want t5:DIR or openai:URL", o.Answerer)
-	}
-	var judge *answers.Judge
-	if o.Judge != "" {
-		url, model, _ := strings.Cut(o.Judge, "#")
-		judge = &answers.Judge{Client: openai.New(url, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})}
-		if o.JudgeEnc != "" {
-			enc, err := retrieve.LoadBERTEncoder(o.JudgeEnc, g.Backend, "cls")
-			if err != nil {
-				return err
-			}
-			judge.Embedder = enc
-		}
 	}
 	queries, _, err := retrieve.Queries(o.QA, "")
 	if err != nil {
@@ -196,5 +225,13 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 		}
 		fmt.Fprintf(tw, "\t%d\n", nerr)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, kr := range rep.PerK {
+		if len(kr.ErrorCauses) > 0 {
+			fmt.Fprintf(g.Out, "errors at K=%d by cause: %s\n", kr.K, formatCounts(kr.ErrorCauses))
+		}
+	}
+	return nil
 }
