@@ -39,6 +39,7 @@ func (c *corpusFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&c.SkipEmpty, "skip-empty", false, "skip records with empty text instead of stopping")
 	f.IntVar(&c.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
 	f.IntVar(&c.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
+	minInt(f, 0, "chunk-size", "chunk-overlap")
 }
 
 func (c *corpusFlags) options() (retrieve.CorpusOptions, error) {

@@ -90,6 +90,7 @@ runs/<run id> beside the database) and stores the run and its metrics.`,
 	f.StringVar(&o.Ks, "k", "1,2,4,8", "cutoffs for P/R/F1/nDCG (nDCG@10, MRR@10, R-Prec and Recall@100 are always reported)")
 	f.StringVar(&o.Relevance, "relevance", "contains", "relevance rule for a QA CSV: contains | span")
 	f.IntVar(&o.Limit, "limit", 0, "evaluate only the first N questions (0 = all)")
+	minInt(f, 0, "limit")
 	f.StringVar(&o.Out, "out", "", "directory for per-query JSONL and the TREC run (default runs/<run id>)")
 	return cmd
 }

@@ -56,6 +56,8 @@ func (c *candidateFlags) add(cmd *cobra.Command) {
 	f.StringVar(&c.QA, "qa", "", "questions with reference answers and contexts: AP QA CSV or BEIR dir (required)")
 	f.IntVar(&c.TopN, "top-n", 10, "BM25 candidates per question")
 	f.IntVar(&c.Limit, "limit", 0, "label only the first N questions (0 = all)")
+	minInt(f, 1, "top-n")
+	minInt(f, 0, "limit")
 	f.StringVar(&c.Out, "out", "", "also write the labels in the RAG² filter schema (.json or .jsonl)")
 }
 
@@ -179,6 +181,7 @@ tokens), or, for BEIR data, when qrels judge its document relevant.`,
 	f := cmd.Flags()
 	f.IntVar(&negatives, "negatives", 0, "keep at most N [NOT_HELPFUL] candidates per question (0 = all)")
 	f.BoolVar(&balanced, "balanced", false, "keep as many negatives as positives per question")
+	minInt(f, 0, "negatives")
 	f.Uint64Var(&seed, "seed", 42, "negative sampling seed")
 	f.StringVar(&datasetNam, "dataset-name", "ap_protocols", "dataset_name written to each example")
 	return cmd
@@ -309,6 +312,7 @@ interrupted run without rescoring finished pairs.`,
 	f.DurationVar(&timeout, "timeout", 120*time.Second, "per-request timeout (HTTP scorer)")
 	f.IntVar(&retries, "retries", 3, "retries with exponential backoff (HTTP scorer)")
 	f.IntVar(&concurrency, "concurrency", 4, "pairs scored at once")
+	minInt(f, 1, "concurrency")
 	f.StringVar(&resume, "resume", "", "continue the labeling run with this id (finished pairs come from the score cache)")
 	f.StringVar(&datasetNam, "dataset-name", "ap_protocols", "dataset_name written to each example")
 	return cmd
@@ -379,6 +383,7 @@ func newLabelReviewCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.Disagreement, "disagreement", false, "only pairs where perplexity and evidence labels differ")
 	fl.Float64Var(&f.LowConfidence, "low-confidence", 0, "only perplexity labels with |ppl_with - ppl_without| below this")
 	fl.IntVar(&f.Limit, "limit", 50, "at most this many labels")
+	minInt(fl, 0, "limit")
 	fl.StringVar(&reviewer, "reviewer", "", "reviewer name stored with the change")
 	fl.Int64Var(&flip, "flip", 0, "flip label ID")
 	fl.Int64Var(&confirm, "confirm", 0, "confirm label ID")

@@ -55,6 +55,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 	list.Flags().StringVar(&opt.Kind, "kind", "", "only runs of this kind (e.g. eval-retrieval, train-filter, selflearn)")
 	list.Flags().StringVar(&opt.Status, "status", "", "only runs with this status (running, done, failed)")
 	list.Flags().IntVar(&opt.Limit, "limit", 0, "at most this many runs (0 = all)")
+	minInt(list.Flags(), 0, "limit")
 	list.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only run ids, newest first (for scripts: RUN=$(ragforge runs list --kind label-evidence --limit 1 -q))")
 
 	show := &cobra.Command{

@@ -66,12 +66,14 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
 	f.StringVar(&o.Chunk.IDField, "id-field", "", "id field name")
 	f.IntVar(&o.Chunk.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
 	f.IntVar(&o.Chunk.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
+	minInt(f, 0, "chunk-size", "chunk-overlap")
 	f.StringVar(&o.Retriever, "retriever", "", "BERT bi-encoder directory (dense, hybrid and hyde modes)")
 	f.StringVar(&o.Filter, "filter", "", "T5 filter directory with [HELPFUL]/[NOT_HELPFUL] tokens")
 	f.StringVar(&o.Generator, "generator", "", "T5 generator directory (rationale, answers, HyDE, /v1/completions)")
 	f.StringVar(&o.Reranker, "reranker", "", "BERT cross-encoder directory (optional rerank stage)")
 	f.StringVar(&o.Mode, "mode", "", "default retrieval mode: bm25 | dense | hybrid | hyde (default hybrid with a retriever, else bm25)")
 	f.IntVar(&o.K, "k", 0, "default number of snippets (default 5)")
+	minInt(f, 0, "k")
 	f.StringVar(&o.Out, "out", "", "pipeline directory to create (must not exist) (required)")
 	cmd.AddCommand(build)
 	return cmd
@@ -274,6 +276,7 @@ func newBenchServeCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.BaseURL, "url", "http://127.0.0.1:8080", "server base URL (loopback)")
 	f.DurationVar(&o.Duration, "duration", 30*time.Second, "how long to send requests")
 	f.IntVar(&o.Concurrency, "concurrency", 32, "concurrent clients")
+	minInt(f, 1, "concurrency")
 	f.StringVar(&endpoints, "endpoints", "retrieve,filter", "endpoints to load: retrieve, filter")
 	f.StringVar(&o.Token, "token", os.Getenv("RAGFORGE_TOKEN"), "bearer token, when the server needs one for reads")
 	return cmd
