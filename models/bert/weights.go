@@ -232,7 +232,7 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 				return nil, fmt.Errorf("bert: load %s: tensor %q: shape %v in checkpoint, config %s wants %v",
 					file, origName[s.name], t.Shape, cfgPath, s.shape)
 			}
-			v, err := t.Float32()
+			v, err := t.FiniteFloat32()
 			if err != nil {
 				return nil, fmt.Errorf("bert: load %s: tensor %q: %w", file, origName[s.name], err)
 			}

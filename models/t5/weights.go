@@ -227,7 +227,7 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		if !equalInts(t.Shape, p.shape) {
 			return nil, fmt.Errorf("load %s: tensor %q: shape %v, config.json wants %v", file, src, t.Shape, p.shape)
 		}
-		v, err := t.Float32()
+		v, err := t.FiniteFloat32()
 		if err != nil {
 			return nil, fmt.Errorf("load %s: tensor %q: %w", file, src, err)
 		}

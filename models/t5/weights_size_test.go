@@ -1,11 +1,15 @@
 package t5
 
 import (
+	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/models/safetensors"
 )
 
 // DeclaredParameters is the closed form of paramSpecs.
@@ -86,5 +90,36 @@ func TestLoadRefusesBadConfigs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// NaN weights are an error at load time, not a NaN perplexity later.
+func TestLoadRefusesNaNWeights(t *testing.T) {
+	be := testBackend(t)
+	m, err := NewRandom(be, TinyConfig(60), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, WeightsFile)
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := f.Tensors["encoder.final_layer_norm.weight"]
+	binary.LittleEndian.PutUint32(w.Data[4:], math.Float32bits(float32(math.NaN())))
+	var all []*safetensors.Tensor
+	for _, n := range f.Names() {
+		all = append(all, f.Tensors[n])
+	}
+	if err := safetensors.WriteFile(path, all, f.Metadata); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(be, dir)
+	if err == nil || !strings.Contains(err.Error(), `"encoder.final_layer_norm.weight"`) || !strings.Contains(err.Error(), "element 1 of") {
+		t.Errorf("error %v", err)
 	}
 }
