@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -84,8 +85,12 @@ func (c *candidateFlags) load(g *globals) ([]data.Query, data.Qrels, *bm25.Index
 }
 
 type labelResult struct {
-	RunID  string         `json:"run_id"`
+	RunID string `json:"run_id"`
+	// Labels is what the run stores; Merged the labels made for a (question,
+	// snippet) pair already labeled in this run (duplicate questions), which
+	// replace the earlier one instead of adding a row.
 	Labels int            `json:"labels"`
+	Merged int            `json:"duplicates_merged"`
 	Counts map[string]int `json:"counts"`
 	Out    string         `json:"out,omitempty"`
 }
@@ -94,11 +99,26 @@ func (r labelResult) print(g *globals) error {
 	if g.JSON {
 		return printJSON(g.Out, r)
 	}
-	fmt.Fprintf(g.Out, "run %s: %d labels (%s %d, %s %d)\n", r.RunID, r.Labels, label.Helpful, r.Counts[label.Helpful], label.NotHelpful, r.Counts[label.NotHelpful])
+	fmt.Fprintf(g.Out, "run %s: %d labels stored (%s %d, %s %d)", r.RunID, r.Labels, label.Helpful, r.Counts[label.Helpful], label.NotHelpful, r.Counts[label.NotHelpful])
+	if r.Merged > 0 {
+		fmt.Fprintf(g.Out, "; %d duplicate (question, snippet) pairs merged", r.Merged)
+	}
+	fmt.Fprintln(g.Out)
 	if r.Out != "" {
 		fmt.Fprintf(g.Out, "wrote %s\n", r.Out)
 	}
 	return nil
+}
+
+// datasetName is flag, or else the corpus's name: its base name without
+// extension ("ap_protocols" for ../shared/data/ap_protocols, "corpus" for
+// corpus.jsonl), the name a Hugging Face dataset directory carries.
+func datasetName(flag, corpus string) string {
+	if flag != "" {
+		return flag
+	}
+	base := filepath.Base(strings.TrimRight(corpus, "/"))
+	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
 func finishLabels(g *globals, run *runs.Run, ls *label.Store, out string, n int) (labelResult, error) {
@@ -123,7 +143,8 @@ func finishLabels(g *globals, run *runs.Run, ls *label.Store, out string, n int)
 			return labelResult{}, err
 		}
 	}
-	return labelResult{RunID: run.ID, Labels: n, Counts: counts, Out: out}, nil
+	stored := counts[label.Helpful] + counts[label.NotHelpful]
+	return labelResult{RunID: run.ID, Labels: stored, Merged: max(n-stored, 0), Counts: counts, Out: out}, nil
 }
 
 func newLabelEvidenceCmd(g *globals) *cobra.Command {
@@ -161,7 +182,7 @@ tokens), or, for BEIR data, when qrels judge its document relevant.`,
 			}
 			bar := progress.New(g.Err, len(queries), "evidence labels")
 			l := &label.EvidenceLabeler{Retriever: idx, Lookup: idx.Doc, TopN: c.TopN, NegativesPerQuestion: negatives, Balanced: balanced,
-				Seed: seed, DatasetName: datasetNam, Store: ls, RunID: run.ID, Progress: label.Progress(bar.Func())}
+				Seed: seed, DatasetName: datasetName(datasetNam, c.Corpus.Path), Store: ls, RunID: run.ID, Progress: label.Progress(bar.Func())}
 			if qrels != nil {
 				l.Qrels = qrels
 			}
@@ -183,7 +204,7 @@ tokens), or, for BEIR data, when qrels judge its document relevant.`,
 	f.BoolVar(&balanced, "balanced", false, "keep as many negatives as positives per question")
 	minInt(f, 0, "negatives")
 	f.Uint64Var(&seed, "seed", 42, "negative sampling seed")
-	f.StringVar(&datasetNam, "dataset-name", "ap_protocols", "dataset_name written to each example")
+	f.StringVar(&datasetNam, "dataset-name", "", "dataset_name written to each example (default: the corpus name, e.g. ap_protocols for .../ap_protocols)")
 	return cmd
 }
 
@@ -290,7 +311,7 @@ interrupted run without rescoring finished pairs.`,
 				return err
 			}
 			bar := progress.New(g.Err, -1, "perplexity labels")
-			l := &label.PerplexityLabeler{Scorer: sc, Margin: margin, Relative: relative, DatasetName: datasetNam,
+			l := &label.PerplexityLabeler{Scorer: sc, Margin: margin, Relative: relative, DatasetName: datasetName(datasetNam, c.Corpus.Path),
 				Concurrency: concurrency, Store: ls, RunID: run.ID, Progress: label.Progress(bar.Func())}
 			labels, err := l.Label(cmdContext(cmd), tasks)
 			bar.Finish()
@@ -314,7 +335,7 @@ interrupted run without rescoring finished pairs.`,
 	f.IntVar(&concurrency, "concurrency", 4, "pairs scored at once")
 	minInt(f, 1, "concurrency")
 	f.StringVar(&resume, "resume", "", "continue the labeling run with this id (finished pairs come from the score cache)")
-	f.StringVar(&datasetNam, "dataset-name", "ap_protocols", "dataset_name written to each example")
+	f.StringVar(&datasetNam, "dataset-name", "", "dataset_name written to each example (default: the corpus name, e.g. ap_protocols for .../ap_protocols)")
 	return cmd
 }
 
