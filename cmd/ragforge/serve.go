@@ -92,6 +92,14 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 	if o.K > 0 {
 		man.Retrieval.K = o.K
 	}
+	for _, m := range []struct {
+		flag string
+		dir  *string
+	}{{"filter", &o.Filter}, {"retriever", &o.Retriever}, {"generator", &o.Generator}} {
+		if *m.dir, err = modelDir(g, m.flag, *m.dir); err != nil {
+			return err
+		}
+	}
 	parts := pipeline.Parts{Manifest: man, Retriever: o.Retriever, Filter: o.Filter, Generator: o.Generator, Reranker: o.Reranker}
 	for _, spec := range o.Corpora {
 		name, path, ok := strings.Cut(spec, "=")

@@ -159,6 +159,9 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 			if model == "" || dataPath == "" {
 				return fmt.Errorf("--model and --data are required")
 			}
+			if model, err = modelDir(g, "model", model); err != nil {
+				return err
+			}
 			examples, err := label.ReadExamples(dataPath)
 			if err != nil {
 				return err
@@ -238,7 +241,10 @@ T5ForConditionalGeneration/AutoTokenizer.`,
 			if out == "" || (runID == "") == (from == "") {
 				return fmt.Errorf("--out and exactly one of --run or --from are required")
 			}
-			src := from
+			src, err := modelDir(g, "from", from)
+			if err != nil {
+				return err
+			}
 			if runID != "" {
 				st, err := openStore(g)
 				if err != nil {
