@@ -196,7 +196,7 @@ func (st *demoState) printSummary() {
 func fmtMetrics(m map[string]float64) string {
 	var parts []string
 	for _, k := range sortedKeys(m) {
-		parts = append(parts, fmt.Sprintf("%s %.3f", k, m[k]))
+		parts = append(parts, k+" "+fmtNum(m[k], 3, false))
 	}
 	return strings.Join(parts, "  ")
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,25 +29,6 @@ type evalAnswersOptions struct {
 	JudgeEnc  string
 	Timeout   time.Duration
 	Retries   int
-}
-
-// formatCounts writes a count map as "a 3, b 1", largest first, then by name.
-func formatCounts(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // splitSpec parses "kind:target[#model]" (e.g. "t5:work/gen", "openai:http://127.0.0.1:8000/v1#qwen").

@@ -88,7 +88,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.Out, "\nmetrics (last value):")
 				tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
 				for _, name := range sortedKeys(last) {
-					fmt.Fprintf(tw, "  %s\t%.4f\tstep %d\n", name, last[name].Value, last[name].Step)
+					fmt.Fprintf(tw, "  %s\t%s\tstep %d\n", name, fmtNum(last[name].Value, 4, false), last[name].Step)
 				}
 				tw.Flush()
 			}
@@ -123,7 +123,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 			for _, d := range diffs {
 				diff := "-"
 				if d.HasA && d.HasB {
-					diff = fmt.Sprintf("%+.4f", d.Diff)
+					diff = fmtNum(d.Diff, 4, true)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, fmtOpt(d.A, d.HasA), fmtOpt(d.B, d.HasB), diff)
 			}
@@ -165,5 +165,5 @@ func fmtOpt(v float64, ok bool) string {
 	if !ok {
 		return "-"
 	}
-	return fmt.Sprintf("%.4f", v)
+	return fmtNum(v, 4, false)
 }
