@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/infer/loadtest"
+	"github.com/ragforge/ragforge/data/chunk"
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/infer/serve"
 	"github.com/ragforge/ragforge/infer/web"
@@ -99,6 +100,12 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 		if *m.dir, err = modelDir(g, m.flag, *m.dir); err != nil {
 			return err
 		}
+	}
+	// Record the chunking actually used (the flags' effective values).
+	if o.Chunk.ChunkSize > 0 {
+		man.Chunk = pipeline.ChunkInfo{Size: o.Chunk.ChunkSize, Overlap: o.Chunk.Overlap, Separators: chunk.DefaultSeparators(), Unit: "runes"}
+	} else {
+		man.Chunk = pipeline.ChunkInfo{Unit: "document"}
 	}
 	parts := pipeline.Parts{Manifest: man, Retriever: o.Retriever, Filter: o.Filter, Generator: o.Generator, Reranker: o.Reranker}
 	for _, spec := range o.Corpora {
