@@ -20,14 +20,15 @@ import (
 )
 
 // corpusFlags are the flags of every command that reads and chunks a corpus.
+// The json tags name the run config fields stored with every run.
 type corpusFlags struct {
-	Path       string
-	TextField  string
-	IDField    string
-	TitleField string
-	SkipEmpty  bool
-	ChunkSize  int
-	Overlap    int
+	Path       string `json:"corpus"`
+	TextField  string `json:"text_field,omitempty"`
+	IDField    string `json:"id_field,omitempty"`
+	TitleField string `json:"title_field,omitempty"`
+	SkipEmpty  bool   `json:"skip_empty"`
+	ChunkSize  int    `json:"chunk_size"` // 0: whole documents
+	Overlap    int    `json:"chunk_overlap"`
 }
 
 func (c *corpusFlags) add(cmd *cobra.Command) {

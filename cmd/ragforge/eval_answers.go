@@ -19,16 +19,16 @@ import (
 func init() { evalSubcommands = append(evalSubcommands, newEvalAnswersCmd) }
 
 type evalAnswersOptions struct {
-	Corpus    corpusFlags
-	Retriever retrieverFlags
-	QA        string
-	Limit     int
-	Ks        string
-	Answerer  string
-	Judge     string
-	JudgeEnc  string
-	Timeout   time.Duration
-	Retries   int
+	Corpus    corpusFlags    `json:"corpus"`
+	Retriever retrieverFlags `json:"retriever"`
+	QA        string         `json:"qa"`
+	Limit     int            `json:"limit"` // 0: all
+	Ks        string         `json:"k"`
+	Answerer  string         `json:"answerer"`
+	Judge     string         `json:"judge,omitempty"`
+	JudgeEnc  string         `json:"judge_encoder,omitempty"`
+	Timeout   time.Duration  `json:"timeout_ns"`
+	Retries   int            `json:"retries"`
 }
 
 // splitSpec parses "kind:target[#model]" (e.g. "t5:work/gen", "openai:http://127.0.0.1:8000/v1#qwen").

@@ -30,14 +30,14 @@ func newEvalCmd(g *globals) *cobra.Command {
 }
 
 type evalRetrievalOptions struct {
-	Corpus    corpusFlags
-	Retriever retrieverFlags
-	QA        string
-	Split     string
-	Ks        string
-	Relevance string
-	Limit     int
-	Out       string
+	Corpus    corpusFlags    `json:"corpus"`
+	Retriever retrieverFlags `json:"retriever"`
+	QA        string         `json:"qa"`
+	Split     string         `json:"split,omitempty"`
+	Ks        string         `json:"k"`
+	Relevance string         `json:"relevance"`
+	Limit     int            `json:"limit"` // 0: all
+	Out       string         `json:"out,omitempty"`
 }
 
 // evalRetrievalResult is what --json prints.

@@ -44,11 +44,11 @@ func openLabels(g *globals) (*runs.Store, *label.Store, error) {
 
 // candidateFlags build BM25 candidates for questions of a QA CSV.
 type candidateFlags struct {
-	Corpus corpusFlags
-	QA     string
-	TopN   int
-	Limit  int
-	Out    string
+	Corpus corpusFlags `json:"corpus"`
+	QA     string      `json:"qa"`
+	TopN   int         `json:"top_n"`
+	Limit  int         `json:"limit"` // 0: all
+	Out    string      `json:"out,omitempty"`
 }
 
 func (c *candidateFlags) add(cmd *cobra.Command) {

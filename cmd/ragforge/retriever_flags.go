@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,17 @@ func (r *retrieverFlags) add(cmd *cobra.Command) {
 	f.Float64Var(&r.DenseWeight, "dense-weight", fusion.DenseWeight, "RRF weight of the dense retriever (hybrid)")
 	f.Float64Var(&r.BM25Weight, "bm25-weight", fusion.BM25Weight, "RRF weight of BM25 (hybrid)")
 	f.BoolVar(&r.Union, "union", false, "hybrid: return the union of both top-k lists, as the AP paper's ensemble did (up to 2k results)")
+}
+
+// MarshalJSON stores the effective BM25 k1 and b (the preset's unless
+// overridden) instead of the flags' "not set" sentinels (k1 0, b -1).
+func (r retrieverFlags) MarshalJSON() ([]byte, error) {
+	type plain retrieverFlags
+	p := plain(r)
+	if cfg, err := r.bm25Config(); err == nil {
+		p.K1, p.B, p.Analyzer = cfg.K1, cfg.B, cfg.Analyzer
+	}
+	return json.Marshal(p)
 }
 
 func (r *retrieverFlags) validate() error {

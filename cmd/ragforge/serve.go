@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragforge/ragforge/infer/loadtest"
 	"github.com/ragforge/ragforge/data/chunk"
+	"github.com/ragforge/ragforge/infer/loadtest"
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/infer/serve"
 	"github.com/ragforge/ragforge/infer/web"
@@ -30,15 +30,15 @@ func init() {
 }
 
 type pipelineBuildOptions struct {
-	Corpora   []string // name=path or path
-	Chunk     corpusFlags
-	Retriever string
-	Filter    string
-	Generator string
-	Reranker  string
-	Mode      string
-	K         int
-	Out       string
+	Corpora   []string    `json:"corpora"` // name=path or path
+	Chunk     corpusFlags `json:"chunk"`
+	Retriever string      `json:"retriever,omitempty"`
+	Filter    string      `json:"filter,omitempty"`
+	Generator string      `json:"generator,omitempty"`
+	Reranker  string      `json:"reranker,omitempty"`
+	Mode      string      `json:"mode,omitempty"`
+	K         int         `json:"k,omitempty"`
+	Out       string      `json:"out"`
 }
 
 func newPipelineCmd(g *globals) *cobra.Command {
