@@ -20,7 +20,7 @@ import (
 // Errors are *RecordError with the 1-based line where the record starts: a
 // missing file, a malformed quote, a row with fewer columns than the header
 // (ErrMissingField naming the first missing column) or more, a duplicate or
-// empty header name, invalid UTF-8, a missing text column, empty text
+// empty header name, invalid UTF-8, a NUL byte (ErrNULByte), a missing text column, empty text
 // (ErrEmptyText unless opt.SkipEmpty), duplicate ids.
 func LoadCSV(path string, opt FieldOptions) ([]Document, error) {
 	c := newCollector(opt)
@@ -72,6 +72,9 @@ func readCSV(path string, onHeader func(header []string) error, fn func(header, 
 	header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	seen := map[string]bool{}
 	for i, h := range header {
+		if strings.IndexByte(h, 0) >= 0 {
+			return recErr(1, "", fmt.Errorf("header column %d: %w", i+1, ErrNULByte))
+		}
 		if !utf8.ValidString(h) {
 			return recErr(1, "", fmt.Errorf("header column %d: %w", i+1, ErrInvalidUTF8))
 		}
@@ -103,6 +106,11 @@ func readCSV(path string, onHeader func(header []string) error, fn func(header, 
 		}
 		if len(row) > len(header) {
 			return recErr(line, "", fmt.Errorf("row has %d columns, header has %d", len(row), len(header)))
+		}
+		for i, v := range row {
+			if strings.IndexByte(v, 0) >= 0 {
+				return recErr(line, header[i], ErrNULByte)
+			}
 		}
 		if err := fn(header, row, line); err != nil {
 			return err

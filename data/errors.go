@@ -13,6 +13,11 @@ var (
 	ErrEmptyText = errors.New("empty text")
 	// ErrInvalidUTF8: a string field holds bytes that are not valid UTF-8.
 	ErrInvalidUTF8 = errors.New("invalid UTF-8")
+	// ErrNULByte: a field holds a NUL byte (U+0000), which JSON loaders
+	// refuse too and which usually means a binary or UTF-16 file.
+	ErrNULByte = errors.New("NUL byte (binary or UTF-16 file?)")
+	// ErrNoRecords: a file holds a header but no data rows.
+	ErrNoRecords = errors.New("no data rows after the header")
 	// ErrDuplicateID: two records share an id.
 	ErrDuplicateID = errors.New("duplicate id")
 	// ErrMissingField: a required column or key is absent from a record.

@@ -26,8 +26,9 @@ const (
 // (CRLF inside quoted fields read as "\n").
 //
 // Errors are *RecordError with the 1-based line where the row starts: a
-// missing file or column (ErrMissingField), a short row, invalid UTF-8, or
-// an empty Question, Ground_Truth or Context (ErrEmptyText).
+// missing file or column (ErrMissingField), a short row, invalid UTF-8, a
+// NUL byte (ErrNULByte), an empty Question, Ground_Truth or Context
+// (ErrEmptyText), no data rows at all (ErrNoRecords).
 func LoadAPQA(path string) ([]Query, error) {
 	var qs []Query
 	col := map[string]int{}
@@ -69,6 +70,10 @@ func LoadAPQA(path string) ([]Query, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(qs) == 0 {
+		// A run over no questions would end "done" with nothing to show.
+		return nil, &RecordError{File: path, Unit: "line", Record: 2, Err: ErrNoRecords}
 	}
 	return qs, nil
 }

@@ -87,14 +87,21 @@ func ParseExamples(b []byte, name string) ([]Example, error) {
 		if _, err := dec.Token(); err != nil {
 			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
+		// Line numbers are counted forward from the previous record, so the
+		// whole read stays linear in the file size.
+		line, lineOff := 1, 0
+		lineAt := func(off int) int {
+			off = min(max(off, lineOff), len(b))
+			line += bytes.Count(b[lineOff:off], []byte("\n"))
+			lineOff = off
+			return line
+		}
 		for rec := 1; dec.More(); rec++ {
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
-				line := 1 + bytes.Count(b[:min(int(dec.InputOffset()), len(b))], []byte("\n"))
-				return nil, fmt.Errorf("read %s: record %d (near line %d): %w", name, rec, line, err)
+				return nil, fmt.Errorf("read %s: record %d (near line %d): %w", name, rec, lineAt(int(dec.InputOffset())), err)
 			}
-			start := int(dec.InputOffset()) - len(raw)
-			if err := add(rec, 1+bytes.Count(b[:start], []byte("\n")), raw); err != nil {
+			if err := add(rec, lineAt(int(dec.InputOffset())-len(raw)), raw); err != nil {
 				return nil, err
 			}
 		}

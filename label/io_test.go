@@ -91,6 +91,10 @@ func TestReadExamplesErrors(t *testing.T) {
 			[]string{"record 2 (line 2)", `field "answer"`, `"HELPFUL"`}, nil},
 		{"lowercase label json", "[\n" + good + ",\n" + strings.Replace(strings.Replace(good, `"a"`, `"b"`, 1), "[HELPFUL]", "[helpful]", 1) + "\n]",
 			[]string{"record 2 (line 3)", `field "answer"`}, nil},
+		{"json array: late record keeps its line", "[\n" + good + ",\n\n" + strings.Replace(good, `"a"`, `"b"`, 1) + ",\n" +
+			strings.Replace(strings.Replace(good, `"a"`, `"c"`, 1), "[HELPFUL]", "yes", 1) + "\n]",
+			[]string{"record 3 (line 5)", `field "answer"`}, nil},
+		{"json array: broken record", "[\n" + good + ",\n{\"id\": \n]", []string{"record 2 (near line 2)", "invalid character"}, nil},
 		{"missing question", `{"id":"a","answer":"[HELPFUL]"}`, []string{"record 1 (line 1)", `field "question": missing`}, nil},
 		{"missing answer", "\n\n" + strings.Replace(good, `"answer":"[HELPFUL]",`, "", 1), []string{"record 1 (line 3)", `field "answer": missing`}, nil},
 		{"question not instruction", `{"id":"a","question":"What is X?","answer":"[HELPFUL]"}`, []string{"record 1", `field "question"`, "does not start with"}, nil},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -462,13 +463,22 @@ func (s *Store) Undo(id int64) (Record, error) {
 	return s.Get(id)
 }
 
-// Examples returns the RAG² examples of runID with their effective labels, in
-// label id order.
+// Examples returns the RAG² examples of runID with their effective labels,
+// ordered by query id then example id (not storage order), so the export of
+// identical runs is identical.
 func (s *Store) Examples(runID string) ([]Example, error) {
 	recs, err := s.List(Filter{RunID: runID})
 	if err != nil {
 		return nil, err
 	}
+	// Concurrent labelers store in completion order; sort by question and
+	// example id so identical runs export identical files.
+	sort.SliceStable(recs, func(i, j int) bool {
+		if recs[i].QueryID != recs[j].QueryID {
+			return recs[i].QueryID < recs[j].QueryID
+		}
+		return recs[i].ExampleID < recs[j].ExampleID
+	})
 	out := make([]Example, len(recs))
 	for i, r := range recs {
 		out[i] = r.Example()

@@ -276,3 +276,35 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Concurrent labelers store in completion order; identical runs must still
+// export identical files.
+func TestExportOrderIndependentOfStorageOrder(t *testing.T) {
+	s := openTestStore(t)
+	dir := t.TempDir()
+	base := []Label{mk("", "q2", "c1", Helpful, MethodPerplexity, 3, 2), mk("", "q1", "c2", NotHelpful, MethodPerplexity, 3, 4),
+		mk("", "q1", "c1", Helpful, MethodPerplexity, 3, 1)}
+	var files []string
+	for run, order := range [][]int{{0, 1, 2}, {2, 0, 1}} {
+		id := string(rune('a' + run))
+		for _, i := range order {
+			l := base[i]
+			l.RunID, l.QueryID = id, l.Question
+			if err := s.Put([]Label{l}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := filepath.Join(dir, id+".jsonl")
+		if _, err := s.Export(id, out, ""); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(out)
+		files = append(files, string(b))
+	}
+	if files[0] != files[1] {
+		t.Errorf("exports differ:\n%s\n---\n%s", files[0], files[1])
+	}
+	if i, j := strings.Index(files[0], "q1#c1"), strings.Index(files[0], "q2#c1"); i < 0 || j < i {
+		t.Errorf("not in question order:\n%s", files[0])
+	}
+}

@@ -21,14 +21,15 @@ import (
 )
 
 // corpusFlags are the flags of every command that reads and chunks a corpus.
+// The json tags name the run config fields stored with every run.
 type corpusFlags struct {
-	Path       string
-	TextField  string
-	IDField    string
-	TitleField string
-	SkipEmpty  bool
-	ChunkSize  int
-	Overlap    int
+	Path       string `json:"corpus"`
+	TextField  string `json:"text_field,omitempty"`
+	IDField    string `json:"id_field,omitempty"`
+	TitleField string `json:"title_field,omitempty"`
+	SkipEmpty  bool   `json:"skip_empty"`
+	ChunkSize  int    `json:"chunk_size"` // 0: whole documents
+	Overlap    int    `json:"chunk_overlap"`
 
 	// encoded is the pre-encoded corpus load read, for --corpus rag2:DIR.
 	encoded *data.Encoded
@@ -45,6 +46,7 @@ func (c *corpusFlags) add(cmd *cobra.Command) {
 	f.IntVar(&c.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
 	f.IntVar(&c.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
 	c.changed = f.Changed
+	minInt(f, 0, "chunk-size", "chunk-overlap")
 }
 
 func (c *corpusFlags) options() (retrieve.CorpusOptions, error) {

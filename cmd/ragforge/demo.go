@@ -83,6 +83,7 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.StringVar(&o.Work, "work", "ragforge-demo", "working directory (models, indexes, run database)")
 	f.IntVar(&o.ChunkSize, "chunk-size", 512, "chunk size in characters")
 	f.IntVar(&o.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
+	minInt(f, 0, "chunk-size", "chunk-overlap")
 	f.Int64Var(&o.Seed, "seed", 42, "seed for initialization, sampling and data order")
 	f.IntVar(&o.Samples, "samples", 64, "chunks sampled for the self-learning round (the paper samples up to 10,000)")
 	f.IntVar(&o.Epochs, "filter-epochs", 3, "filter training epochs")
@@ -195,7 +196,7 @@ func (st *demoState) printSummary() {
 func fmtMetrics(m map[string]float64) string {
 	var parts []string
 	for _, k := range sortedKeys(m) {
-		parts = append(parts, fmt.Sprintf("%s %.3f", k, m[k]))
+		parts = append(parts, k+" "+fmtNum(m[k], 3, false))
 	}
 	return strings.Join(parts, "  ")
 }

@@ -19,16 +19,16 @@ import (
 func init() { evalSubcommands = append(evalSubcommands, newEvalAnswersCmd) }
 
 type evalAnswersOptions struct {
-	Corpus    corpusFlags
-	Retriever retrieverFlags
-	QA        string
-	Limit     int
-	Ks        string
-	Answerer  string
-	Judge     string
-	JudgeEnc  string
-	Timeout   time.Duration
-	Retries   int
+	Corpus    corpusFlags    `json:"corpus"`
+	Retriever retrieverFlags `json:"retriever"`
+	QA        string         `json:"qa"`
+	Limit     int            `json:"limit"` // 0: all
+	Ks        string         `json:"k"`
+	Answerer  string         `json:"answerer"`
+	Judge     string         `json:"judge,omitempty"`
+	JudgeEnc  string         `json:"judge_encoder,omitempty"`
+	Timeout   time.Duration  `json:"timeout_ns"`
+	Retries   int            `json:"retries"`
 }
 
 // splitSpec parses "kind:target[#model]" (e.g. "t5:work/gen", "openai:http://127.0.0.1:8000/v1#qwen").
@@ -71,6 +71,7 @@ Every item (prompts, raw judge output, errors) is stored in the run.`,
 	f.StringVar(&o.QA, "qa", "", "AP QA CSV (Question,Ground_Truth,Context) (required)")
 	f.IntVar(&o.Limit, "limit", 20, "answer only the first N questions (0 = all)")
 	f.StringVar(&o.Ks, "k", "1,2,3,4,5", "context depths K")
+	minInt(f, 0, "limit")
 	f.StringVar(&o.Answerer, "answerer", "", "answering model: t5:DIR (local generator) or openai:URL[#model] (required)")
 	f.StringVar(&o.Judge, "judge", "", "judge: OpenAI-compatible chat server URL[#model] (optional; without it only BLEU/ROUGE)")
 	f.StringVar(&o.JudgeEnc, "judge-encoder", "", "BERT encoder directory for answer relevance (optional)")
@@ -90,6 +91,23 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 	if err := o.Retriever.validate(); err != nil {
 		return err
 	}
+	var judge *answers.Judge
+	if o.Judge != "" {
+		url, model, _ := strings.Cut(o.Judge, "#")
+		client := openai.New(url, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})
+		// Before any work: a dead judge would otherwise cost every item its retries.
+		if err := client.Preflight(ctx); err != nil {
+			return fmt.Errorf("--judge %s: %w", o.Judge, err)
+		}
+		judge = &answers.Judge{Client: client}
+		if o.JudgeEnc != "" {
+			enc, err := retrieve.LoadBERTEncoder(o.JudgeEnc, g.Backend, "cls")
+			if err != nil {
+				return err
+			}
+			judge.Embedder = enc
+		}
+	}
 	var answerer answers.Answerer
 	kind, target, model, err := splitSpec(o.Answerer, "answerer")
 	if err != nil {
@@ -103,21 +121,13 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 		}
 		answerer = &answers.T5Answerer{Model: m, Tokenizer: tok}
 	case "openai":
-		answerer = &answers.ChatAnswerer{Client: openai.New(target, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})}
+		client := openai.New(target, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})
+		if err := client.Preflight(ctx); err != nil {
+			return fmt.Errorf("--answerer %s: %w", o.Answerer, err)
+		}
+		answerer = &answers.ChatAnswerer{Client: client}
 	default:
 		return fmt.Errorf("--answerer %q: want t5:DIR or openai:URL", o.Answerer)
-	}
-	var judge *answers.Judge
-	if o.Judge != "" {
-		url, model, _ := strings.Cut(o.Judge, "#")
-		judge = &answers.Judge{Client: openai.New(url, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})}
-		if o.JudgeEnc != "" {
-			enc, err := retrieve.LoadBERTEncoder(o.JudgeEnc, g.Backend, "cls")
-			if err != nil {
-				return err
-			}
-			judge.Embedder = enc
-		}
 	}
 	queries, _, err := retrieve.Queries(o.QA, "")
 	if err != nil {
@@ -196,5 +206,13 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 		}
 		fmt.Fprintf(tw, "\t%d\n", nerr)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, kr := range rep.PerK {
+		if len(kr.ErrorCauses) > 0 {
+			fmt.Fprintf(g.Out, "errors at K=%d by cause: %s\n", kr.K, formatCounts(kr.ErrorCauses))
+		}
+	}
+	return nil
 }

@@ -32,15 +32,15 @@ func newEvalCmd(g *globals) *cobra.Command {
 }
 
 type evalRetrievalOptions struct {
-	Corpus    corpusFlags
-	Retriever retrieverFlags
-	QA        string
-	Split     string
-	Ks        string
-	Relevance string
-	Limit     int
-	Depth     int
-	Out       string
+	Corpus    corpusFlags    `json:"corpus"`
+	Retriever retrieverFlags `json:"retriever"`
+	QA        string         `json:"qa"`
+	Split     string         `json:"split,omitempty"`
+	Ks        string         `json:"k"`
+	Relevance string         `json:"relevance"`
+	Limit     int            `json:"limit"` // 0: all
+	Depth     int            `json:"depth"`
+	Out       string         `json:"out,omitempty"`
 }
 
 // evalRetrievalResult is what --json prints.
@@ -110,6 +110,7 @@ the run and its metrics.`,
 	f.StringVar(&o.Relevance, "relevance", "contains", "relevance rule for a QA CSV: contains | span")
 	f.IntVar(&o.Limit, "limit", 0, "evaluate only the first N questions (0 = all)")
 	f.IntVar(&o.Depth, "depth", 1000, "hits retrieved per question (MAP, Recall@1000 and the TREC run see this many; BEIR's top 1000)")
+	minInt(f, 0, "limit")
 	f.StringVar(&o.Out, "out", "", "directory for per-query JSONL and the TREC run (default runs/<run id>)")
 	return cmd
 }

@@ -31,7 +31,7 @@ func loadT5(g *globals, dir string) (*t5.Model, tokenizer.Tokenizer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tok, err := tokenizer.Load(dir)
+	tok, err := tokenizer.LoadFor(dir, m.Config.VocabSize)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -43,11 +44,11 @@ func openLabels(g *globals) (*runs.Store, *label.Store, error) {
 
 // candidateFlags build BM25 candidates for questions of a QA CSV.
 type candidateFlags struct {
-	Corpus corpusFlags
-	QA     string
-	TopN   int
-	Limit  int
-	Out    string
+	Corpus corpusFlags `json:"corpus"`
+	QA     string      `json:"qa"`
+	TopN   int         `json:"top_n"`
+	Limit  int         `json:"limit"` // 0: all
+	Out    string      `json:"out,omitempty"`
 }
 
 func (c *candidateFlags) add(cmd *cobra.Command) {
@@ -56,6 +57,8 @@ func (c *candidateFlags) add(cmd *cobra.Command) {
 	f.StringVar(&c.QA, "qa", "", "questions with reference answers and contexts: AP QA CSV or BEIR dir (required)")
 	f.IntVar(&c.TopN, "top-n", 10, "BM25 candidates per question")
 	f.IntVar(&c.Limit, "limit", 0, "label only the first N questions (0 = all)")
+	minInt(f, 1, "top-n")
+	minInt(f, 0, "limit")
 	f.StringVar(&c.Out, "out", "", "also write the labels in the RAG² filter schema (.json or .jsonl)")
 }
 
@@ -82,8 +85,12 @@ func (c *candidateFlags) load(g *globals) ([]data.Query, data.Qrels, *bm25.Index
 }
 
 type labelResult struct {
-	RunID  string         `json:"run_id"`
+	RunID string `json:"run_id"`
+	// Labels is what the run stores; Merged the labels made for a (question,
+	// snippet) pair already labeled in this run (duplicate questions), which
+	// replace the earlier one instead of adding a row.
 	Labels int            `json:"labels"`
+	Merged int            `json:"duplicates_merged"`
 	Counts map[string]int `json:"counts"`
 	Out    string         `json:"out,omitempty"`
 }
@@ -92,11 +99,26 @@ func (r labelResult) print(g *globals) error {
 	if g.JSON {
 		return printJSON(g.Out, r)
 	}
-	fmt.Fprintf(g.Out, "run %s: %d labels (%s %d, %s %d)\n", r.RunID, r.Labels, label.Helpful, r.Counts[label.Helpful], label.NotHelpful, r.Counts[label.NotHelpful])
+	fmt.Fprintf(g.Out, "run %s: %d labels stored (%s %d, %s %d)", r.RunID, r.Labels, label.Helpful, r.Counts[label.Helpful], label.NotHelpful, r.Counts[label.NotHelpful])
+	if r.Merged > 0 {
+		fmt.Fprintf(g.Out, "; %d duplicate (question, snippet) pairs merged", r.Merged)
+	}
+	fmt.Fprintln(g.Out)
 	if r.Out != "" {
 		fmt.Fprintf(g.Out, "wrote %s\n", r.Out)
 	}
 	return nil
+}
+
+// datasetName is flag, or else the corpus's name: its base name without
+// extension ("ap_protocols" for ../shared/data/ap_protocols, "corpus" for
+// corpus.jsonl), the name a Hugging Face dataset directory carries.
+func datasetName(flag, corpus string) string {
+	if flag != "" {
+		return flag
+	}
+	base := filepath.Base(strings.TrimRight(corpus, "/"))
+	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
 func finishLabels(g *globals, run *runs.Run, ls *label.Store, out string, n int) (labelResult, error) {
@@ -121,7 +143,8 @@ func finishLabels(g *globals, run *runs.Run, ls *label.Store, out string, n int)
 			return labelResult{}, err
 		}
 	}
-	return labelResult{RunID: run.ID, Labels: n, Counts: counts, Out: out}, nil
+	stored := counts[label.Helpful] + counts[label.NotHelpful]
+	return labelResult{RunID: run.ID, Labels: stored, Merged: max(n-stored, 0), Counts: counts, Out: out}, nil
 }
 
 func newLabelEvidenceCmd(g *globals) *cobra.Command {
@@ -159,7 +182,7 @@ tokens), or, for BEIR data, when qrels judge its document relevant.`,
 			}
 			bar := progress.New(g.Err, len(queries), "evidence labels")
 			l := &label.EvidenceLabeler{Retriever: idx, Lookup: idx.Doc, TopN: c.TopN, NegativesPerQuestion: negatives, Balanced: balanced,
-				Seed: seed, DatasetName: datasetNam, Store: ls, RunID: run.ID, Progress: label.Progress(bar.Func())}
+				Seed: seed, DatasetName: datasetName(datasetNam, c.Corpus.Path), Store: ls, RunID: run.ID, Progress: label.Progress(bar.Func())}
 			if qrels != nil {
 				l.Qrels = qrels
 			}
@@ -179,8 +202,9 @@ tokens), or, for BEIR data, when qrels judge its document relevant.`,
 	f := cmd.Flags()
 	f.IntVar(&negatives, "negatives", 0, "keep at most N [NOT_HELPFUL] candidates per question (0 = all)")
 	f.BoolVar(&balanced, "balanced", false, "keep as many negatives as positives per question")
+	minInt(f, 0, "negatives")
 	f.Uint64Var(&seed, "seed", 42, "negative sampling seed")
-	f.StringVar(&datasetNam, "dataset-name", "ap_protocols", "dataset_name written to each example")
+	f.StringVar(&datasetNam, "dataset-name", "", "dataset_name written to each example (default: the corpus name, e.g. ap_protocols for .../ap_protocols)")
 	return cmd
 }
 
@@ -293,7 +317,7 @@ interrupted run without rescoring finished pairs.`,
 				return err
 			}
 			bar := progress.New(g.Err, -1, "perplexity labels")
-			l := &label.PerplexityLabeler{Scorer: sc, Margin: margin, Relative: relative, DatasetName: datasetNam,
+			l := &label.PerplexityLabeler{Scorer: sc, Margin: margin, Relative: relative, DatasetName: datasetName(datasetNam, c.Corpus.Path),
 				Concurrency: concurrency, Store: ls, RunID: run.ID, Progress: label.Progress(bar.Func())}
 			labels, err := l.Label(cmdContext(cmd), tasks)
 			bar.Finish()
@@ -315,8 +339,9 @@ interrupted run without rescoring finished pairs.`,
 	f.DurationVar(&timeout, "timeout", 120*time.Second, "per-request timeout (HTTP scorer)")
 	f.IntVar(&retries, "retries", 3, "retries with exponential backoff (HTTP scorer)")
 	f.IntVar(&concurrency, "concurrency", 4, "pairs scored at once")
+	minInt(f, 1, "concurrency")
 	f.StringVar(&resume, "resume", "", "continue the labeling run with this id (finished pairs come from the score cache)")
-	f.StringVar(&datasetNam, "dataset-name", "ap_protocols", "dataset_name written to each example")
+	f.StringVar(&datasetNam, "dataset-name", "", "dataset_name written to each example (default: the corpus name, e.g. ap_protocols for .../ap_protocols)")
 	return cmd
 }
 
@@ -385,6 +410,7 @@ func newLabelReviewCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.Disagreement, "disagreement", false, "only pairs where perplexity and evidence labels differ")
 	fl.Float64Var(&f.LowConfidence, "low-confidence", 0, "only perplexity labels with |ppl_with - ppl_without| below this")
 	fl.IntVar(&f.Limit, "limit", 50, "at most this many labels")
+	minInt(fl, 0, "limit")
 	fl.StringVar(&reviewer, "reviewer", "", "reviewer name stored with the change")
 	fl.Int64Var(&flip, "flip", 0, "flip label ID")
 	fl.Int64Var(&confirm, "confirm", 0, "confirm label ID")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -185,19 +186,36 @@ func newModelsInspectCmd(g *globals) *cobra.Command {
 			if g.JSON {
 				return printJSON(g.Out, info)
 			}
-			fmt.Fprintf(g.Out, "dir           %s\nmodel_type    %s\narchitectures %v\nparameters    %d (%.2fM)\ntensors       %d\n",
-				info.Dir, info.ModelType, info.Architectures, info.Parameters, float64(info.Parameters)/1e6, info.Tensors)
+			fmt.Fprintf(g.Out, "dir           %s\nmodel_type    %s\narchitectures %s\nparameters    %d (%.2fM)\ntensors       %d\n",
+				info.Dir, info.ModelType, orDash(joinAny(info.Architectures)), info.Parameters, float64(info.Parameters)/1e6, info.Tensors)
 			fmt.Fprint(g.Out, "dtypes       ")
 			for _, d := range info.SortedDTypes() {
 				fmt.Fprintf(g.Out, " %s×%d", d, info.DTypes[d])
 			}
 			fmt.Fprintf(g.Out, "\ntokenizer     %s (len %d)\n", orDash(info.Tokenizer), info.TokenizerLen)
 			if len(info.AddedTokens) > 0 {
-				fmt.Fprintf(g.Out, "added tokens  %v\n", info.AddedTokens)
+				toks := make([]string, 0, len(info.AddedTokens))
+				for t := range info.AddedTokens {
+					toks = append(toks, t)
+				}
+				sort.Slice(toks, func(i, j int) bool { return info.AddedTokens[toks[i]] < info.AddedTokens[toks[j]] })
+				for i, t := range toks {
+					toks[i] = fmt.Sprintf("%s (id %d)", t, info.AddedTokens[t])
+				}
+				fmt.Fprintf(g.Out, "added tokens  %s\n", strings.Join(toks, ", "))
 			}
 			return nil
 		},
 	}
+}
+
+// joinAny joins config.json list values ("architectures") with ", ".
+func joinAny(vs []any) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orDash(s string) string {

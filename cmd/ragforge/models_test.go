@@ -31,6 +31,16 @@ func TestModelsInitLoadsAndRuns(t *testing.T) {
 	if info.ModelType != "t5" || info.TokenizerLen != 2102 || info.AddedTokens["[HELPFUL]"] != 2100 || info.AddedTokens["[NOT_HELPFUL]"] != 2101 {
 		t.Errorf("inspect t5: %+v", info)
 	}
+	// The table is for people: no Go map or slice syntax.
+	text := run(t, "models", "inspect", t5dir)
+	for _, want := range []string{"architectures T5ForConditionalGeneration\n", "added tokens  [HELPFUL] (id 2100), [NOT_HELPFUL] (id 2101)\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "map[") {
+		t.Errorf("inspect prints a Go map:\n%s", text)
+	}
 	if v, _ := info.Config["vocab_size"].(float64); int(v) != 2102 {
 		t.Errorf("config vocab_size %v, want 2102 (tokenizer length incl. added tokens)", info.Config["vocab_size"])
 	}

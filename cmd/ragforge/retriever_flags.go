@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -54,6 +55,17 @@ func (r *retrieverFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&r.Union, "union", false, "hybrid: return the union of both top-k lists, as the AP paper's ensemble did (up to 2k results)")
 	r.Enc.add(cmd)
 	r.changed = f.Changed
+}
+
+// MarshalJSON stores the effective BM25 k1 and b (the preset's unless
+// overridden) instead of the flags' "not set" sentinels (k1 0, b -1).
+func (r retrieverFlags) MarshalJSON() ([]byte, error) {
+	type plain retrieverFlags
+	p := plain(r)
+	if cfg, err := r.bm25Config(); err == nil {
+		p.K1, p.B, p.Analyzer = cfg.K1, cfg.B, cfg.Analyzer
+	}
+	return json.Marshal(p)
 }
 
 func (r *retrieverFlags) validate() error {
@@ -119,6 +131,7 @@ func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retri
 		idx, err = bm25.Build(r.IndexDir, chunks, cfg, bar.Func())
 	} else {
 		idx, err = bm25.NewMemory(chunks, cfg)
+		bar.Set(len(chunks), len(chunks)) // one batch in memory
 	}
 	bar.Finish()
 	if err != nil {

@@ -42,6 +42,9 @@ func newRoot(g *globals) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.Backend, "backend", "", "GoMLX backend: go (pure Go, default) or xla[:plugin] (needs a PJRT plugin; $GOMLX_BACKEND)")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print JSON instead of tables")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkFlags(cmd); err != nil {
+			return err
+		}
 		// Every later backend.New("") follows the flag; an unusable XLA fails here, fast.
 		if g.Backend != "" {
 			if _, err := backend.New(g.Backend); err != nil {

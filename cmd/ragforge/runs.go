@@ -56,6 +56,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 	list.Flags().StringVar(&opt.Kind, "kind", "", "only runs of this kind (e.g. eval-retrieval, train-filter, selflearn)")
 	list.Flags().StringVar(&opt.Status, "status", "", "only runs with this status ("+strings.Join(runs.Statuses, ", ")+"; stale: running, but its process is gone)")
 	list.Flags().IntVar(&opt.Limit, "limit", 0, "at most this many runs (0 = all)")
+	minInt(list.Flags(), 0, "limit")
 	list.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only run ids, newest first (for scripts: RUN=$(ragforge runs list --kind label-evidence --limit 1 -q))")
 
 	show := &cobra.Command{
@@ -88,7 +89,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.Out, "\nmetrics (last value):")
 				tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
 				for _, name := range sortedKeys(last) {
-					fmt.Fprintf(tw, "  %s\t%.4f\tstep %d\n", name, last[name].Value, last[name].Step)
+					fmt.Fprintf(tw, "  %s\t%s\tstep %d\n", name, fmtNum(last[name].Value, 4, false), last[name].Step)
 				}
 				tw.Flush()
 			}
@@ -123,7 +124,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 			for _, d := range diffs {
 				diff := "-"
 				if d.HasA && d.HasB {
-					diff = fmt.Sprintf("%+.4f", d.Diff)
+					diff = fmtNum(d.Diff, 4, true)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, fmtOpt(d.A, d.HasA), fmtOpt(d.B, d.HasB), diff)
 			}
@@ -252,5 +253,5 @@ func fmtOpt(v float64, ok bool) string {
 	if !ok {
 		return "-"
 	}
-	return fmt.Sprintf("%.4f", v)
+	return fmtNum(v, 4, false)
 }

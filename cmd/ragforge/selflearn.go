@@ -66,6 +66,7 @@ chat server: vLLM, llama.cpp server, Ollama).`,
 	f.StringVar(&o.Split, "split", "test", "BEIR qrels split")
 	f.StringVar(&o.Relevan, "relevance", "contains", "relevance rule for a QA CSV: contains | span")
 	f.IntVar(&o.Limit, "eval-limit", 0, "evaluate on the first N questions only (0 = all)")
+	minInt(f, 0, "eval-limit")
 	f.IntVar(&c.Rounds, "rounds", c.Rounds, "self-learning rounds")
 	f.IntVar(&c.Samples, "samples", c.Samples, "chunks sampled per round for queries (<= 0: all)")
 	f.IntVar(&c.L, "candidates", c.L, "hypothetical documents per query, L (Eq. 3)")
@@ -77,6 +78,7 @@ chat server: vLLM, llama.cpp server, Ollama).`,
 	f.IntVar(&c.RankTo, "neg-to", c.RankTo, "hard negatives: last rank (exclusive)")
 	f.IntVar(&c.NumNegatives, "negatives", c.NumNegatives, "hard negatives per query")
 	f.Float64Var(&c.NegativeMaxScore, "negative-max-score", c.NegativeMaxScore, "hard negatives: drop candidates scoring above this fraction of the positive's score, e.g. 0.95 (0 = off)")
+	minInt(f, 0, "negatives")
 	f.Float64Var(&c.Temperature, "temperature", c.Temperature, "InfoNCE temperature")
 	f.Float64Var(&c.RetrieverLR, "retriever-lr", c.RetrieverLR, "retriever AdamW peak learning rate")
 	f.BoolVar(&c.SkipNonFinite, "skip-nonfinite", false, "retriever training: skip and count updates whose loss or gradient is not finite (default: stop with an error)")
@@ -133,26 +135,9 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 		return err
 	}
 	defer st.Close()
-	bars := map[string]*progress.Bar{}
-	prog := func(stage string, done, total int) {
-		b, ok := bars[stage]
-		if !ok {
-			for _, old := range bars {
-				old.Finish()
-			}
-			b = progress.New(g.Err, total, stage)
-			bars[stage] = b
-			if !progress.Enabled(g.Err) {
-				// No bars off a terminal: one line per stage keeps logs readable.
-				fmt.Fprintf(g.Err, "selflearn: %s (%d items)\n", stage, total)
-			}
-		}
-		b.Set(done, total)
-	}
-	rep, err := selflearn.Run(cmdContext(cmd), cfg, chunks, queries, qrels, st, prog)
-	for _, b := range bars {
-		b.Finish()
-	}
+	stages := progress.NewStages(g.Err, "selflearn")
+	rep, err := selflearn.Run(cmdContext(cmd), cfg, chunks, queries, qrels, st, stages.Func())
+	stages.Finish()
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/data/chunk"
 	"github.com/ragforge/ragforge/infer/loadtest"
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/infer/serve"
@@ -31,18 +32,18 @@ func init() {
 }
 
 type pipelineBuildOptions struct {
-	Corpora   []string // name=path or path
-	Chunk     corpusFlags
-	Retriever string
-	Filter    string
-	Generator string
-	Reranker  string
-	Mode      string
-	K         int
-	Out       string
-	Factory   string
-	Nprobe    int
-	EfSearch  int
+	Corpora   []string    `json:"corpora"` // name=path or path
+	Chunk     corpusFlags `json:"chunk"`
+	Retriever string      `json:"retriever,omitempty"`
+	Filter    string      `json:"filter,omitempty"`
+	Generator string      `json:"generator,omitempty"`
+	Reranker  string      `json:"reranker,omitempty"`
+	Mode      string      `json:"mode,omitempty"`
+	K         int         `json:"k,omitempty"`
+	Out       string      `json:"out"`
+	Factory   string      `json:"faiss,omitempty"`
+	Nprobe    int         `json:"nprobe,omitempty"`
+	EfSearch  int         `json:"ef_search,omitempty"`
 }
 
 func newPipelineCmd(g *globals) *cobra.Command {
@@ -73,12 +74,14 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
 	f.StringVar(&o.Chunk.IDField, "id-field", "", "id field name")
 	f.IntVar(&o.Chunk.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
 	f.IntVar(&o.Chunk.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
+	minInt(f, 0, "chunk-size", "chunk-overlap")
 	f.StringVar(&o.Retriever, "retriever", "", "BERT bi-encoder directory (dense, hybrid and hyde modes)")
 	f.StringVar(&o.Filter, "filter", "", "T5 filter directory with [HELPFUL]/[NOT_HELPFUL] tokens")
 	f.StringVar(&o.Generator, "generator", "", "T5 generator directory (rationale, answers, HyDE, /v1/completions)")
 	f.StringVar(&o.Reranker, "reranker", "", "BERT cross-encoder directory (optional rerank stage)")
 	f.StringVar(&o.Mode, "mode", "", "default retrieval mode: bm25 | dense | hybrid | hyde (default hybrid with a retriever, else bm25)")
 	f.IntVar(&o.K, "k", 0, "default number of snippets (default 5)")
+	minInt(f, 0, "k")
 	f.StringVar(&o.Out, "out", "", "pipeline directory to create (must not exist) (required)")
 	f.StringVar(&o.Factory, "faiss", "Flat", "FAISS index_factory string of the dense indexes (Flat, HNSW32, IVF256,Flat); needs --retriever")
 	addFAISSSearchFlags(build, &o.Nprobe, &o.EfSearch)
@@ -106,6 +109,20 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 	}
 	if err := man.FAISSSearch.Validate(); err != nil {
 		return fmt.Errorf("--nprobe/--ef-search: %w", err)
+	}
+	for _, m := range []struct {
+		flag string
+		dir  *string
+	}{{"filter", &o.Filter}, {"retriever", &o.Retriever}, {"generator", &o.Generator}} {
+		if *m.dir, err = modelDir(g, m.flag, *m.dir); err != nil {
+			return err
+		}
+	}
+	// Record the chunking actually used (the flags' effective values).
+	if o.Chunk.ChunkSize > 0 {
+		man.Chunk = pipeline.ChunkInfo{Size: o.Chunk.ChunkSize, Overlap: o.Chunk.Overlap, Separators: chunk.DefaultSeparators(), Unit: "runes"}
+	} else {
+		man.Chunk = pipeline.ChunkInfo{Unit: "document"}
 	}
 	parts := pipeline.Parts{Manifest: man, Retriever: o.Retriever, Filter: o.Filter, Generator: o.Generator, Reranker: o.Reranker}
 	preDone := false
@@ -138,19 +155,10 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 	}
 	defer st.Close()
 	defer finishRun(run, &err)
-	bars := map[string]*progress.Bar{}
-	parts.Progress = func(stage string, done, total int) {
-		b, ok := bars[stage]
-		if !ok {
-			b = progress.New(g.Err, total, stage)
-			bars[stage] = b
-		}
-		b.Set(done, total)
-	}
+	stages := progress.NewStages(g.Err, "pipeline")
+	parts.Progress = stages.Func()
 	err = pipeline.Build(o.Out, pipeline.BuildOptions{Parts: parts, Backend: g.Backend})
-	for _, b := range bars {
-		b.Finish()
-	}
+	stages.Finish()
 	if err != nil {
 		return err
 	}
@@ -333,6 +341,7 @@ func newBenchServeCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.BaseURL, "url", "http://127.0.0.1:8080", "server base URL (loopback)")
 	f.DurationVar(&o.Duration, "duration", 30*time.Second, "how long to send requests")
 	f.IntVar(&o.Concurrency, "concurrency", 32, "concurrent clients")
+	minInt(f, 1, "concurrency")
 	f.StringVar(&endpoints, "endpoints", "retrieve,filter", "endpoints to load: retrieve, filter")
 	f.StringVar(&o.Token, "token", os.Getenv("RAGFORGE_TOKEN"), "bearer token, when the server needs one for reads")
 	return cmd

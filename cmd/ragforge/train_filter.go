@@ -200,6 +200,9 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 			if model == "" || dataPath == "" {
 				return fmt.Errorf("--model and --data are required")
 			}
+			if model, err = modelDir(g, "model", model); err != nil {
+				return err
+			}
 			examples, err := label.ReadExamples(dataPath)
 			if err != nil {
 				return err
@@ -296,7 +299,10 @@ set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
 			if err := ret.stray(); err != nil {
 				return err
 			}
-			src := from
+			src, err := modelDir(g, "from", from)
+			if err != nil {
+				return err
+			}
 			if runID != "" {
 				st, err := openStore(g)
 				if err != nil {

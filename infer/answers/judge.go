@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/ragforge/ragforge/models/openai"
 )
 
 // Metric names of the LLM-judged metrics (RAGAS naming).
@@ -23,6 +25,39 @@ const (
 	ErrEncode  = "encode"  // the embedding model failed (answer relevance)
 )
 
+// Causes of parse failures (request failures take openai.Cause's names:
+// "timeout", "unreachable", "http_<code>", "malformed_json", ...).
+const (
+	CauseRefusal      = "refusal"        // the answer holds no JSON object (prose, "I cannot ...")
+	CauseMalformed    = "malformed_json" // a JSON object that does not parse (cut off, broken)
+	CauseMissingField = "missing_field"  // valid JSON without the requested fields
+	CauseEncode       = "encode"         // the embedding model failed
+)
+
+// Sentinels of ParseJSON, for ErrorCause.
+var (
+	ErrNoJSON  = errors.New("no JSON object in answer")
+	ErrBadJSON = errors.New("invalid JSON in answer")
+)
+
+// ErrorCause names the cause of a per-item failure for the report's
+// summary: a *JudgeError's Cause, openai.Cause of a request error (the
+// answerer's too), CauseRefusal/CauseMalformed for ParseJSON errors.
+func ErrorCause(err error) string {
+	var je *JudgeError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &je) && je.Cause != "":
+		return je.Cause
+	case errors.Is(err, ErrNoJSON):
+		return CauseRefusal
+	case errors.Is(err, ErrBadJSON):
+		return CauseMalformed
+	}
+	return openai.Cause(err)
+}
+
 // Call records one judge request: the prompts sent, the raw answer and, on
 // failure, the error and its kind. Every Call is stored with its item.
 type Call struct {
@@ -32,13 +67,16 @@ type Call struct {
 	Raw       string `json:"raw"`
 	Error     string `json:"error,omitempty"`
 	ErrorKind string `json:"error_kind,omitempty"`
+	// Cause refines ErrorKind for summaries: "timeout", "unreachable",
+	// "http_<code>", "malformed_json", "refusal", "missing_field", ...
+	Cause string `json:"cause,omitempty"`
 }
 
 // JudgeError is the error of a failed judged metric; Kind is ErrRequest,
-// ErrParse or ErrEncode.
+// ErrParse or ErrEncode, Cause as Call.Cause.
 type JudgeError struct {
-	Metric, Kind string
-	Err          error
+	Metric, Kind, Cause string
+	Err                 error
 }
 
 func (e *JudgeError) Error() string { return fmt.Sprintf("%s: %s error: %v", e.Metric, e.Kind, e.Err) }
@@ -105,15 +143,15 @@ func (j *Judge) ask(ctx context.Context, metric, prompt string, out any, check f
 	raw, err := j.Client.ChatText(ctx, JudgeSystem, prompt, mt, j.Temperature)
 	c.Raw = raw
 	if err != nil {
-		c.Error, c.ErrorKind = err.Error(), ErrRequest
+		c.Error, c.ErrorKind, c.Cause = err.Error(), ErrRequest, ErrorCause(err)
 		return c
 	}
 	if err := ParseJSON(raw, out); err != nil {
-		c.Error, c.ErrorKind = err.Error(), ErrParse
+		c.Error, c.ErrorKind, c.Cause = err.Error(), ErrParse, ErrorCause(err)
 		return c
 	}
 	if err := check(); err != nil {
-		c.Error, c.ErrorKind = err.Error(), ErrParse
+		c.Error, c.ErrorKind, c.Cause = err.Error(), ErrParse, CauseMissingField
 	}
 	return c
 }
@@ -122,20 +160,24 @@ func callErr(c Call) error {
 	if c.Error == "" {
 		return nil
 	}
-	return &JudgeError{Metric: c.Metric, Kind: c.ErrorKind, Err: errors.New(c.Error)}
+	return &JudgeError{Metric: c.Metric, Kind: c.ErrorKind, Cause: c.Cause, Err: errors.New(c.Error)}
 }
 
 // ParseJSON decodes the first JSON object in raw into out, tolerating
 // surrounding prose and ```json fences: it takes the text from the first
-// "{" to the last "}". Errors: no object, invalid JSON (a refusal, a cut-off
-// answer), with a prefix of raw.
+// "{" to the last "}". Errors, with a prefix of raw: ErrNoJSON (no "{" at
+// all: a refusal or prose), ErrBadJSON (an object that is cut off or does
+// not parse).
 func ParseJSON(raw string, out any) error {
 	i, k := strings.IndexByte(raw, '{'), strings.LastIndexByte(raw, '}')
-	if i < 0 || k < i {
-		return fmt.Errorf("no JSON object in answer %q", clip(raw, 120))
+	if i < 0 {
+		return fmt.Errorf("%w %q", ErrNoJSON, clip(raw, 120))
+	}
+	if k < i {
+		return fmt.Errorf("%w %q: object not closed (cut off?)", ErrBadJSON, clip(raw, 120))
 	}
 	if err := json.Unmarshal([]byte(raw[i:k+1]), out); err != nil {
-		return fmt.Errorf("invalid JSON in answer %q: %w", clip(raw, 120), err)
+		return fmt.Errorf("%w %q: %w", ErrBadJSON, clip(raw, 120), err)
 	}
 	return nil
 }
@@ -244,7 +286,7 @@ func (j *Judge) AnswerRelevance(ctx context.Context, question, answer string) (f
 		return 0, c, nil
 	}
 	if j.Embedder == nil {
-		c.Error, c.ErrorKind = "no embedder configured", ErrEncode
+		c.Error, c.ErrorKind, c.Cause = "no embedder configured", ErrEncode, CauseEncode
 		return 0, c, callErr(c)
 	}
 	vecs, err := j.Embedder.EncodeQueries(append([]string{question}, out.Questions...))
@@ -252,14 +294,14 @@ func (j *Judge) AnswerRelevance(ctx context.Context, question, answer string) (f
 		err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(out.Questions)+1)
 	}
 	if err != nil {
-		c.Error, c.ErrorKind = err.Error(), ErrEncode
+		c.Error, c.ErrorKind, c.Cause = err.Error(), ErrEncode, CauseEncode
 		return 0, c, callErr(c)
 	}
 	var sum float64
 	for _, v := range vecs[1:] {
 		cos, err := cosine(vecs[0], v)
 		if err != nil {
-			c.Error, c.ErrorKind = err.Error(), ErrEncode
+			c.Error, c.ErrorKind, c.Cause = err.Error(), ErrEncode, CauseEncode
 			return 0, c, callErr(c)
 		}
 		sum += cos

@@ -91,6 +91,10 @@ type KReport struct {
 	// ErrorKinds maps "<metric>/<kind>" (kind ErrRequest, ErrParse,
 	// ErrEncode) to counts, for judged metrics.
 	ErrorKinds map[string]int `json:"error_kinds"`
+	// ErrorCauses maps each failure's cause (ErrorCause: "timeout",
+	// "unreachable", "http_503", "malformed_json", "refusal",
+	// "missing_field", ...) to its count, over all metrics.
+	ErrorCauses map[string]int `json:"error_causes"`
 }
 
 // Report is Run's result: one KReport per K, in Config.Ks order.
@@ -135,7 +139,7 @@ func Run(ctx context.Context, cfg Config, queries []data.Query, retrieve Retriev
 	hyps := make([][]string, len(ks))
 	refs := make([][]string, len(ks))
 	for i, k := range ks {
-		rep.PerK[i] = KReport{K: k, Means: map[string]float64{}, Counts: map[string]int{}, Errors: map[string]int{}, ErrorKinds: map[string]int{}}
+		rep.PerK[i] = KReport{K: k, Means: map[string]float64{}, Counts: map[string]int{}, Errors: map[string]int{}, ErrorKinds: map[string]int{}, ErrorCauses: map[string]int{}}
 		sums[i] = map[string]float64{}
 	}
 	total, done := len(queries)*len(ks), 0
@@ -153,6 +157,7 @@ func Run(ctx context.Context, cfg Config, queries []data.Query, retrieve Retriev
 			if rerr != nil {
 				it.Errors[MetricRetrieve] = rerr.Error()
 				kr.Errors[MetricRetrieve]++
+				kr.ErrorCauses[MetricRetrieve]++
 			} else {
 				it.Contexts = contexts[:min(k, len(contexts))]
 				scoreItem(ctx, cfg, &it, answerer, judge, kr, sums[i])
@@ -214,6 +219,7 @@ func scoreItem(ctx context.Context, cfg Config, it *Item, answerer Answerer, jud
 	fail := func(metric string, err error) {
 		it.Errors[metric] = err.Error()
 		kr.Errors[metric]++
+		kr.ErrorCauses[ErrorCause(err)]++
 		var je *JudgeError
 		if errors.As(err, &je) {
 			kr.ErrorKinds[metric+"/"+je.Kind]++

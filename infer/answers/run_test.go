@@ -270,18 +270,23 @@ func TestRunJudgeFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []struct {
-		errors, kinds map[string]int
-		recallCount   int
+		errors, kinds, causes map[string]int
+		recallCount           int
 	}{
 		{map[string]int{MetricRetrieve: 1, Faithfulness: 3, AnswerRelevance: 3, ContextRecall: 1},
-			map[string]int{"faithfulness/parse": 3, "answer_relevance/parse": 3, "context_recall/request": 1}, 2},
+			map[string]int{"faithfulness/parse": 3, "answer_relevance/parse": 3, "context_recall/request": 1},
+			map[string]int{MetricRetrieve: 1, CauseMalformed: 3, CauseRefusal: 3, "timeout": 1}, 2},
 		{map[string]int{MetricRetrieve: 1, MetricAnswer: 1, Faithfulness: 2, AnswerRelevance: 2, ContextRecall: 1},
-			map[string]int{"faithfulness/parse": 2, "answer_relevance/parse": 2, "context_recall/request": 1}, 1},
+			map[string]int{"faithfulness/parse": 2, "answer_relevance/parse": 2, "context_recall/request": 1},
+			map[string]int{MetricRetrieve: 1, "request": 1, CauseMalformed: 2, CauseRefusal: 2, "timeout": 1}, 1},
 	}
 	for i, w := range want {
 		kr := rep.PerK[i]
 		if !mapsEqual(kr.Errors, w.errors) || !mapsEqual(kr.ErrorKinds, w.kinds) {
 			t.Errorf("K=%d: errors %v kinds %v, want %v %v", kr.K, kr.Errors, kr.ErrorKinds, w.errors, w.kinds)
+		}
+		if !mapsEqual(kr.ErrorCauses, w.causes) {
+			t.Errorf("K=%d: error causes %v, want %v", kr.K, kr.ErrorCauses, w.causes)
 		}
 		if _, ok := kr.Means[Faithfulness]; ok {
 			t.Errorf("K=%d: faithfulness mean %v with no success", kr.K, kr.Means[Faithfulness])

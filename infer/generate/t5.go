@@ -45,7 +45,7 @@ func LoadT5Generator(dir, backendName string) (*T5Generator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("t5 generator %s: %w", dir, err)
 	}
-	tok, err := tokenizer.Load(dir)
+	tok, err := tokenizer.LoadFor(dir, m.Config.VocabSize)
 	if err != nil {
 		return nil, fmt.Errorf("t5 generator %s: %w", dir, err)
 	}

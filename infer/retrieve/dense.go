@@ -24,7 +24,7 @@ func LoadBERTEncoder(dir, backendName, pooling string) (*encode.BERTEncoder, err
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.Load(dir)
+	tok, err := tokenizer.LoadFor(dir, m.Config.VocabSize)
 	if err != nil {
 		return nil, err
 	}

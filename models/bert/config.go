@@ -126,6 +126,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bert config: field %q: must be positive, got %d", f.name, f.v)
 		}
 	}
+	// Another architecture's config would load as a BERT of made-up sizes.
+	if c.ModelType != "" && c.ModelType != "bert" {
+		return fmt.Errorf("bert config: field %q: %q is not a BERT model (want \"bert\")", "model_type", c.ModelType)
+	}
 	if c.HiddenSize%c.NumAttentionHeads != 0 {
 		return fmt.Errorf("bert config: field %q: hidden_size %d is not a multiple of num_attention_heads %d",
 			"num_attention_heads", c.HiddenSize, c.NumAttentionHeads)

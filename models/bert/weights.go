@@ -55,6 +55,16 @@ const (
 )
 
 // paramSpecs lists the parameters per group in HF naming (without "bert.").
+// DeclaredParameters is the number of encoder parameters (embeddings and
+// layers, the paramSpecs core group) config.json declares, computed without
+// building them, as float64 so that absurd sizes do not overflow.
+func (c Config) DeclaredParameters() float64 {
+	h, in := float64(c.HiddenSize), float64(c.IntermediateSize)
+	emb := float64(c.VocabSize+c.MaxPositionEmbeddings+c.TypeVocabSize)*h + 2*h
+	layer := 4*(h*h+h) + 2*h + (in*h + in) + (h*in + h) + 2*h
+	return emb + float64(c.NumHiddenLayers)*layer
+}
+
 func paramSpecs(c Config) map[string][]paramSpec {
 	h, in := c.HiddenSize, c.IntermediateSize
 	dense := func(name string, out, inp int) []paramSpec {
@@ -174,6 +184,17 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		byName[n], origName[n] = t, name
 	}
 
+	// Before building specs or allocating: a num_hidden_layers of 1e9 would
+	// otherwise allocate until the process is killed. Small mismatches get
+	// the per-tensor errors below, which name the tensor.
+	var held float64
+	for _, t := range raw {
+		held += float64(t.NumElements())
+	}
+	if d := cfg.DeclaredParameters(); d > 2*held {
+		return nil, fmt.Errorf("bert: load %s: config %s declares %.4g encoder parameters (vocab_size %d, hidden_size %d, num_hidden_layers %d, intermediate_size %d, max_position_embeddings %d) but the checkpoint holds %.0f: config and weights do not match",
+			file, cfgPath, d, cfg.VocabSize, cfg.HiddenSize, cfg.NumHiddenLayers, cfg.IntermediateSize, cfg.MaxPositionEmbeddings, held)
+	}
 	specs := paramSpecs(cfg)
 	has := func(group string) (bool, error) {
 		found := 0
@@ -211,7 +232,7 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 				return nil, fmt.Errorf("bert: load %s: tensor %q: shape %v in checkpoint, config %s wants %v",
 					file, origName[s.name], t.Shape, cfgPath, s.shape)
 			}
-			v, err := t.Float32()
+			v, err := t.FiniteFloat32()
 			if err != nil {
 				return nil, fmt.Errorf("bert: load %s: tensor %q: %w", file, origName[s.name], err)
 			}

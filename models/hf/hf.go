@@ -52,6 +52,16 @@ func readJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("hf: %w", err)
 	}
+	return DecodeJSON(path, raw, v)
+}
+
+// DecodeJSON decodes raw, the content of the JSON file at path, into v. An
+// empty file, invalid JSON and a value of the wrong type are errors naming
+// the file and, where there is one, the line, column and field.
+func DecodeJSON(path string, raw []byte, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return fmt.Errorf("hf: read %s: file is empty, want a JSON object", path)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("hf: read %s: %s", path, describeJSONErr(raw, err))

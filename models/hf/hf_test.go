@@ -79,7 +79,7 @@ func TestReadConfigErrors(t *testing.T) {
 		{"wrong type", "{\n  \"d_model\": \"wide\"\n}", []string{"line 2", `field "d_model"`, "string"}},
 		{"truncated", "{\"d_model\": 64", []string{"unexpected end of file"}},
 		{"trailing content", "{\"d_model\": 64}\n}", []string{"line 2, column 1", "trailing content"}},
-		{"empty file", " ", []string{"unexpected end of file"}},
+		{"empty file", " ", []string{"file is empty, want a JSON object"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

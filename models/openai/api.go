@@ -201,10 +201,10 @@ func (c *Client) ChatText(ctx context.Context, system, user string, maxTokens in
 	// encoding/json turns invalid UTF-8 into U+FFFD, so that is what a server
 	// sending broken bytes looks like here.
 	if !utf8.ValidString(text) || strings.ContainsRune(text, utf8.RuneError) {
-		return "", fmt.Errorf("chat answer is not valid UTF-8")
+		return "", ErrInvalidUTF8
 	}
 	if strings.TrimSpace(text) == "" {
-		return "", fmt.Errorf("chat answer is empty (finish_reason %q)", resp.Choices[0].FinishReason)
+		return "", fmt.Errorf("%w (finish_reason %q)", ErrEmptyAnswer, resp.Choices[0].FinishReason)
 	}
 	return text, nil
 }

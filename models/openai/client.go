@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -85,10 +86,94 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.Code, strings.TrimSpace(e.Body))
 }
 
+// MalformedError is a 2xx answer whose body is not the expected JSON (a proxy
+// error page, a truncated body). It is retried like a 5xx.
+type MalformedError struct{ Err error }
+
+func (e *MalformedError) Error() string { return "answer is not the expected JSON: " + e.Err.Error() }
+func (e *MalformedError) Unwrap() error { return e.Err }
+
+// ErrEmptyAnswer and ErrInvalidUTF8 are chat answers that carry no usable text.
+var (
+	ErrEmptyAnswer = errors.New("chat answer is empty")
+	ErrInvalidUTF8 = errors.New("chat answer is not valid UTF-8")
+)
+
+// Cause names the kind of a request failure, for error summaries:
+//
+//	"timeout"         an attempt ran past Options.Timeout
+//	"unreachable"     connection refused, DNS failure, other dial errors
+//	"http_<code>"     a non-2xx answer, e.g. "http_503"
+//	"malformed_json"  a 2xx answer that is not the expected JSON
+//	"empty_answer"    a chat answer with no text
+//	"invalid_utf8"    a chat answer with broken bytes
+//	"canceled"        the caller's context was cancelled
+//	"request"         anything else
+func Cause(err error) string {
+	var se *StatusError
+	var me *MalformedError
+	var oe *net.OpError
+	var de *net.DNSError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &se):
+		return fmt.Sprintf("http_%d", se.Code)
+	case errors.As(err, &me):
+		return "malformed_json"
+	case errors.Is(err, ErrEmptyAnswer):
+		return "empty_answer"
+	case errors.Is(err, ErrInvalidUTF8):
+		return "invalid_utf8"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.As(err, &de), errors.As(err, &oe):
+		return "unreachable"
+	}
+	return "request"
+}
+
+// PreflightTimeout bounds Preflight: a server that does not answer this fast
+// is reported before any work starts.
+const PreflightTimeout = 3 * time.Second
+
+// Preflight checks that the server answers at all, with one GET /v1/models
+// bounded by PreflightTimeout and no retries, so a wrong URL fails in
+// seconds rather than after every item's retries. Any HTTP answer (even 404
+// from servers without /models) counts as reachable. Errors name the URL:
+// connection refused, DNS failure, timeout.
+func (c *Client) Preflight(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/models", nil)
+	if err != nil {
+		return fmt.Errorf("server %s: %w", c.base, err)
+	}
+	if c.opt.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opt.APIKey)
+	}
+	resp, err := c.opt.HTTPClient.Do(req)
+	if err != nil {
+		if Cause(err) == "timeout" {
+			return fmt.Errorf("server %s did not answer within %s: %w", c.base, PreflightTimeout, err)
+		}
+		return fmt.Errorf("server %s is not reachable: %w", c.base, err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
 func retryable(err error) bool {
 	var se *StatusError
 	if errors.As(err, &se) {
 		return se.Code == http.StatusTooManyRequests || se.Code >= 500
+	}
+	var me *MalformedError
+	if errors.As(err, &me) {
+		return true
 	}
 	// Transport errors and per-attempt timeouts; not the caller's cancellation.
 	return !errors.Is(err, context.Canceled)
@@ -153,7 +238,7 @@ func (c *Client) once(ctx context.Context, path string, payload []byte, out any)
 		return &StatusError{Code: resp.StatusCode, Body: string(data)}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return &StatusError{Code: 502, Body: fmt.Sprintf("answer is not the expected JSON: %v", err)}
+		return &MalformedError{Err: err}
 	}
 	return nil
 }

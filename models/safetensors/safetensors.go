@@ -156,6 +156,22 @@ func (t *Tensor) Float32() ([]float32, error) {
 	return out, nil
 }
 
+// FiniteFloat32 is Float32 for model weights: a NaN or infinite element (a
+// diverged or corrupt checkpoint, which would otherwise surface as a NaN
+// perplexity or score) is an error naming the tensor and the element.
+func (t *Tensor) FiniteFloat32() ([]float32, error) {
+	v, err := t.Float32()
+	if err != nil {
+		return nil, err
+	}
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, fmt.Errorf("tensor %q: element %d of %d is %v: the weights are not finite (diverged training or a corrupt file)", t.Name, i, len(v), x)
+		}
+	}
+	return v, nil
+}
+
 // Int64 decodes the data as int64 values in C order, converting I64, I32, I16,
 // I8, U32, U16, U8 and BOOL (0 or 1). Any other dtype (floats, U64), or data
 // whose length disagrees with the shape, is an error naming the tensor.

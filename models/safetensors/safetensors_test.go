@@ -432,3 +432,28 @@ func TestWriteFileReplacesAtomically(t *testing.T) {
 		t.Errorf("mode %v, want 0644", st.Mode().Perm())
 	}
 }
+
+func TestFiniteFloat32(t *testing.T) {
+	bits := func(vs ...float32) []byte {
+		b := make([]byte, 4*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		vals []float32
+		want string
+	}{
+		{"finite", []float32{1, -2, 0}, ""},
+		{"NaN", []float32{1, float32(math.NaN()), 0}, "element 1 of 3 is NaN"},
+		{"Inf", []float32{float32(math.Inf(-1)), 1, 0}, "element 0 of 3 is -Inf"},
+	} {
+		tn := &Tensor{Name: "w", DType: F32, Shape: []int{3}, Data: bits(tc.vals...)}
+		_, err := tn.FiniteFloat32()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

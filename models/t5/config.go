@@ -23,8 +23,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ragforge/ragforge/models/hf"
 )
 
 // ConfigFile is the HF config file name inside a checkpoint directory.
@@ -159,6 +162,10 @@ func (c Config) Validate() error {
 	return err
 }
 
+// ModelTypes are the HF model_type values this package loads: T5 and
+// Flan-T5 ("t5"), mT5 ("mt5"), the same architecture.
+var ModelTypes = []string{"t5", "mt5"}
+
 // LoadConfig reads dir/config.json (HF T5Config), applying HF defaults for
 // missing keys (num_decoder_layers missing or null → num_layers), and validates
 // it. Errors name the file and the field.
@@ -166,6 +173,11 @@ func LoadConfig(dir string) (Config, error) {
 	path := filepath.Join(dir, ConfigFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
+		return Config{}, fmt.Errorf("load config: %w", err)
+	}
+	// Positioned errors for an empty file or broken JSON before the field checks.
+	var probe map[string]json.RawMessage
+	if err := hf.DecodeJSON(path, b, &probe); err != nil {
 		return Config{}, fmt.Errorf("load config: %w", err)
 	}
 	c, err := parseConfig(b)
@@ -192,6 +204,10 @@ func parseConfig(b []byte) (Config, error) {
 	}
 	if c.NumDecoderLayers == -1 { // missing or null
 		c.NumDecoderLayers = c.NumLayers
+	}
+	// Another architecture's config would load as a T5 of made-up sizes.
+	if c.ModelType != "" && !slices.Contains(ModelTypes, c.ModelType) {
+		return Config{}, fmt.Errorf("field %q: %q is not a T5 model (want one of %v)", "model_type", c.ModelType, ModelTypes)
 	}
 	c.raw = raw
 	if err := c.Validate(); err != nil {

@@ -51,6 +51,48 @@ type paramSpec struct {
 
 // paramSpecs lists every HF tensor of the model with the shape config.json
 // implies, in sorted name order (the order Save writes).
+// DeclaredParameters is the number of parameters config.json declares (the
+// sum over paramSpecs), computed without building them, as float64 so that
+// absurd sizes (num_layers 1e9) do not overflow.
+func (c Config) DeclaredParameters() float64 {
+	d, inner, ff := float64(c.DModel), float64(c.NumHeads*c.DKV), float64(c.DFF)
+	_, gated, _ := c.activation()
+	attn := 4 * inner * d
+	bias := float64(c.RelativeAttentionNumBuckets * c.NumHeads)
+	ffn := 2*ff*d + d
+	if gated {
+		ffn += ff * d
+	}
+	n := float64(c.VocabSize) * d
+	if c.NumLayers > 0 {
+		n += float64(c.NumLayers)*(attn+d+ffn) + bias
+	}
+	if c.NumDecoderLayers > 0 {
+		n += float64(c.NumDecoderLayers)*(2*attn+2*d+ffn) + bias
+	}
+	n += 2 * d
+	if !c.TieWordEmbeddings {
+		n += float64(c.VocabSize) * d
+	}
+	return n
+}
+
+// checkDeclaredSize refuses a config.json that declares more than twice the
+// parameters the checkpoint holds, before anything is allocated for it (a
+// num_layers of 1e9 would otherwise allocate until the process is killed).
+// Smaller mismatches get Load's per-tensor errors, which name the tensor.
+func checkDeclaredSize(declared float64, ts map[string]*safetensors.Tensor, file, sizes string) error {
+	var held float64
+	for _, t := range ts {
+		held += float64(t.NumElements())
+	}
+	if declared > 2*held {
+		return fmt.Errorf("load %s: config.json declares %.4g parameters (%s) but the checkpoint holds %.0f: config and weights do not match",
+			file, declared, sizes, held)
+	}
+	return nil
+}
+
 func (c Config) paramSpecs() []paramSpec {
 	var ps []paramSpec
 	add := func(name string, shape ...int) { ps = append(ps, paramSpec{name, shape}) }
@@ -162,6 +204,10 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 	if _, err := os.Stat(file); err != nil {
 		file = filepath.Join(dir, WeightsFile+".index.json")
 	}
+	if err := checkDeclaredSize(cfg.DeclaredParameters(), ts, file, fmt.Sprintf("vocab_size %d, d_model %d, d_ff %d, num_layers %d, num_decoder_layers %d, num_heads %d, d_kv %d",
+		cfg.VocabSize, cfg.DModel, cfg.DFF, cfg.NumLayers, cfg.NumDecoderLayers, cfg.NumHeads, cfg.DKV)); err != nil {
+		return nil, err
+	}
 	m := newModel(backend, cfg)
 	used := map[string]bool{}
 	for _, p := range cfg.paramSpecs() {
@@ -182,7 +228,7 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		if !equalInts(t.Shape, p.shape) {
 			return nil, fmt.Errorf("load %s: tensor %q: shape %v, config.json wants %v", file, src, t.Shape, p.shape)
 		}
-		v, err := t.Float32()
+		v, err := t.FiniteFloat32()
 		if err != nil {
 			return nil, fmt.Errorf("load %s: tensor %q: %w", file, src, err)
 		}

@@ -76,6 +76,32 @@ func Load(dir string) (Tokenizer, error) {
 	return nil, fmt.Errorf("load tokenizer %s: no spiece.model, vocab.txt or tokenizer.json", dir)
 }
 
+// LoadFor is Load for a model whose embedding has vocabSize rows (its
+// config.json vocab_size). A tokenizer with more tokens (vocabulary plus
+// added tokens) would emit ids past the embedding, so it is an error naming
+// the tokenizer file; fewer is fine (HF pads vocab_size to a multiple of 8 or 128).
+func LoadFor(dir string, vocabSize int) (Tokenizer, error) {
+	tok, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	if tok.Len() > vocabSize {
+		return nil, fmt.Errorf("load tokenizer %s: %d tokens (with added tokens), more than the model's vocab_size %d in %s: ids from %d on have no embedding",
+			filepath.Join(dir, fileOf(dir)), tok.Len(), vocabSize, filepath.Join(dir, "config.json"), vocabSize)
+	}
+	return tok, nil
+}
+
+// fileOf names the tokenizer file Load reads in dir.
+func fileOf(dir string) string {
+	for _, name := range []string{"spiece.model", "vocab.txt", "tokenizer.json"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return name
+		}
+	}
+	return ""
+}
+
 // hfTokenizerJSON is the subset of an HF tokenizers tokenizer.json used here.
 type hfTokenizerJSON struct {
 	AddedTokens []struct {

@@ -352,3 +352,35 @@ func SetBest(outputDir, checkpointName string) error {
 	}
 	return nil
 }
+
+// ResolveModelDir maps a directory a user passes as a model to the model
+// directory inside it. A directory holding config.json is a model already.
+// A training output directory (Hugging Face users pass the output dir, where
+// Trainer.save_model leaves the final model) resolves to its best
+// checkpoint (the BestLink, or BestModelCheckpoint of the latest state),
+// else its latest one; which says "best" or "latest". Errors: dir is neither
+// a model nor an output directory with a checkpoint.
+func ResolveModelDir(dir string) (resolved, which string, err error) {
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
+		return dir, "", nil
+	}
+	if t, err := filepath.EvalSymlinks(filepath.Join(dir, BestLink)); err == nil {
+		if _, err := os.Stat(filepath.Join(t, "config.json")); err == nil {
+			return filepath.Join(dir, filepath.Base(t)), "best", nil
+		}
+	}
+	latest, err := LatestCheckpoint(dir)
+	if err != nil {
+		return "", "", err
+	}
+	if latest == "" {
+		return "", "", fmt.Errorf("%s: no config.json, and no %s<step> checkpoint of a training run", dir, checkpointPfx)
+	}
+	if s, err := ReadState(latest); err == nil && s.BestModelCheckpoint != "" {
+		best := filepath.Join(dir, filepath.Base(s.BestModelCheckpoint))
+		if _, err := os.Stat(filepath.Join(best, "config.json")); err == nil {
+			return best, "best", nil
+		}
+	}
+	return latest, "latest", nil
+}

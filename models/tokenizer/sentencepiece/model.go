@@ -58,6 +58,9 @@ func Load(path string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sentencepiece: %w", err)
 	}
+	if len(buf) == 0 {
+		return nil, fmt.Errorf("load %s: file is empty (0 bytes), want a SentencePiece model (ModelProto)", path)
+	}
 	m, err := Parse(buf)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)

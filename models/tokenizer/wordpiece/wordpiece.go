@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -79,7 +80,10 @@ func New(vocab []string, cfg Config) (*Tokenizer, error) {
 	return t, nil
 }
 
-// ReadVocab reads vocab.txt: one token per line, line number = id.
+// ReadVocab reads vocab.txt: one token per line, line number = id. A token
+// that is not valid UTF-8, or that repeats an earlier line, is an error
+// naming the file and line (HF's load_vocab would silently give the
+// earlier id to the later line, so two ids would decode alike).
 func ReadVocab(path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -89,8 +93,18 @@ func ReadVocab(path string) ([]string, error) {
 	var vocab []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	first := map[string]int{}
 	for sc.Scan() {
-		vocab = append(vocab, strings.TrimRight(sc.Text(), "\r"))
+		tok := strings.TrimRight(sc.Text(), "\r")
+		line := len(vocab) + 1
+		if !utf8.ValidString(tok) {
+			return nil, fmt.Errorf("load %s: line %d: token %q is not valid UTF-8", path, line, tok)
+		}
+		if prev, dup := first[tok]; dup {
+			return nil, fmt.Errorf("load %s: line %d: token %q duplicates line %d", path, line, tok, prev)
+		}
+		first[tok] = line
+		vocab = append(vocab, tok)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("load %s: line %d: %w", path, len(vocab)+1, err)

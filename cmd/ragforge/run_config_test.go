@@ -1,0 +1,54 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ragforge/ragforge/data/sample"
+)
+
+// Stored run configs use the JSON field names and the effective settings,
+// not Go field names or "not set" sentinels.
+func TestRunConfigShowsEffectiveSettings(t *testing.T) {
+	dir := t.TempDir()
+	corpus, qa, err := sample.WriteTo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "runs.db")
+	var res evalRetrievalResult
+	if err := json.Unmarshal([]byte(run(t, "eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa, "--k", "1", "--bm25-preset", "rank_bm25", "--json")), &res); err != nil {
+		t.Fatal(err)
+	}
+	var show struct {
+		Config struct {
+			Corpus struct {
+				ChunkSize    *int `json:"chunk_size"`
+				ChunkOverlap *int `json:"chunk_overlap"`
+			} `json:"corpus"`
+			Retriever struct {
+				K1       float64 `json:"k1"`
+				B        float64 `json:"b"`
+				Analyzer string  `json:"analyzer"`
+			} `json:"retriever"`
+		} `json:"config"`
+	}
+	out := run(t, "runs", "show", res.RunID, "--db", db, "--json")
+	if err := json.Unmarshal([]byte(out), &show); err != nil {
+		t.Fatal(err)
+	}
+	c := show.Config
+	if c.Corpus.ChunkSize == nil || *c.Corpus.ChunkSize != 512 || c.Corpus.ChunkOverlap == nil || *c.Corpus.ChunkOverlap != 128 {
+		t.Errorf("chunking not stored under snake_case names:\n%s", out)
+	}
+	if c.Retriever.K1 != 1.5 || c.Retriever.B != 0.75 || c.Retriever.Analyzer != "biomed" {
+		t.Errorf("retriever config %+v, want the effective rank_bm25 k1 1.5, b 0.75, analyzer biomed", c.Retriever)
+	}
+	for _, goName := range []string{`"Corpus"`, `"ChunkSize"`, `"QA"`, `"Retriever"`} {
+		if strings.Contains(out, goName) {
+			t.Errorf("run config shows Go field name %s:\n%s", goName, out)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Nonsense flag values are refused before any work, naming the flag; the
+// corpus and questions paths need not exist, since nothing is read.
+func TestNonsenseFlagsAreRefused(t *testing.T) {
+	corpus := []string{"--corpus", "/nonexistent/corpus.jsonl", "--qa", "/nonexistent/qa.csv"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "retrieval", "--chunk-size", "-5"}, "--chunk-size -5: must be at least 0"},
+		{[]string{"eval", "retrieval", "--chunk-overlap", "-1"}, "--chunk-overlap -1: must be at least 0"},
+		{[]string{"eval", "retrieval", "--limit", "-1"}, "--limit -1: must be at least 0"},
+		{[]string{"eval", "answers", "--limit", "-1", "--answerer", "t5:x"}, "--limit -1: must be at least 0"},
+		{[]string{"label", "evidence", "--top-n", "0"}, "--top-n 0: must be at least 1"},
+		{[]string{"label", "evidence", "--top-n", "-1"}, "--top-n -1: must be at least 1"},
+		{[]string{"label", "evidence", "--negatives", "-3"}, "--negatives -3: must be at least 0"},
+		{[]string{"label", "perplexity", "--concurrency", "0", "--scorer", "t5:x"}, "--concurrency 0: must be at least 1"},
+		{[]string{"label", "perplexity", "--margin", "nan", "--scorer", "t5:x"}, "--margin NaN: not a finite number"},
+		{[]string{"eval", "retrieval", "--bm25-k1", "nan"}, "--bm25-k1 NaN: not a finite number"},
+		{[]string{"eval", "retrieval", "--dense-weight", "NaN"}, "--dense-weight NaN: not a finite number"},
+		{[]string{"eval", "retrieval", "--bm25-weight", "+Inf"}, "--bm25-weight +Inf: not a finite number"},
+		{[]string{"train", "filter", "--weight-decay", "nan"}, "--weight-decay NaN: not a finite number"},
+		{[]string{"selflearn", "--negatives", "-3"}, "--negatives -3: must be at least 0"},
+		{[]string{"pipeline", "build", "--chunk-size", "-5", "--out", "/nonexistent/p"}, "--chunk-size -5: must be at least 0"},
+		{[]string{"runs", "list", "--limit", "-2"}, "--limit -2: must be at least 0"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			args := append([]string{}, tc.args...)
+			switch tc.args[0] {
+			case "eval", "label":
+				args = append(args, corpus...)
+			case "selflearn", "pipeline":
+				args = append(args, corpus[:2]...)
+			}
+			code, stderr := runErr(append(args, "--db", t.TempDir()+"/runs.db")...)
+			if code == 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want an error containing %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
+
+// Documented zeros stay accepted by the check.
+func TestMeaningfulZerosPassTheFlagCheck(t *testing.T) {
+	for _, args := range [][]string{
+		{"eval", "retrieval", "--chunk-size", "0", "--limit", "0"},
+		{"label", "evidence", "--negatives", "0"},
+	} {
+		root := newRoot(&globals{})
+		cmd, rest, err := root.Find(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkFlags(cmd); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
