@@ -58,7 +58,11 @@ type Config struct {
 	WarmupSteps      int     `json:"num_warmup_steps"`
 	WarmupRatio      float64 `json:"warmup_ratio"`
 	MaxGradNorm      float64 `json:"max_grad_norm"` // 0 = no clipping (RAG²)
-	Seed             int64   `json:"seed"`          // data order and dropout
+	Seed             int64   `json:"seed"`          // data order, dropout and label-row separation
+	// Dropout ≥ 0 overrides the checkpoint's dropout_rate for training (and
+	// is what the saved checkpoints' config.json then holds); < 0 keeps the
+	// checkpoint's value (RAG²: Flan-T5's 0.1).
+	Dropout float64 `json:"dropout"`
 
 	// SaveSteps > 0 writes a checkpoint every SaveSteps updates (and at the
 	// end); 0 writes one at the end of every epoch (RAG² --checkpointing_steps epoch).
@@ -79,7 +83,7 @@ func DefaultConfig() Config {
 	return Config{
 		MaxSeqLength: 512, DocStride: 128, Aggregate: AggregateMax,
 		BatchSize: 16, EvalBatchSize: 16, GradAccumulation: 1, Epochs: 40,
-		LearningRate: 3e-5, Seed: 42,
+		LearningRate: 3e-5, Seed: 42, Dropout: -1,
 	}
 }
 
@@ -111,6 +115,8 @@ func (c Config) Validate() error {
 		return bad("SaveSteps", c.SaveSteps, ">= 0")
 	case c.EarlyStoppingPatience < 0:
 		return bad("EarlyStoppingPatience", c.EarlyStoppingPatience, ">= 0")
+	case c.Dropout >= 1:
+		return bad("Dropout", c.Dropout, "in [0, 1), or < 0 for the checkpoint's")
 	}
 	return c.optim(1).Validate()
 }

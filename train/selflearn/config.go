@@ -76,6 +76,11 @@ type Config struct {
 	MaxLength       int     // retriever token limit (512)
 	MaxTargetTokens int     // generator SFT target length limit (256)
 
+	// FusionHoldout is the fraction of a round's pseudo-queries kept out of
+	// retriever training to choose the hybrid's RRF weights on (0 = keep
+	// the AP paper's 0.3/0.7; SL-HyDE trains on all queries).
+	FusionHoldout float64
+
 	ChunkSize, ChunkOverlap int // how the corpus was chunked (recorded; 512, 128)
 	QueryInstruction        string
 
@@ -85,6 +90,9 @@ type Config struct {
 	EvalDepth int
 
 	Seed int64 // 42
+
+	// Recipe names the recipe that set the training fields (recorded only).
+	Recipe string `json:",omitempty"`
 }
 
 // DefaultConfig returns the paper's defaults (see the field comments).
@@ -151,6 +159,8 @@ func (c Config) Validate() error {
 		return bad("MaxTargetTokens", c.MaxTargetTokens, ">= 2")
 	case c.EvalDepth < 1:
 		return bad("EvalDepth", c.EvalDepth, ">= 1")
+	case c.FusionHoldout < 0 || c.FusionHoldout >= 1:
+		return bad("FusionHoldout", c.FusionHoldout, "in [0, 1)")
 	}
 	return nil
 }
