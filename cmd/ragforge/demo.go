@@ -24,7 +24,7 @@ type demoOptions struct {
 	Overlap    int
 	Seed       int64
 	Samples    int  // chunks sampled for the self-learning round
-	Epochs     int  // filter training epochs
+	Epochs     int  // filter training epochs (0: the recipe's)
 	Quick      bool // fewer steps (tests)
 }
 
@@ -34,6 +34,7 @@ type demoStage struct {
 	Command   string             `json:"command"` // the equivalent stand-alone command
 	RunID     string             `json:"run_id,omitempty"`
 	Metrics   map[string]float64 `json:"metrics,omitempty"`
+	Versus    []versusRow        `json:"versus,omitempty"` // learned model next to its baseline
 	Artifacts []string           `json:"artifacts,omitempty"`
 	Seconds   float64            `json:"seconds"`
 }
@@ -46,6 +47,7 @@ type demoState struct {
 	corpus  string
 	qa      string
 	dirs    map[string]string // named artifacts: "t5-tokenizer", "bert", "filter", ...
+	metrics map[string]map[string]float64 // stage name → its metrics, for later stages' baselines
 	summary []demoStage
 }
 
@@ -85,7 +87,7 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.IntVar(&o.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
 	f.Int64Var(&o.Seed, "seed", 42, "seed for initialization, sampling and data order")
 	f.IntVar(&o.Samples, "samples", 64, "chunks sampled for the self-learning round (the paper samples up to 10,000)")
-	f.IntVar(&o.Epochs, "filter-epochs", 3, "filter training epochs")
+	f.IntVar(&o.Epochs, "filter-epochs", 0, "filter training epochs (0: the training recipe's, see docs/recipes.md)")
 	f.BoolVar(&o.Quick, "quick", false, "fewer training steps (for tests)")
 	return cmd
 }
@@ -97,7 +99,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 	if err := os.MkdirAll(o.Work, 0o755); err != nil {
 		return nil, err
 	}
-	st := &demoState{g: g, o: o, dirs: map[string]string{}}
+	st := &demoState{g: g, o: o, dirs: map[string]string{}, metrics: map[string]map[string]float64{}}
 	st.db = g.DB
 	if !flagChanged(g) {
 		st.db = filepath.Join(o.Work, "ragforge.db")
@@ -121,6 +123,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 		}
 		line.Name = s.name
 		line.Seconds = time.Since(start).Seconds()
+		st.metrics[s.name] = line.Metrics
 		st.summary = append(st.summary, line)
 	}
 	return st, nil
@@ -177,6 +180,11 @@ func (st *demoState) printSummary() {
 	}
 	fmt.Fprintf(tw, "total\t%.1f\t\t\n", total)
 	tw.Flush()
+	var vs []versusRow
+	for _, s := range st.summary {
+		vs = append(vs, s.Versus...)
+	}
+	printVersus(w, vs)
 	fmt.Fprintln(w, "\nartifacts:")
 	for _, s := range st.summary {
 		for _, a := range s.Artifacts {

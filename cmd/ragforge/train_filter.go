@@ -30,6 +30,7 @@ type trainFilterOptions struct {
 	Train     string
 	Valid     string
 	ValidFrac float64
+	Augment   string
 }
 
 func newTrainFilterCmd(g *globals) *cobra.Command {
@@ -100,6 +101,13 @@ identical rows are a symmetric start that training never separates.`,
 					return err
 				}
 			}
+			if o.Augment != "" {
+				extra, err := label.ReadExamples(o.Augment)
+				if err != nil {
+					return err
+				}
+				train = append(append([]label.Example{}, train...), extra...)
+			}
 			// Keep the split beside the checkpoints, so `eval filter --data
 			// OUT/valid.jsonl` evaluates exactly the held-out questions.
 			if !c.Resume && len(valid) > 0 {
@@ -113,7 +121,7 @@ identical rows are a symmetric start that training never separates.`,
 					return err
 				}
 			}
-			st, run, err := startRun(g, "train-filter", map[string]any{"config": c, "recipe": recipe, "train": o.Train, "valid": o.Valid, "valid_frac": o.ValidFrac})
+			st, run, err := startRun(g, "train-filter", map[string]any{"config": c, "recipe": recipe, "train": o.Train, "augment": o.Augment, "valid": o.Valid, "valid_frac": o.ValidFrac})
 			if err != nil {
 				return err
 			}
@@ -131,7 +139,7 @@ identical rows are a symmetric start that training never separates.`,
 				return err
 			}
 			if g.JSON {
-				return printJSON(g.Out, map[string]any{"run_id": run.ID, "result": res})
+				return printJSON(g.Out, map[string]any{"run_id": run.ID, "recipe": recipe, "result": res})
 			}
 			fmt.Fprintf(g.Out, "run %s: %d steps (%s), final loss %.4f, %d train examples (%d windows), %d validation examples\n",
 				run.ID, res.GlobalStep, res.StopReason, res.FinalLoss, res.TrainExamples, res.TrainWindows, len(valid))
@@ -149,6 +157,7 @@ identical rows are a symmetric start that training never separates.`,
 	addRecipeFlag(cmd, &o.Recipe, "T5")
 	f.StringVar(&o.Train, "train", "", "training examples, RAG² filter schema (.json or .jsonl) (required)")
 	f.StringVar(&o.Valid, "valid", "", "validation examples (default: hold out --valid-frac of the questions)")
+	f.StringVar(&o.Augment, "augment", "", "extra training examples added after the split, never held out (e.g. `label ict` output)")
 	f.Float64Var(&o.ValidFrac, "valid-frac", o.ValidFrac, "fraction of questions held out for validation when --valid is not given (0: none)")
 	f.StringVar(&c.OutputDir, "out", "", "output directory for checkpoints (required)")
 	f.IntVar(&c.MaxSeqLength, "max-seq-length", c.MaxSeqLength, "tokens per window (</s> included)")
