@@ -46,7 +46,7 @@ type demoState struct {
 	db      string
 	corpus  string
 	qa      string
-	dirs    map[string]string // named artifacts: "t5-tokenizer", "bert", "filter", ...
+	dirs    map[string]string             // named artifacts: "t5-tokenizer", "bert", "filter", ...
 	metrics map[string]map[string]float64 // stage name → its metrics, for later stages' baselines
 	summary []demoStage
 }

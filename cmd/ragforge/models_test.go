@@ -72,7 +72,7 @@ func TestModelsInitLoadsAndRuns(t *testing.T) {
 }
 
 // models init adds the filter's label tokens to a T5 by default (none with
-// --add-tokens ''), and marks every checkpoint it writes as random, which
+// --add-tokens ”), and marks every checkpoint it writes as random, which
 // --recipe auto reads.
 func TestModelsInitLabelTokensAndRandomMark(t *testing.T) {
 	spm := sharedDir(t, "fixtures/tokenizer/spiece.model")
