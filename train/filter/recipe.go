@@ -29,7 +29,7 @@ type Recipe struct {
 // recorded in docs/recipes.md (tiny T5 on the demo's evidence labels).
 var Recipes = map[string]Recipe{
 	RecipePretrained: {Name: RecipePretrained, LearningRate: 3e-5, WarmupRatio: 0, Epochs: 40, BatchSize: 16, Dropout: -1},
-	RecipeScratch:    {Name: RecipeScratch, LearningRate: 1e-3, WarmupRatio: 0.1, Epochs: 6, BatchSize: 8, Dropout: 0},
+	RecipeScratch:    {Name: RecipeScratch, LearningRate: 1e-3, WarmupRatio: 0.1, Epochs: 3, BatchSize: 8, Dropout: 0},
 }
 
 // LookupRecipe returns the named recipe; an unknown name is an error.

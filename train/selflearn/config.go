@@ -48,6 +48,12 @@ type Config struct {
 	Samples int // documents (chunks) sampled per round for queries (10,000; ≤ 0 = all)
 	L       int // hypothetical-document candidates per query, Eq. 3 (4)
 	N       int // hypothetical documents fused with the query, Eq. 10 (1)
+	// TrainFuse is the number of hypothetical documents fused with the
+	// query in retriever training: < 0 = max(N, 1) (SL-HyDE), 0 = the plain
+	// query, as dense and hybrid retrieval encode it. With the ICT
+	// generator a hypothetical document is the sentences around the query,
+	// nearly the positive itself, so fused training teaches e(q) little.
+	TrainFuse int
 
 	QueryTemplate string // Eq. 2 prompt (generate.QueryPrompt)
 	HypoTemplate  string // Eq. 3 prompt (generate.HypoPrompt)
@@ -98,7 +104,7 @@ type Config struct {
 // DefaultConfig returns the paper's defaults (see the field comments).
 func DefaultConfig() Config {
 	return Config{
-		Rounds: 1, Samples: 10000, L: 4, N: 1,
+		Rounds: 1, Samples: 10000, L: 4, N: 1, TrainFuse: -1,
 		QueryTemplate: generate.QueryPrompt, HypoTemplate: generate.HypoPrompt,
 		GenTemperature: generate.DefaultT5Temperature, MaxQueryTokens: 64, MaxDocTokens: 256, GenBatch: 8,
 		SelectionDepth: 1000, RankFrom: 10, RankTo: 100, NumNegatives: 7,

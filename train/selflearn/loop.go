@@ -849,6 +849,9 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 	rc.OutputDir, rc.Backend, rc.Resume = s.retrieverDir(t), s.cfg.Backend, true
 	rc.Epochs, rc.BatchSize, rc.LearningRate, rc.WarmupRatio = s.cfg.Epochs, s.cfg.RetrieverBatch, s.cfg.RetrieverLR, s.cfg.WarmupRatio
 	rc.Temperature, rc.MaxLength, rc.NumNegatives, rc.NumHypo = s.cfg.Temperature, s.cfg.MaxLength, s.cfg.NumNegatives, max(s.cfg.N, 1)
+	if s.cfg.TrainFuse >= 0 {
+		rc.NumHypo = s.cfg.TrainFuse
+	}
 	rc.QueryInstruction, rc.Seed = s.cfg.QueryInstruction, uint64(s.cfg.Seed)+uint64(t)
 	_, _, total := rc.Plan(len(triplets))
 	s.report(stage, 0, total)
