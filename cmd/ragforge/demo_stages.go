@@ -129,12 +129,12 @@ func demoLabels(ctx context.Context, st *demoState) (demoStage, error) {
 
 // demoICTLabels makes self-supervised filter examples from the corpus
 // (label ict): extra training data that keeps the random T5 from memorising
-// which chunks were helpful. At most 400 chunks are used, bounding the cost
+// which chunks were helpful. At most 150 chunks are used, bounding the cost
 // on a real corpus.
 func demoICTLabels(ctx context.Context, st *demoState) (demoStage, error) {
 	out := st.path("labels", "ict.jsonl")
 	args := []string{"label", "ict", "--corpus", st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap),
-		"--per-chunk", "2", "--max-chunks", "400", "--seed", strconv.FormatInt(st.o.Seed, 10), "--out", out}
+		"--per-chunk", "2", "--max-chunks", "150", "--seed", strconv.FormatInt(st.o.Seed, 10), "--out", out}
 	var res labelResult
 	if err := st.subJSON(&res, args...); err != nil {
 		return demoStage{}, err
