@@ -23,9 +23,10 @@ type demoOptions struct {
 	ChunkSize  int
 	Overlap    int
 	Seed       int64
-	Samples    int  // chunks sampled for the self-learning round
-	Epochs     int  // filter training epochs (0: the recipe's)
-	Quick      bool // fewer steps (tests)
+	Samples    int    // chunks sampled for the self-learning round
+	Epochs     int    // filter training epochs (0: the recipe's)
+	Quick      bool   // fewer steps (tests)
+	Recipe     string // training recipe for the filter and the retriever (auto: scratch, models init marks them random)
 }
 
 // demoStage is one line of the summary.
@@ -89,12 +90,18 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.IntVar(&o.Samples, "samples", 64, "chunks sampled for the self-learning round (the paper samples up to 10,000)")
 	f.IntVar(&o.Epochs, "filter-epochs", 0, "filter training epochs (0: the training recipe's, see docs/recipes.md)")
 	f.BoolVar(&o.Quick, "quick", false, "fewer training steps (for tests)")
+	f.StringVar(&o.Recipe, "recipe", "auto", "training recipe of the filter and the retriever: pretrained | scratch | auto (scratch, since models init marks its models random); see docs/recipes.md")
 	return cmd
 }
 
 func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error) {
 	if (o.Corpus == "") != (o.QA == "") {
 		return nil, fmt.Errorf("--corpus and --qa go together")
+	}
+	switch o.Recipe {
+	case "", "auto", recipePretrained, recipeScratch:
+	default:
+		return nil, fmt.Errorf("--recipe %q: want %s, %s or auto", o.Recipe, recipePretrained, recipeScratch)
 	}
 	if err := os.MkdirAll(o.Work, 0o755); err != nil {
 		return nil, err

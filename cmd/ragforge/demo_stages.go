@@ -36,6 +36,14 @@ func (st *demoState) chunkArgs() []string {
 	return []string{"--corpus", st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap)}
 }
 
+// recipeArgs passes an explicit --recipe on; auto is left to the subcommand.
+func (st *demoState) recipeArgs() []string {
+	if st.o.Recipe == "" || st.o.Recipe == "auto" {
+		return nil
+	}
+	return []string{"--recipe", st.o.Recipe}
+}
+
 func (st *demoState) path(parts ...string) string {
 	return filepath.Join(append([]string{st.o.Work}, parts...)...)
 }
@@ -151,6 +159,7 @@ func demoTrainFilter(ctx context.Context, st *demoState) (demoStage, error) {
 	out := st.fresh("filter")
 	args := []string{"train", "filter", "--model", st.dirs["t5-tiny"], "--train", st.dirs["labels"], "--augment", st.dirs["labels-ict"],
 		"--valid-frac", "0.2", "--out", out, "--max-seq-length", "192", "--doc-stride", "64", "--seed", strconv.FormatInt(st.o.Seed, 10)}
+	args = append(args, st.recipeArgs()...)
 	switch {
 	case st.o.Quick:
 		args = append(args, "--epochs", "1")
@@ -210,6 +219,7 @@ func demoSelflearn(ctx context.Context, st *demoState) (demoStage, error) {
 	args := append([]string{"selflearn"}, st.chunkArgs()...)
 	args = append(args, "--retriever", st.dirs["bert-tiny"], "--generator", "ict", "--rounds", "1", "--eval-qa", st.qa,
 		"--work", work, "--samples", strconv.Itoa(st.o.Samples), "--max-length", "256", "--seed", strconv.FormatInt(st.o.Seed, 10))
+	args = append(args, st.recipeArgs()...)
 	var rep struct {
 		RunID  string `json:"run_id"`
 		Rounds []struct {
