@@ -52,7 +52,7 @@ selflearn-ap: build
 	@test -f $(SELFLEARN_AP)/bert-tiny/config.json || $(BIN) models init --arch bert --size tiny \
 	  --tokenizer $(SHARED)/fixtures/bert-tiny/vocab.txt --out $(SELFLEARN_AP)/bert-tiny
 	$(BIN) --db $(SELFLEARN_AP)/runs.db selflearn --corpus $(SHARED)/data/ap_protocols --chunk-size 512 --chunk-overlap 128 \
-	  --retriever $(SELFLEARN_AP)/bert-tiny --generator ict --rounds 2 \
+	  --retriever $(SELFLEARN_AP)/bert-tiny --recipe pretrained --generator ict --rounds 2 \
 	  --eval-qa $(SHARED)/data/ap_protocols_qa/dev.csv --work $(SELFLEARN_AP)/work
 
 ## device-bundle: dist/device.tar.xz, the GPU check with its binaries, libraries and fixtures (for a machine without Go).

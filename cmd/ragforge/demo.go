@@ -23,9 +23,10 @@ type demoOptions struct {
 	ChunkSize  int
 	Overlap    int
 	Seed       int64
-	Samples    int  // chunks sampled for the self-learning round
-	Epochs     int  // filter training epochs
-	Quick      bool // fewer steps (tests)
+	Samples    int    // chunks sampled for the self-learning round
+	Epochs     int    // filter training epochs (0: the recipe's)
+	Quick      bool   // fewer steps (tests)
+	Recipe     string // training recipe for the filter and the retriever (auto: scratch, models init marks them random)
 }
 
 // demoStage is one line of the summary.
@@ -34,6 +35,7 @@ type demoStage struct {
 	Command   string             `json:"command"` // the equivalent stand-alone command
 	RunID     string             `json:"run_id,omitempty"`
 	Metrics   map[string]float64 `json:"metrics,omitempty"`
+	Versus    []versusRow        `json:"versus,omitempty"` // learned model next to its baseline
 	Artifacts []string           `json:"artifacts,omitempty"`
 	Seconds   float64            `json:"seconds"`
 }
@@ -45,7 +47,8 @@ type demoState struct {
 	db      string
 	corpus  string
 	qa      string
-	dirs    map[string]string // named artifacts: "t5-tokenizer", "bert", "filter", ...
+	dirs    map[string]string             // named artifacts: "t5-tokenizer", "bert", "filter", ...
+	metrics map[string]map[string]float64 // stage name → its metrics, for later stages' baselines
 	summary []demoStage
 }
 
@@ -86,8 +89,9 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	minInt(f, 0, "chunk-size", "chunk-overlap")
 	f.Int64Var(&o.Seed, "seed", 42, "seed for initialization, sampling and data order")
 	f.IntVar(&o.Samples, "samples", 64, "chunks sampled for the self-learning round (the paper samples up to 10,000)")
-	f.IntVar(&o.Epochs, "filter-epochs", 3, "filter training epochs")
+	f.IntVar(&o.Epochs, "filter-epochs", 0, "filter training epochs (0: the training recipe's, see docs/recipes.md)")
 	f.BoolVar(&o.Quick, "quick", false, "fewer training steps (for tests)")
+	f.StringVar(&o.Recipe, "recipe", "auto", "training recipe of the filter and the retriever: pretrained | scratch | auto (scratch, since models init marks its models random); see docs/recipes.md")
 	return cmd
 }
 
@@ -95,10 +99,15 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 	if (o.Corpus == "") != (o.QA == "") {
 		return nil, fmt.Errorf("--corpus and --qa go together")
 	}
+	switch o.Recipe {
+	case "", "auto", recipePretrained, recipeScratch:
+	default:
+		return nil, fmt.Errorf("--recipe %q: want %s, %s or auto", o.Recipe, recipePretrained, recipeScratch)
+	}
 	if err := os.MkdirAll(o.Work, 0o755); err != nil {
 		return nil, err
 	}
-	st := &demoState{g: g, o: o, dirs: map[string]string{}}
+	st := &demoState{g: g, o: o, dirs: map[string]string{}, metrics: map[string]map[string]float64{}}
 	st.db = g.DB
 	if !flagChanged(g) {
 		st.db = filepath.Join(o.Work, "ragforge.db")
@@ -122,6 +131,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 		}
 		line.Name = s.name
 		line.Seconds = time.Since(start).Seconds()
+		st.metrics[s.name] = line.Metrics
 		st.summary = append(st.summary, line)
 	}
 	return st, nil
@@ -178,6 +188,11 @@ func (st *demoState) printSummary() {
 	}
 	fmt.Fprintf(tw, "total\t%.1f\t\t\n", total)
 	tw.Flush()
+	var vs []versusRow
+	for _, s := range st.summary {
+		vs = append(vs, s.Versus...)
+	}
+	printVersus(w, vs)
 	fmt.Fprintln(w, "\nartifacts:")
 	for _, s := range st.summary {
 		for _, a := range s.Artifacts {

@@ -22,6 +22,7 @@ func init() {
 		stageFunc{"models init", demoModelsInit},
 		stageFunc{"retrieval: hybrid (base)", demoEvalHybrid},
 		stageFunc{"labels: evidence", demoLabels},
+		stageFunc{"labels: ICT (corpus only)", demoICTLabels},
 		stageFunc{"filter: train", demoTrainFilter},
 		stageFunc{"filter: eval", demoEvalFilter},
 		stageFunc{"selflearn: 1 round (ICT)", demoSelflearn},
@@ -33,6 +34,14 @@ func init() {
 
 func (st *demoState) chunkArgs() []string {
 	return []string{"--corpus", st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap)}
+}
+
+// recipeArgs passes an explicit --recipe on; auto is left to the subcommand.
+func (st *demoState) recipeArgs() []string {
+	if st.o.Recipe == "" || st.o.Recipe == "auto" {
+		return nil
+	}
+	return []string{"--recipe", st.o.Recipe}
 }
 
 func (st *demoState) path(parts ...string) string {
@@ -126,20 +135,43 @@ func demoLabels(ctx context.Context, st *demoState) (demoStage, error) {
 		Metrics: map[string]float64{"helpful": float64(res.Counts["[HELPFUL]"]), "not_helpful": float64(res.Counts["[NOT_HELPFUL]"])}}, nil
 }
 
+// demoICTLabels makes self-supervised filter examples from the corpus
+// (label ict): extra training data that keeps the random T5 from memorising
+// which chunks were helpful. At most 150 chunks are used, bounding the cost
+// on a real corpus.
+func demoICTLabels(ctx context.Context, st *demoState) (demoStage, error) {
+	out := st.path("labels", "ict.jsonl")
+	args := []string{"label", "ict", "--corpus", st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap),
+		"--per-chunk", "2", "--max-chunks", "150", "--seed", strconv.FormatInt(st.o.Seed, 10), "--out", out}
+	var res labelResult
+	if err := st.subJSON(&res, args...); err != nil {
+		return demoStage{}, err
+	}
+	st.dirs["labels-ict"] = out
+	return demoStage{Command: st.command(args...), RunID: res.RunID, Artifacts: []string{out},
+		Metrics: map[string]float64{"helpful": float64(res.Counts["[HELPFUL]"]), "not_helpful": float64(res.Counts["[NOT_HELPFUL]"])}}, nil
+}
+
+// demoTrainFilter trains with the recipe train filter picks for the
+// checkpoint (scratch: models init marks it random), on the evidence labels
+// of 80% of the questions plus the ICT examples.
 func demoTrainFilter(ctx context.Context, st *demoState) (demoStage, error) {
 	out := st.fresh("filter")
-	epochs, maxLen := strconv.Itoa(max(1, st.o.Epochs)), "192"
-	if st.o.Quick {
-		epochs = "1"
+	args := []string{"train", "filter", "--model", st.dirs["t5-tiny"], "--train", st.dirs["labels"], "--augment", st.dirs["labels-ict"],
+		"--valid-frac", "0.2", "--out", out, "--max-seq-length", "192", "--doc-stride", "64", "--seed", strconv.FormatInt(st.o.Seed, 10)}
+	args = append(args, st.recipeArgs()...)
+	switch {
+	case st.o.Quick:
+		args = append(args, "--epochs", "1")
+	case st.o.Epochs > 0:
+		args = append(args, "--epochs", strconv.Itoa(st.o.Epochs))
 	}
-	args := []string{"train", "filter", "--model", st.dirs["t5-tiny"], "--train", st.dirs["labels"], "--valid-frac", "0.2",
-		"--out", out, "--epochs", epochs, "--batch-size", "8", "--max-seq-length", maxLen, "--doc-stride", "64",
-		"--lr", "1e-3", "--warmup-ratio", "0.1", "--seed", strconv.FormatInt(st.o.Seed, 10)}
 	var res struct {
 		RunID  string `json:"run_id"`
+		Recipe string `json:"recipe"`
 		Result struct {
 			FinalLoss      float64
-			BestCheckpoint string
+			LastCheckpoint string
 			BestAccuracy   float64
 			GlobalStep     int
 		} `json:"result"`
@@ -149,12 +181,16 @@ func demoTrainFilter(ctx context.Context, st *demoState) (demoStage, error) {
 	}
 	st.dirs["filter-run"] = res.RunID
 	st.dirs["filter-out"] = out
-	return demoStage{Command: st.command(args...), RunID: res.RunID, Artifacts: []string{res.Result.BestCheckpoint},
-		Metrics: map[string]float64{"final_loss": res.Result.FinalLoss, "valid_accuracy": res.Result.BestAccuracy, "steps": float64(res.Result.GlobalStep)}}, nil
+	st.dirs["filter-last"] = res.Result.LastCheckpoint
+	return demoStage{Command: st.command(args...), RunID: res.RunID, Artifacts: []string{res.Result.LastCheckpoint},
+		Metrics: map[string]float64{"final_loss": res.Result.FinalLoss, "steps": float64(res.Result.GlobalStep)}}, nil
 }
 
+// demoEvalFilter evaluates the last checkpoint (not the one with the best
+// validation accuracy, which would choose it on the very labels reported)
+// on the held-out questions.
 func demoEvalFilter(ctx context.Context, st *demoState) (demoStage, error) {
-	args := []string{"eval", "filter", "--model", filepath.Join(st.dirs["filter-out"], "best"), "--data", filepath.Join(st.dirs["filter-out"], "valid.jsonl"),
+	args := []string{"eval", "filter", "--model", st.dirs["filter-last"], "--data", filepath.Join(st.dirs["filter-out"], "valid.jsonl"),
 		"--max-seq-length", "192", "--doc-stride", "64", "--out", st.fresh("filter-eval")}
 	var res struct {
 		RunID  string `json:"run_id"`
@@ -170,23 +206,29 @@ func demoEvalFilter(ctx context.Context, st *demoState) (demoStage, error) {
 		return demoStage{}, err
 	}
 	m := map[string]float64{"accuracy": res.Report.Accuracy, "F1": res.Report.F1, "majority_baseline": res.Report.MajorityBaseline}
+	vs := []versusRow{{"filter (held-out questions)", "accuracy", res.Report.Accuracy, "majority class", res.Report.MajorityBaseline}}
 	if res.Report.ROCAUC != nil {
 		m["ROC-AUC"] = *res.Report.ROCAUC
+		vs = append(vs, versusRow{"filter (held-out questions)", "ROC-AUC", *res.Report.ROCAUC, "chance", 0.5})
 	}
-	return demoStage{Command: st.command(args...), RunID: res.RunID, Metrics: m, Artifacts: []string{res.Dir}}, nil
+	return demoStage{Command: st.command(args...), RunID: res.RunID, Metrics: m, Versus: vs, Artifacts: []string{res.Dir}}, nil
 }
 
 func demoSelflearn(ctx context.Context, st *demoState) (demoStage, error) {
 	work := st.fresh("selflearn")
 	args := append([]string{"selflearn"}, st.chunkArgs()...)
 	args = append(args, "--retriever", st.dirs["bert-tiny"], "--generator", "ict", "--rounds", "1", "--eval-qa", st.qa,
-		"--work", work, "--samples", strconv.Itoa(st.o.Samples), "--max-length", "256", "--retriever-batch", "8", "--retriever-lr", "5e-5", "--seed", strconv.FormatInt(st.o.Seed, 10))
+		"--work", work, "--samples", strconv.Itoa(st.o.Samples), "--max-length", "256", "--seed", strconv.FormatInt(st.o.Seed, 10))
+	args = append(args, st.recipeArgs()...)
 	var rep struct {
 		RunID  string `json:"run_id"`
 		Rounds []struct {
 			Round        int    `json:"round"`
 			RetrieverDir string `json:"retriever_dir"`
-			Variants     []struct {
+			Fusion       *struct {
+				DenseWeight float64 `json:"dense_weight"`
+			} `json:"fusion"`
+			Variants []struct {
 				Name    string             `json:"name"`
 				Metrics map[string]float64 `json:"metrics"`
 			} `json:"variants"`
@@ -196,11 +238,18 @@ func demoSelflearn(ctx context.Context, st *demoState) (demoStage, error) {
 		return demoStage{}, err
 	}
 	m := map[string]float64{}
+	var vs []versusRow
 	for _, r := range rep.Rounds {
 		for _, v := range r.Variants {
 			if v.Name == "dense" || v.Name == "sl-hyde" || v.Name == "base" || v.Name == "bm25" {
 				m[fmt.Sprintf("r%d %s nDCG@10", r.Round, v.Name)] = v.Metrics["nDCG@10"]
 			}
+			if v.Name == "dense" && r.Round > 0 {
+				vs = append(vs, versusRow{fmt.Sprintf("dense retriever (round %d)", r.Round), "nDCG@10", v.Metrics["nDCG@10"], "round 0", m["r0 dense nDCG@10"]})
+			}
+		}
+		if r.Fusion != nil {
+			m[fmt.Sprintf("r%d dense_weight", r.Round)] = r.Fusion.DenseWeight
 		}
 		if r.RetrieverDir != "" {
 			st.dirs["retriever-tuned"] = r.RetrieverDir
@@ -209,11 +258,25 @@ func demoSelflearn(ctx context.Context, st *demoState) (demoStage, error) {
 	if st.dirs["retriever-tuned"] == "" {
 		return demoStage{}, fmt.Errorf("selflearn reported no tuned retriever")
 	}
-	return demoStage{Command: st.command(args...), RunID: rep.RunID, Metrics: m, Artifacts: []string{st.dirs["retriever-tuned"]}}, nil
+	return demoStage{Command: st.command(args...), RunID: rep.RunID, Metrics: m, Versus: vs, Artifacts: []string{st.dirs["retriever-tuned"]}}, nil
 }
 
+// demoEvalTuned evaluates the hybrid with the self-learned retriever, with
+// the fusion weights selflearn chose on held-out pseudo-queries
+// (ragforge_fusion.json beside the retriever).
 func demoEvalTuned(ctx context.Context, st *demoState) (demoStage, error) {
-	return st.evalRetrieval("--retriever", "hybrid", "--encoder", st.dirs["retriever-tuned"])
+	line, err := st.evalRetrieval("--retriever", "hybrid", "--encoder", st.dirs["retriever-tuned"])
+	if err != nil {
+		return line, err
+	}
+	for _, b := range []struct{ stage, name string }{{"retrieval: hybrid (base)", "base hybrid"}, {"retrieval: BM25", "BM25"}} {
+		for _, k := range []string{"nDCG@10", "P@1"} {
+			if base, ok := st.metrics[b.stage][k]; ok {
+				line.Versus = append(line.Versus, versusRow{"hybrid (self-learned retriever)", k, line.Metrics[k], b.name, base})
+			}
+		}
+	}
+	return line, nil
 }
 
 func demoExport(ctx context.Context, st *demoState) (demoStage, error) {

@@ -61,6 +61,11 @@ type evalRetrievalResult struct {
 	Metrics   map[string]float64 `json:"metrics"`
 	Files     map[string]string  `json:"files"`
 	Seconds   float64            `json:"seconds"`
+	// Hybrid only: the RRF weights used and, when they came from the
+	// encoder's ragforge_fusion.json, that file.
+	DenseWeight float64 `json:"dense_weight,omitempty"`
+	BM25Weight  float64 `json:"bm25_weight,omitempty"`
+	WeightsFrom string  `json:"weights_from,omitempty"`
 }
 
 func newEvalRetrievalCmd(g *globals) *cobra.Command {
@@ -223,19 +228,34 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	if err := run.LogMetrics(rep.Mean, 0); err != nil {
 		return nil, err
 	}
+	res = &evalRetrievalResult{
+		RunID: run.ID, Retriever: o.Retriever.Mode, Chunks: len(chunks), Queries: len(rep.Queries), Skipped: len(rep.Skipped),
+		Relevance: relevance, Ks: rep.Ks, Depth: o.Depth, Shortfall: len(fill.Short()), Qrels: check,
+		Metrics: rep.Mean, Files: files, Seconds: time.Since(start).Seconds(),
+	}
+	if o.Retriever.Mode == retrieve.ModeHybrid {
+		res.DenseWeight, res.BM25Weight, res.WeightsFrom = o.Retriever.DenseWeight, o.Retriever.BM25Weight, o.Retriever.WeightsFrom
+		if err := run.LogMetrics(map[string]float64{"hybrid/dense_weight": res.DenseWeight, "hybrid/bm25_weight": res.BM25Weight}, 0); err != nil {
+			return nil, err
+		}
+	}
 	if !g.JSON {
-		fmt.Fprintf(g.Out, "run %s: %s over %d chunks, %d questions (%d without relevant chunks skipped), relevance %s\n\n",
+		fmt.Fprintf(g.Out, "run %s: %s over %d chunks, %d questions (%d without relevant chunks skipped), relevance %s\n",
 			run.ID, o.Retriever.Mode, len(chunks), len(rep.Queries), len(rep.Skipped), relevance)
+		if o.Retriever.Mode == retrieve.ModeHybrid {
+			from := "flags/defaults"
+			if res.WeightsFrom != "" {
+				from = res.WeightsFrom
+			}
+			fmt.Fprintf(g.Out, "hybrid weights: dense %.2f, bm25 %.2f (%s)\n", res.DenseWeight, res.BM25Weight, from)
+		}
+		fmt.Fprintln(g.Out)
 		if err := rep.Table(g.Out, rep.Ks); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(g.Out, "\nper-query metrics: %s\nTREC run: %s\nTREC qrels: %s\n", files["per_query"], files["trec"], files["qrels"])
 	}
-	return &evalRetrievalResult{
-		RunID: run.ID, Retriever: o.Retriever.Mode, Chunks: len(chunks), Queries: len(rep.Queries), Skipped: len(rep.Skipped),
-		Relevance: relevance, Ks: rep.Ks, Depth: o.Depth, Shortfall: len(fill.Short()), Qrels: check,
-		Metrics: rep.Mean, Files: files, Seconds: time.Since(start).Seconds(),
-	}, nil
+	return res, nil
 }
 
 // warnQrels tells stderr about judgments naming unknown queries or

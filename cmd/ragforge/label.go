@@ -24,7 +24,7 @@ func init() { register(newLabelCmd) }
 func newLabelCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "label", Short: "Make, review, export and compare RAG² [HELPFUL]/[NOT_HELPFUL] labels"}
 	cmd.AddCommand(newLabelEvidenceCmd(g), newLabelPerplexityCmd(g), newLabelReviewCmd(g),
-		newLabelExportCmd(g), newLabelCountsCmd(g), newLabelDiffCmd(g), newLabelImportCmd(g))
+		newLabelExportCmd(g), newLabelCountsCmd(g), newLabelDiffCmd(g), newLabelImportCmd(g), newLabelICTCmd(g))
 	return cmd
 }
 

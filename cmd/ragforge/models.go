@@ -9,8 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/inspect"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
@@ -45,11 +47,19 @@ checkpoint exists. Sizes:
        mini  hidden 256, 4 layers, 4 heads, intermediate 1024
        small hidden 512, 4 layers, 8 heads, intermediate 2048
 The vocabulary size is the tokenizer's length (T5: SentencePiece pieces + 100
-sentinels + added tokens).`,
+sentinels + added tokens). For T5 the RAG² filter's label tokens [HELPFUL]
+and [NOT_HELPFUL] are added by default (--add-tokens '' adds none), so they
+get their own random rows: a filter trained from this checkpoint does not
+start with two identical label rows. config.json carries
+"ragforge_random_init": true, which train filter and selflearn read to pick
+the scratch recipe.`,
 		Example: `  ragforge models init --arch t5 --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/t5-tiny
   ragforge models init --arch bert --size tiny --tokenizer ../shared/fixtures/bert-tiny/vocab.txt --out work/bert-tiny`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Arch == "t5" && !cmd.Flags().Changed("add-tokens") {
+				o.AddTokens = []string{label.Helpful, label.NotHelpful}
+			}
 			info, err := modelsInit(g, o)
 			if err != nil {
 				return err
@@ -69,7 +79,7 @@ sentinels + added tokens).`,
 	f.StringVar(&o.Out, "out", "", "output directory (required)")
 	f.Int64Var(&o.Seed, "seed", 42, "initialization seed")
 	f.BoolVar(&o.Classifier, "classifier", false, "bert: add a 1-label sequence-classification head (cross-encoder)")
-	f.StringSliceVar(&o.AddTokens, "add-tokens", nil, "tokens to add before sizing the vocabulary (e.g. [HELPFUL],[NOT_HELPFUL])")
+	f.StringSliceVar(&o.AddTokens, "add-tokens", nil, "tokens to add before sizing the vocabulary (t5 default: [HELPFUL],[NOT_HELPFUL]; '' for none)")
 	return cmd
 }
 
@@ -114,8 +124,14 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(o.AddTokens) > 0 {
-		tok.AddTokens(o.AddTokens)
+	var add []string
+	for _, t := range o.AddTokens {
+		if t = strings.TrimSpace(t); t != "" {
+			add = append(add, t)
+		}
+	}
+	if len(add) > 0 {
+		tok.AddTokens(add)
 	}
 	be, err := backend.New(g.Backend)
 	if err != nil {
@@ -169,6 +185,9 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 	}
 	if err := tok.Save(o.Out); err != nil {
 		return nil, fmt.Errorf("save tokenizer to %s: %w", o.Out, err)
+	}
+	if err := hf.MarkRandomInit(o.Out); err != nil {
+		return nil, err
 	}
 	return inspect.Dir(o.Out)
 }

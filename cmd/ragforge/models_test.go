@@ -80,3 +80,43 @@ func TestModelsInitLoadsAndRuns(t *testing.T) {
 		t.Errorf("embedding with a T5 model should fail naming BERT: %d %s", code, stderr)
 	}
 }
+
+// models init adds the filter's label tokens to a T5 by default (none with
+// --add-tokens ”), and marks every checkpoint it writes as random, which
+// --recipe auto reads.
+func TestModelsInitLabelTokensAndRandomMark(t *testing.T) {
+	spm := sharedDir(t, "fixtures/tokenizer/spiece.model")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		len   int
+	}{{"default", nil, 2102}, {"none", []string{"--add-tokens", ""}, 2100}} {
+		out := filepath.Join(dir, tc.name)
+		run(t, append([]string{"models", "init", "--db", db, "--arch", "t5", "--size", "tiny", "--tokenizer", spm, "--out", out}, tc.extra...)...)
+		var info struct {
+			TokenizerLen int            `json:"tokenizer_len"`
+			Config       map[string]any `json:"config"`
+		}
+		if err := json.Unmarshal([]byte(run(t, "models", "inspect", out, "--json")), &info); err != nil {
+			t.Fatal(err)
+		}
+		if info.TokenizerLen != tc.len {
+			t.Errorf("%s: tokenizer length %d, want %d", tc.name, info.TokenizerLen, tc.len)
+		}
+		if info.Config["ragforge_random_init"] != true {
+			t.Errorf("%s: config has no ragforge_random_init mark: %v", tc.name, info.Config["ragforge_random_init"])
+		}
+		recipe, err := resolveRecipe("auto", out)
+		if err != nil || recipe != recipeScratch {
+			t.Errorf("%s: auto recipe = %q, %v; want scratch", tc.name, recipe, err)
+		}
+	}
+	if r, err := resolveRecipe("auto", sharedDir(t, "fixtures/t5-flan-tiny")); err != nil || r != recipePretrained {
+		t.Errorf("auto recipe for an HF checkpoint = %q, %v; want pretrained", r, err)
+	}
+	if _, err := resolveRecipe("fast", "."); err == nil {
+		t.Error("--recipe fast accepted")
+	}
+}

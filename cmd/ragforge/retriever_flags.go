@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -33,12 +34,17 @@ type retrieverFlags struct {
 	Union       bool    `json:"union"`
 	// Enc configures the dense encoder (max length, prefixes, batch size).
 	Enc encoderOptions `json:"encoder_options"`
+	// WeightsFrom is the encoder's ragforge_fusion.json when the weights
+	// came from it (chosen by selflearn) rather than from the flags.
+	WeightsFrom string `json:"weights_from,omitempty"`
 
 	pre     *data.Encoded          // a pre-encoded corpus (--corpus rag2:DIR): its vectors are indexed as they are
 	changed func(name string) bool // the command's Flags().Changed
+	cmd     *cobra.Command
 }
 
 func (r *retrieverFlags) add(cmd *cobra.Command) {
+	r.cmd = cmd
 	f := cmd.Flags()
 	f.StringVar(&r.Mode, "retriever", "bm25", "retriever: bm25 | dense | hybrid (RRF of dense and BM25)")
 	f.StringVar(&r.Preset, "bm25-preset", "default", "BM25 parameters: default (k1 1.2, b 0.75) | rank_bm25 (k1 1.5, b 0.75, LangChain's BM25Retriever)")
@@ -50,8 +56,8 @@ func (r *retrieverFlags) add(cmd *cobra.Command) {
 	f.StringVar(&r.Pooling, "pooling", "cls", "dense encoder pooling: cls (BGE, MedEmbed) | mean (sentence-transformers)")
 	f.StringVar(&r.Factory, "faiss", "Flat", "FAISS index_factory string for the dense index (Flat, HNSW32, IVF256,Flat)")
 	addFAISSSearchFlags(cmd, &r.Nprobe, &r.EfSearch)
-	f.Float64Var(&r.DenseWeight, "dense-weight", fusion.DenseWeight, "RRF weight of the dense retriever (hybrid)")
-	f.Float64Var(&r.BM25Weight, "bm25-weight", fusion.BM25Weight, "RRF weight of BM25 (hybrid)")
+	f.Float64Var(&r.DenseWeight, "dense-weight", fusion.DenseWeight, "RRF weight of the dense retriever (hybrid; default: the encoder's ragforge_fusion.json from selflearn, else 0.3)")
+	f.Float64Var(&r.BM25Weight, "bm25-weight", fusion.BM25Weight, "RRF weight of BM25 (hybrid; default: the encoder's ragforge_fusion.json, else 0.7)")
 	f.BoolVar(&r.Union, "union", false, "hybrid: return the union of both top-k lists, as the AP paper's ensemble did (up to 2k results)")
 	r.Enc.add(cmd)
 	r.changed = f.Changed
@@ -151,5 +157,25 @@ func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retri
 	if r.Mode == retrieve.ModeDense {
 		return dense, closeAll, nil
 	}
+	if err := r.encoderWeights(); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
 	return &retrieve.Hybrid{Dense: dense, BM25: idx, DenseWeight: r.DenseWeight, BM25Weight: r.BM25Weight, Union: r.Union}, closeAll, nil
+}
+
+// encoderWeights takes the hybrid's weights from the encoder directory's
+// fusion.WeightsFile (written by selflearn) when neither weight flag was
+// given.
+func (r *retrieverFlags) encoderWeights() error {
+	if r.cmd != nil && (r.cmd.Flags().Changed("dense-weight") || r.cmd.Flags().Changed("bm25-weight")) {
+		return nil
+	}
+	w, ok, err := fusion.ReadWeights(r.Encoder)
+	if err != nil || !ok {
+		return err
+	}
+	r.DenseWeight, r.BM25Weight = w.Dense, w.BM25
+	r.WeightsFrom = filepath.Join(r.Encoder, fusion.WeightsFile)
+	return nil
 }

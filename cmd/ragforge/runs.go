@@ -93,6 +93,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 				}
 				tw.Flush()
 			}
+			printVersus(g.Out, runBaselines(d.Kind, d.Metrics))
 			if len(d.Artifacts) > 0 {
 				fmt.Fprintln(g.Out, "\nartifacts:")
 				for _, a := range d.Artifacts {

@@ -22,6 +22,7 @@ type selflearnOptions struct {
 	Resume  string
 	Relevan string
 	Limit   int
+	Recipe  string
 }
 
 func newSelflearnCmd(g *globals) *cobra.Command {
@@ -46,12 +47,42 @@ rerunning the same command resumes an interrupted round where it stopped.
 
 Generators: ict (inverse cloze: a sentence of the chunk is its query; no LLM
 needed), t5:DIR (local T5, sampling), openai:URL[#model] (an OpenAI-compatible
-chat server: vLLM, llama.cpp server, Ollama).`,
+chat server: vLLM, llama.cpp server, Ollama).
+
+--recipe pretrained keeps SL-HyDE's retriever settings (lr 1e-5, batch 32, one
+epoch) and the AP paper's hybrid weights (dense 0.3, BM25 0.7); --recipe
+scratch, the default for a retriever whose config.json has
+"ragforge_random_init": true, trains longer at a higher learning rate
+(docs/recipes.md) and holds out --fusion-holdout of each round's
+pseudo-queries to choose the hybrid's dense weight (0 to 1, BM25 gets the
+rest) by nDCG@10 on them: no relevance labels are used, and a dense model
+that adds nothing gets weight 0, so the hybrid is then BM25 alone. The chosen
+weights go to round-<t>/retriever/ragforge_fusion.json, which eval retrieval
+--retriever hybrid uses for that encoder unless --dense-weight/--bm25-weight
+are given.`,
 		Example: `  ragforge models init --arch bert --size tiny --tokenizer ../shared/fixtures/bert-tiny/vocab.txt --out work/bert-tiny
   ragforge selflearn --corpus ../shared/data/ap_protocols --chunk-size 512 --chunk-overlap 128 \
     --retriever work/bert-tiny --generator ict --rounds 2 --eval-qa ../shared/data/ap_protocols_qa/dev.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Config.RetrieverDir != "" {
+				recipe, err := resolveRecipe(o.Recipe, o.Config.RetrieverDir)
+				if err != nil {
+					return err
+				}
+				r, err := selflearn.LookupRecipe(recipe)
+				if err != nil {
+					return err
+				}
+				x := o.Config
+				r.Apply(&o.Config)
+				c := &o.Config
+				keepExplicit(cmd, map[string]func(){
+					"retriever-lr": func() { c.RetrieverLR = x.RetrieverLR }, "retriever-batch": func() { c.RetrieverBatch = x.RetrieverBatch },
+					"epochs": func() { c.Epochs = x.Epochs }, "fusion-holdout": func() { c.FusionHoldout = x.FusionHoldout },
+				})
+				o.Recipe = recipe
+			}
 			return runSelflearn(cmd, g, o)
 		},
 	}
@@ -59,6 +90,8 @@ chat server: vLLM, llama.cpp server, Ollama).`,
 	c := &o.Config
 	f := cmd.Flags()
 	f.StringVar(&c.RetrieverDir, "retriever", "", "initial BERT bi-encoder directory (HF layout) (required)")
+	addRecipeFlag(cmd, &o.Recipe, "BERT")
+	f.Float64Var(&c.FusionHoldout, "fusion-holdout", c.FusionHoldout, "fraction of each round's pseudo-queries held out of training to choose the hybrid's dense/BM25 weights on (0: the AP paper's 0.3/0.7)")
 	f.StringVar(&c.Generator, "generator", "ict", "generator: ict | t5:DIR | openai:URL[#model]")
 	f.StringVar(&c.WorkDir, "work", "ragforge-selflearn", "working directory (per-round files, tuned models; resumes from run.json)")
 	f.StringVar(&o.Resume, "resume", "", "attach to this run id instead of the work directory's")
@@ -71,6 +104,7 @@ chat server: vLLM, llama.cpp server, Ollama).`,
 	f.IntVar(&c.Samples, "samples", c.Samples, "chunks sampled per round for queries (<= 0: all)")
 	f.IntVar(&c.L, "candidates", c.L, "hypothetical documents per query, L (Eq. 3)")
 	f.IntVar(&c.N, "fuse", c.N, "hypothetical documents fused with the query, N (Eq. 10)")
+	f.IntVar(&c.TrainFuse, "train-fuse", c.TrainFuse, "hypothetical documents fused with the query in retriever training (-1: as --fuse, SL-HyDE; 0: the plain query)")
 	f.Float64Var(&c.GenTemperature, "gen-temperature", c.GenTemperature, "generator sampling temperature")
 	f.IntVar(&c.MaxQueryTokens, "max-query-tokens", c.MaxQueryTokens, "new tokens per generated query")
 	f.IntVar(&c.MaxDocTokens, "max-doc-tokens", c.MaxDocTokens, "new tokens per hypothetical document")
@@ -101,6 +135,7 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	cfg := o.Config
 	cfg.Backend = g.Backend
 	cfg.ResumeRunID = o.Resume
+	cfg.Recipe = o.Recipe
 	cfg.ChunkSize, cfg.ChunkOverlap = o.Corpus.ChunkSize, o.Corpus.Overlap
 	if err := cfg.Validate(); err != nil {
 		return err

@@ -61,7 +61,7 @@ func TestSelflearnOpenAIGeneratorRound(t *testing.T) {
 	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)
 	out := run(t, "selflearn", "--db", db, "--corpus", corpus, "--retriever", bert, "--generator", "openai:"+srv.URL+"/v1#fake",
 		"--eval-qa", qaPath, "--eval-limit", "12", "--rounds", "1", "--candidates", "2", "--max-length", "96",
-		"--retriever-batch", "4", "--work", filepath.Join(dir, "work"), "--json")
+		"--retriever-batch", "4", "--recipe", "pretrained", "--work", filepath.Join(dir, "work"), "--json")
 	var rep struct {
 		RunID     string `json:"run_id"`
 		Generator string `json:"generator"`

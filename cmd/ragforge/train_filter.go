@@ -28,9 +28,11 @@ func newTrainCmd(g *globals) *cobra.Command {
 
 type trainFilterOptions struct {
 	Config    filter.Config
+	Recipe    string
 	Train     string
 	Valid     string
 	ValidFrac float64
+	Augment   string
 }
 
 func newTrainFilterCmd(g *globals) *cobra.Command {
@@ -49,7 +51,18 @@ with the highest P([HELPFUL]).
 Without --valid, --valid-frac of the questions are held out (split by
 question: no question is in both splits). Checkpoints (HF layout, atomic)
 go to --out/checkpoint-<step>; --resume continues from the newest with the
-same data order and optimizer state. Defaults follow RAG²'s launch script.`,
+same data order and optimizer state.
+
+--recipe pretrained keeps RAG²'s launch-script settings (lr 3e-5, batch 16,
+40 epochs, the checkpoint's dropout); --recipe scratch (the default for a
+checkpoint whose config.json has "ragforge_random_init": true, i.e. made by
+` + "`models init`" + `) sets lr, warmup, epochs, batch size and dropout for a randomly
+initialised T5 (values and the sweep that chose them: docs/recipes.md).
+Explicit --lr/--warmup-ratio/--epochs/--batch-size/--dropout override the
+recipe. When the two label tokens' embedding (or output) rows are identical —
+as adding them to a checkpoint gives (HF resize_token_embeddings puts the
+mean row in both) — they get N(0, 0.02²) noise seeded by --seed, because two
+identical rows are a symmetric start that training never separates.`,
 		Example: `  ragforge train filter --model work/t5-tiny --train ../shared/data/rag2_filter/medqa_llama3_cot_5pct-train.json --out work/filter --epochs 2`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
@@ -64,6 +77,21 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 			if c.LoggingSteps < 1 {
 				return fmt.Errorf("--logging-steps %d: want >= 1", c.LoggingSteps)
 			}
+			recipe, err := resolveRecipe(o.Recipe, c.ModelDir)
+			if err != nil {
+				return err
+			}
+			r, err := filter.LookupRecipe(recipe)
+			if err != nil {
+				return err
+			}
+			r.Apply(&c)
+			x := o.Config
+			keepExplicit(cmd, map[string]func(){
+				"lr": func() { c.LearningRate = x.LearningRate }, "warmup-ratio": func() { c.WarmupRatio = x.WarmupRatio },
+				"epochs": func() { c.Epochs = x.Epochs }, "batch-size": func() { c.BatchSize = x.BatchSize },
+				"dropout": func() { c.Dropout = x.Dropout },
+			})
 			if err := c.Validate(); err != nil {
 				return err
 			}
@@ -80,6 +108,13 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 				if train, valid, err = filter.SplitByQuestion(examples, o.ValidFrac, c.Seed); err != nil {
 					return err
 				}
+			}
+			if o.Augment != "" {
+				extra, err := label.ReadExamples(o.Augment)
+				if err != nil {
+					return err
+				}
+				train = append(append([]label.Example{}, train...), extra...)
 			}
 			// Keep the split beside the checkpoints, so `eval filter --data
 			// OUT/valid.jsonl` evaluates exactly the held-out questions.
@@ -98,7 +133,7 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 				return err // before a run is started (and recorded in --out)
 			}
 			// --resume continues the run that wrote --out (its metrics go on from the checkpoint's step).
-			st, run, err := startOrResumeRun(g, "train-filter", map[string]any{"config": c, "train": o.Train, "valid": o.Valid, "valid_frac": o.ValidFrac},
+			st, run, err := startOrResumeRun(g, "train-filter", map[string]any{"config": c, "recipe": recipe, "train": o.Train, "augment": o.Augment, "valid": o.Valid, "valid_frac": o.ValidFrac},
 				c.OutputDir, c.Resume)
 			if err != nil {
 				return err
@@ -120,7 +155,7 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 				return err
 			}
 			if g.JSON {
-				return printJSON(g.Out, map[string]any{"run_id": run.ID, "result": res})
+				return printJSON(g.Out, map[string]any{"run_id": run.ID, "recipe": recipe, "result": res})
 			}
 			fmt.Fprintf(g.Out, "run %s: %d steps (%s), final loss %.4f, %d train examples (%d windows), %d validation examples\n",
 				run.ID, res.GlobalStep, res.StopReason, res.FinalLoss, res.TrainExamples, res.TrainWindows, len(valid))
@@ -138,8 +173,10 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 	c := &o.Config
 	f := cmd.Flags()
 	f.StringVar(&c.ModelDir, "model", "", "starting T5 checkpoint directory (required)")
+	addRecipeFlag(cmd, &o.Recipe, "T5")
 	f.StringVar(&o.Train, "train", "", "training examples, RAG² filter schema (.json or .jsonl) (required)")
 	f.StringVar(&o.Valid, "valid", "", "validation examples (default: hold out --valid-frac of the questions)")
+	f.StringVar(&o.Augment, "augment", "", "extra training examples added after the split, never held out (e.g. `label ict` output)")
 	f.Float64Var(&o.ValidFrac, "valid-frac", o.ValidFrac, "fraction of questions held out for validation when --valid is not given (0: none)")
 	f.StringVar(&c.OutputDir, "out", "", "output directory for checkpoints (required)")
 	f.IntVar(&c.MaxSeqLength, "max-seq-length", c.MaxSeqLength, "tokens per window (</s> included)")
@@ -157,6 +194,7 @@ same data order and optimizer state. Defaults follow RAG²'s launch script.`,
 	f.BoolVar(&c.SkipNonFinite, "skip-nonfinite", false, "skip and count updates whose loss or gradient is not finite (default: stop with an error)")
 	f.IntVar(&c.LoggingSteps, "logging-steps", c.LoggingSteps, "print loss, learning rate, gradient norm and throughput to stderr every N updates")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for data order and dropout")
+	f.Float64Var(&c.Dropout, "dropout", c.Dropout, "dropout rate while training (< 0: the checkpoint's dropout_rate)")
 	f.IntVar(&c.SaveSteps, "save-steps", c.SaveSteps, "checkpoint every N updates (0: every epoch)")
 	f.IntVar(&c.EarlyStoppingPatience, "early-stopping", c.EarlyStoppingPatience, "stop after N validations without a better accuracy (0: off)")
 	f.BoolVar(&c.Resume, "resume", false, "continue from the newest checkpoint in --out")

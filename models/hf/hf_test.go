@@ -231,3 +231,46 @@ func TestCopyFile(t *testing.T) {
 		t.Errorf("failed copy created a file: %v", err)
 	}
 }
+
+func TestMarkRandomInit(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		wantErr  bool
+	}{
+		{"object", "{\n  \"a\": 1,\n  \"b\": 2.0\n}\n", false},
+		{"empty object", "{}\n", false},
+		{"already marked", "{\n  \"ragforge_random_init\": true\n}\n", false},
+		{"not an object", "[1]\n", true},
+		{"non-bool mark", "{\"ragforge_random_init\": 1}\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, ConfigName), []byte(tc.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before, err := IsRandomInit(dir)
+			if tc.name == "non-bool mark" {
+				if err == nil {
+					t.Error("IsRandomInit accepted a non-boolean mark")
+				}
+			} else if err == nil && before != (tc.name == "already marked") {
+				t.Errorf("IsRandomInit before = %v", before)
+			}
+			err = MarkRandomInit(dir)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("MarkRandomInit error = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			got, err := IsRandomInit(dir)
+			if err != nil || !got {
+				t.Fatalf("IsRandomInit after mark = %v, %v", got, err)
+			}
+			b, _ := os.ReadFile(filepath.Join(dir, ConfigName))
+			if tc.name == "object" && string(b) != "{\n  \"a\": 1,\n  \"b\": 2.0,\n  \"ragforge_random_init\": true\n}\n" {
+				t.Errorf("marked file:\n%s", b)
+			}
+		})
+	}
+}

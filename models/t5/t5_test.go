@@ -835,3 +835,65 @@ func TestTrainingModeDropout(t *testing.T) {
 func TestXLAFixtureParity(t *testing.T) {
 	xlatest.RunXLAParity(t, "^(TestFixtureForward|TestFixtureGenerate)$")
 }
+
+// TestSeparateRows: the two mean rows ResizeTokenEmbeddings appends are
+// identical; SeparateRows makes them differ (deterministically in the seed),
+// leaves other rows alone and does nothing to rows that already differ.
+func TestSeparateRows(t *testing.T) {
+	b := testBackend(t)
+	cfg := TinyConfig(120)
+	cfg.DModel, cfg.DFF = 32, 48
+	run := func(seed uint64) (*Model, bool) {
+		m, err := NewRandom(b, cfg, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.ResizeTokenEmbeddings(122); err != nil {
+			t.Fatal(err)
+		}
+		changed, err := m.SeparateRows([]int{120, 121}, LabelRowStd, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, changed
+	}
+	m, changed := run(7)
+	if !changed {
+		t.Fatal("SeparateRows on identical rows reported no change")
+	}
+	m2, _ := run(7)
+	m3, _ := run(8)
+	for _, name := range []string{"shared.weight", "lm_head.weight"} {
+		v, _, _ := m.paramValues(name)
+		v2, _, _ := m2.paramValues(name)
+		v3, _, _ := m3.paramValues(name)
+		r0, r1 := v[120*32:121*32], v[121*32:122*32]
+		if fmt.Sprint(r0) == fmt.Sprint(r1) {
+			t.Errorf("%s: label rows still identical", name)
+		}
+		if fmt.Sprint(v) != fmt.Sprint(v2) {
+			t.Errorf("%s: not deterministic in the seed", name)
+		}
+		if fmt.Sprint(v[120*32:]) == fmt.Sprint(v3[120*32:]) {
+			t.Errorf("%s: seed 7 and 8 gave the same rows", name)
+		}
+		if fmt.Sprint(v[:120*32]) != fmt.Sprint(v3[:120*32]) {
+			t.Errorf("%s: other rows changed", name)
+		}
+		var ss float64
+		for j := range 32 {
+			d := float64(r0[j] - r1[j])
+			ss += d * d
+		}
+		// The difference of two N(0, 0.02²) draws has std 0.02·√2.
+		if got := math.Sqrt(ss / 32); got < 0.01 || got > 0.06 {
+			t.Errorf("%s: row difference rms %g, want about %g", name, got, LabelRowStd*math.Sqrt2)
+		}
+	}
+	if changed, err := m.SeparateRows([]int{120, 121}, LabelRowStd, 7); err != nil || changed {
+		t.Errorf("SeparateRows on distinct rows = %v, %v; want no change", changed, err)
+	}
+	if _, err := m.SeparateRows([]int{122}, LabelRowStd, 7); err == nil {
+		t.Error("SeparateRows accepted a row outside the vocabulary")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -440,4 +441,65 @@ func try(fn func()) (err error) {
 	}()
 	fn()
 	return nil
+}
+
+// LabelRowStd is the standard deviation of the perturbation SeparateRows
+// adds: 0.02, as ../shared/fixtures/README.md §8.3 builds the filter's
+// label rows (mean of the old rows + N(0, 0.02²)).
+const LabelRowStd = 0.02
+
+// SeparateRows makes the rows ids of the token embedding (shared.weight)
+// and of an untied lm_head.weight differ when any two of them are
+// bit-identical, as ResizeTokenEmbeddings' mean rows are: identical label
+// rows are a symmetric start that gradient descent cannot break (the
+// class-dependent gradient is exactly zero in a random model). Each listed
+// row of such a matrix gets N(0, std²) noise drawn from PCG(seed, matrix
+// index) in row-major order. It reports whether anything changed. Errors:
+// an id outside the vocabulary, a missing variable.
+func (m *Model) SeparateRows(ids []int, std float64, seed uint64) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := []string{"shared.weight"}
+	if !m.Config.TieWordEmbeddings {
+		names = append(names, "lm_head.weight")
+	}
+	d := m.Config.DModel
+	changed := false
+	for mi, name := range names {
+		v, shape, err := m.paramValues(name)
+		if err != nil {
+			return false, fmt.Errorf("t5.SeparateRows: %w", err)
+		}
+		rows := len(v) / d
+		for _, id := range ids {
+			if id < 0 || id >= rows {
+				return false, fmt.Errorf("t5.SeparateRows: %s: row %d outside [0, %d)", name, id, rows)
+			}
+		}
+		same := false
+		for a := range ids {
+			for b := a + 1; b < len(ids); b++ {
+				if slices.Equal(v[ids[a]*d:(ids[a]+1)*d], v[ids[b]*d:(ids[b]+1)*d]) {
+					same = true
+				}
+			}
+		}
+		if !same {
+			continue
+		}
+		rng := rand.New(rand.NewPCG(seed, uint64(mi)))
+		for _, id := range ids {
+			for j := range d {
+				v[id*d+j] += float32(rng.NormFloat64() * std)
+			}
+		}
+		if err := m.setParam(name, shape, v); err != nil {
+			return false, fmt.Errorf("t5.SeparateRows: %s: %w", name, err)
+		}
+		changed = true
+	}
+	if changed {
+		m.execs = map[string]*context.Exec{}
+	}
+	return changed, nil
 }

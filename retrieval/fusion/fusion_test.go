@@ -3,6 +3,8 @@ package fusion
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,5 +150,31 @@ func TestBalanced(t *testing.T) {
 	got := Balanced(map[string][]retrieval.Hit{"p": corpus("p", 2)}, 2)
 	if got[1] != (retrieval.Hit{ID: "p2", Score: 99}) {
 		t.Errorf("hit 1 = %v, want {p2 99}", got[1])
+	}
+}
+
+func TestWeightsFile(t *testing.T) {
+	dir := t.TempDir()
+	if _, ok, err := ReadWeights(dir); ok || err != nil {
+		t.Fatalf("ReadWeights without a file = %v, %v", ok, err)
+	}
+	want := Weights{Dense: 0, BM25: 1, ChosenBy: "test"}
+	if err := WriteWeights(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := ReadWeights(dir)
+	if err != nil || !ok || got != want {
+		t.Fatalf("ReadWeights = %+v, %v, %v; want %+v", got, ok, err, want)
+	}
+	for _, bad := range []Weights{{Dense: -1, BM25: 1}, {Dense: 0, BM25: 0}, {Dense: math.NaN(), BM25: 1}} {
+		if err := WriteWeights(dir, bad); err == nil {
+			t.Errorf("WriteWeights(%+v) succeeded", bad)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, WeightsFile), []byte(`{"dense_weight": -2, "bm25_weight": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadWeights(dir); err == nil || !strings.Contains(err.Error(), WeightsFile) {
+		t.Errorf("ReadWeights of a bad file: %v, want an error naming the file", err)
 	}
 }

@@ -66,11 +66,15 @@ type Config struct {
 	// whose loss or gradient is not finite instead of stopping with an
 	// error; such an update never changes the weights or the optimiser.
 	SkipNonFinite bool  `json:"skip_nonfinite"`
-	Seed          int64 `json:"seed"` // data order and dropout
+	Seed          int64 `json:"seed"` // data order, dropout and label-row separation
 	// LoggingSteps is how often (in updates) the mean loss, learning rate,
 	// gradient norm and throughput are reported (Progress phase "log"; HF
 	// TrainingArguments.logging_steps). Default 10.
 	LoggingSteps int `json:"logging_steps"`
+	// Dropout ≥ 0 overrides the checkpoint's dropout_rate for training (and
+	// is what the saved checkpoints' config.json then holds); < 0 keeps the
+	// checkpoint's value (RAG²: Flan-T5's 0.1).
+	Dropout float64 `json:"dropout"`
 
 	// SaveSteps > 0 writes a checkpoint every SaveSteps updates (and at the
 	// end); 0 writes one at the end of every epoch (RAG² --checkpointing_steps epoch).
@@ -91,7 +95,7 @@ func DefaultConfig() Config {
 	return Config{
 		MaxSeqLength: 512, DocStride: 128, Aggregate: AggregateMax,
 		BatchSize: 16, EvalBatchSize: 16, GradAccumulation: 1, Epochs: 40,
-		LearningRate: 3e-5, LRScheduler: trainer.SchedulerLinear, Seed: 42, LoggingSteps: 10,
+		LearningRate: 3e-5, LRScheduler: trainer.SchedulerLinear, Seed: 42, LoggingSteps: 10, Dropout: -1,
 	}
 }
 
@@ -125,6 +129,8 @@ func (c Config) Validate() error {
 		return bad("EarlyStoppingPatience", c.EarlyStoppingPatience, ">= 0")
 	case c.LoggingSteps < 1:
 		return bad("LoggingSteps", c.LoggingSteps, ">= 1")
+	case c.Dropout >= 1:
+		return bad("Dropout", c.Dropout, "in [0, 1), or < 0 for the checkpoint's")
 	}
 	return c.optim(1).Validate()
 }

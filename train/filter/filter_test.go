@@ -551,3 +551,50 @@ func TestTrainSkipNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelRowsStartDistinct: adding the label tokens to a checkpoint gives
+// both the mean row; loadForTraining must make them differ (the symmetric
+// start never separates the classes), reproducibly in the seed, and apply
+// the dropout override.
+func TestLabelRowsStartDistinct(t *testing.T) {
+	dir := smallModel(t, 0.1)
+	rows := func(seed int64) (emb, head [2][]float32) {
+		lm, err := loadForTraining(testBackend, dir, seed, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lm.m.Config.DropoutRate != 0 {
+			t.Errorf("dropout %g after override 0", lm.m.Config.DropoutRate)
+		}
+		d := lm.m.Config.DModel
+		for i, name := range []string{"shared.weight", "lm_head.weight"} {
+			v := readParam(t, lm, name)
+			for k, id := range []int{lm.helpful, lm.unhelpful} {
+				r := append([]float32(nil), v[id*d:(id+1)*d]...)
+				if i == 0 {
+					emb[k] = r
+				} else {
+					head[k] = r
+				}
+			}
+		}
+		return emb, head
+	}
+	emb, head := rows(42)
+	if fmt.Sprint(emb[0]) == fmt.Sprint(emb[1]) || fmt.Sprint(head[0]) == fmt.Sprint(head[1]) {
+		t.Fatal("label rows identical after loadForTraining")
+	}
+	emb2, _ := rows(42)
+	if fmt.Sprint(emb2) != fmt.Sprint(emb) {
+		t.Error("label rows not reproducible from the seed")
+	}
+}
+
+func readParam(t *testing.T, lm *labeled, name string) []float32 {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := lm.m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	return readWeights(t, filepath.Join(dir, t5.WeightsFile))[name]
+}

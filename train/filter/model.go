@@ -26,7 +26,13 @@ type labeled struct {
 // loadForTraining loads dir, adds the label tokens when missing (HF
 // add_tokens) and resizes the embeddings to len(tokenizer) when they differ
 // (HF resize_token_embeddings(len(tokenizer)), as RAG²'s token_add notebook).
-func loadForTraining(backendName, dir string) (*labeled, error) {
+// Resizing gives both label tokens the mean row; identical label rows (from
+// resizing, or in any checkpoint) are then made distinct with
+// t5.SeparateRows (N(0, 0.02²) seeded by seed), because two identical rows
+// are a symmetric start that training never breaks in a random model. A
+// checkpoint whose label rows already differ (a trained filter, `models
+// init` output) is left unchanged. dropout ≥ 0 replaces dropout_rate.
+func loadForTraining(backendName, dir string, seed int64, dropout float64) (*labeled, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, err
@@ -44,6 +50,12 @@ func loadForTraining(backendName, dir string) (*labeled, error) {
 		if err := m.ResizeTokenEmbeddings(tok.Len()); err != nil {
 			return nil, fmt.Errorf("load %s: %w", dir, err)
 		}
+	}
+	if _, err := m.SeparateRows(ids, t5.LabelRowStd, uint64(seed)); err != nil {
+		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	if dropout >= 0 {
+		m.Config.DropoutRate = dropout
 	}
 	return &labeled{m: m, tok: tok, helpful: ids[0], unhelpful: ids[1]}, nil
 }

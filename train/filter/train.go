@@ -103,7 +103,7 @@ func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *r
 	if latest != "" {
 		src = latest
 	}
-	lm, err := loadForTraining(cfg.Backend, src)
+	lm, err := loadForTraining(cfg.Backend, src, cfg.Seed, cfg.Dropout)
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}

@@ -49,6 +49,12 @@ type Config struct {
 	Samples int // documents (chunks) sampled per round for queries (10,000; ≤ 0 = all)
 	L       int // hypothetical-document candidates per query, Eq. 3 (4)
 	N       int // hypothetical documents fused with the query, Eq. 10 (1)
+	// TrainFuse is the number of hypothetical documents fused with the
+	// query in retriever training: < 0 = max(N, 1) (SL-HyDE), 0 = the plain
+	// query, as dense and hybrid retrieval encode it. With the ICT
+	// generator a hypothetical document is the sentences around the query,
+	// nearly the positive itself, so fused training teaches e(q) little.
+	TrainFuse int
 
 	QueryTemplate string // Eq. 2 prompt (generate.QueryPrompt)
 	HypoTemplate  string // Eq. 3 prompt (generate.HypoPrompt)
@@ -85,6 +91,11 @@ type Config struct {
 	// (not part of the config hash: a failed round may be rerun with it).
 	SkipNonFinite bool `json:",omitempty"`
 
+	// FusionHoldout is the fraction of a round's pseudo-queries kept out of
+	// retriever training to choose the hybrid's RRF weights on (0 = keep
+	// the AP paper's 0.3/0.7; SL-HyDE trains on all queries).
+	FusionHoldout float64
+
 	ChunkSize, ChunkOverlap int // how the corpus was chunked (recorded; 512, 128)
 	QueryInstruction        string
 
@@ -94,12 +105,15 @@ type Config struct {
 	EvalDepth int
 
 	Seed int64 // 42
+
+	// Recipe names the recipe that set the training fields (recorded only).
+	Recipe string `json:",omitempty"`
 }
 
 // DefaultConfig returns the paper's defaults (see the field comments).
 func DefaultConfig() Config {
 	return Config{
-		Rounds: 1, Samples: 10000, L: 4, N: 1,
+		Rounds: 1, Samples: 10000, L: 4, N: 1, TrainFuse: -1,
 		QueryTemplate: generate.QueryPrompt, HypoTemplate: generate.HypoPrompt,
 		GenTemperature: generate.DefaultT5Temperature, MaxQueryTokens: 64, MaxDocTokens: 256, GenBatch: 8,
 		SelectionDepth: 1000, RankFrom: 10, RankTo: 100, NumNegatives: 7,
@@ -162,6 +176,8 @@ func (c Config) Validate() error {
 		return bad("MaxTargetTokens", c.MaxTargetTokens, ">= 2")
 	case c.EvalDepth < 1:
 		return bad("EvalDepth", c.EvalDepth, ">= 1")
+	case c.FusionHoldout < 0 || c.FusionHoldout >= 1:
+		return bad("FusionHoldout", c.FusionHoldout, "in [0, 1)")
 	}
 	return nil
 }

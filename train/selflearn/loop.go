@@ -43,6 +43,7 @@ const (
 	KindEvalHypo   = "eval-hypo"  // genItem keyed "g<tag>/<query id>"
 	KindEval       = "eval"       // metrics keyed "r<round>/<variant>"
 	KindStep       = "step"       // step-done markers keyed "r<round>/<step>"
+	KindFusion     = "fusion"     // FusionChoice keyed "r<round>/fusion"
 )
 
 // selectBlock is the number of selection items whose candidates are
@@ -97,6 +98,7 @@ type state struct {
 	vecs     map[int][]float32      // tag → corpus vectors [len(corpus), dim], row i = corpus[i]
 	bmRun    eval.Run               // BM25 hits of the evaluation queries
 	qvecs    map[string][][]float32 // evaluation query vectors: "r<ret>" or "g<gen>/r<ret>"
+	fusion   map[int]*FusionChoice  // retriever tag → chosen hybrid weights (absent: AP defaults)
 	rep      *Report
 }
 
@@ -120,7 +122,13 @@ type state struct {
 //     retriever.MineHardNegatives) into round-<t>/train.jsonl (FlagEmbedding);
 //  7. trains R_t from R_{t−1} with InfoNCE (Eq. 8, retriever.Train) into
 //     round-<t>/retriever;
-//  8. evaluates dense R_t, the hybrid with R_t, SL-HyDE (G_t, R_t) and the
+//  8. holds out cfg.FusionHoldout of the round's pseudo-queries from steps
+//     6–7 and, after training, picks the hybrid's dense weight w (BM25 1 − w)
+//     from FusionGrid by nDCG@10 on them, each query's own chunk being its
+//     relevant one (no relevance labels); the choice goes to the run, the
+//     report and round-<t>/retriever/ragforge_fusion.json (used by `eval
+//     retrieval --retriever hybrid` with that encoder);
+//  9. evaluates dense R_t, the hybrid with R_t (chosen weights), SL-HyDE (G_t, R_t) and the
 //     ablations (G_0, R_t) and (G_t, R_0). Round 0 holds BM25, the hybrid,
 //     dense R_0 and HyDE (G_0, R_0).
 //
@@ -158,7 +166,7 @@ func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []dat
 	}
 	s := &state{cfg: cfg, corpus: corpus, byID: map[string]int{}, queries: evalQueries, qrels: evalQrels,
 		progress: progress, gens: map[int]generate.Generator{}, encs: map[int]*encode.BERTEncoder{},
-		indexes: map[int]*dense.Index{}, vecs: map[int][]float32{}, qvecs: map[string][][]float32{}}
+		indexes: map[int]*dense.Index{}, vecs: map[int][]float32{}, qvecs: map[string][][]float32{}, fusion: map[int]*FusionChoice{}}
 	for i, c := range corpus {
 		if _, dup := s.byID[c.ID]; dup {
 			return nil, fmt.Errorf("selflearn: corpus: chunk %d: duplicate id %q", i, c.ID)
@@ -631,7 +639,9 @@ func (s *state) round(ctx context.Context, t int) error {
 			tkeys = append(tkeys, k)
 		}
 	}
-	rd.Counts.Triplets = len(tkeys)
+	// Pseudo-queries held out of training choose the hybrid's weights (9.).
+	tkeys, held := s.splitHoldout(t, tkeys)
+	rd.Counts.Triplets, rd.Counts.HeldOut = len(tkeys), len(held)
 	if len(tkeys) == 0 {
 		rd.Errors = append(rd.Errors, "no training triplets: retriever not trained this round")
 		return s.copyRetriever(t)
@@ -645,7 +655,36 @@ func (s *state) round(ctx context.Context, t int) error {
 	rd.Counts.NegShortfall = short
 
 	// 7. Retriever training (Eq. 8).
-	return s.trainRetriever(ctx, t, triplets)
+	if err := s.trainRetriever(ctx, t, triplets); err != nil {
+		return err
+	}
+
+	// 9. Hybrid weights on the held-out pseudo-queries (no relevance labels).
+	if len(held) == 0 {
+		return nil
+	}
+	var ch FusionChoice
+	found, err := s.run.GetItem(KindFusion, roundKey(t, "fusion"), &ch)
+	if err != nil {
+		return err
+	}
+	if !found {
+		c, err := s.chooseFusion(ctx, t, held, qs)
+		if err != nil {
+			return err
+		}
+		if err := s.run.PutItem(KindFusion, roundKey(t, "fusion"), c); err != nil {
+			return err
+		}
+		ch = *c
+	}
+	if err := fusion.WriteWeights(s.retrieverDir(t), fusion.Weights{Dense: ch.DenseWeight, BM25: ch.BM25Weight,
+		ChosenBy: fmt.Sprintf("selflearn round %d: best nDCG@10 of the hybrid on %d held-out pseudo-queries", t, ch.HeldOut)}); err != nil {
+		return err
+	}
+	rd.Fusion = &ch
+	s.fusion[t] = &ch
+	return nil
 }
 
 func (s *state) selectAll(ctx context.Context, t int, keys []string, qs, cands map[string][]string) (map[string]selItem, error) {
@@ -866,6 +905,9 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 	rc.OutputDir, rc.Backend, rc.Resume = s.retrieverDir(t), s.cfg.Backend, true
 	rc.Epochs, rc.BatchSize, rc.LearningRate, rc.WarmupRatio = s.cfg.Epochs, s.cfg.RetrieverBatch, s.cfg.RetrieverLR, s.cfg.WarmupRatio
 	rc.Temperature, rc.MaxLength, rc.NumNegatives, rc.NumHypo = s.cfg.Temperature, s.cfg.MaxLength, s.cfg.NumNegatives, max(s.cfg.N, 1)
+	if s.cfg.TrainFuse >= 0 {
+		rc.NumHypo = s.cfg.TrainFuse
+	}
 	rc.QueryInstruction, rc.Seed = s.cfg.QueryInstruction, uint64(s.cfg.Seed)+uint64(t)
 	rc.SkipNonFinite = s.cfg.SkipNonFinite
 	_, _, total := rc.Plan(len(triplets))
@@ -1075,8 +1117,11 @@ func (s *state) retrieve(ctx context.Context, sp variantSpec, rd *Round) (eval.R
 	for i, q := range s.queries {
 		out[q.ID] = hits[i]
 		if sp.kind == "hybrid" {
-			if out[q.ID], err = fusion.RRF([][]retrieval.Hit{hits[i], s.bmRun[q.ID]},
-				[]float64{fusion.DenseWeight, fusion.BM25Weight}, k, fusion.Options{}); err != nil {
+			w := []float64{fusion.DenseWeight, fusion.BM25Weight}
+			if ch := s.fusion[sp.ret]; ch != nil {
+				w = []float64{ch.DenseWeight, ch.BM25Weight}
+			}
+			if out[q.ID], err = fusion.RRF([][]retrieval.Hit{hits[i], s.bmRun[q.ID]}, w, k, fusion.Options{}); err != nil {
 				return nil, err
 			}
 		}

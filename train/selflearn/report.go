@@ -9,7 +9,7 @@ import (
 // Variant names of the report.
 const (
 	VariantBM25        = "bm25"
-	VariantHybrid      = "hybrid"        // RRF of dense (0.3) and BM25 (0.7), LangChain weights
+	VariantHybrid      = "hybrid"        // RRF of dense and BM25: 0.3/0.7 (AP paper) or the round's chosen weights
 	VariantDense       = "dense"         // retriever R on the plain query
 	VariantHyDE        = "hyde"          // untuned G and R
 	VariantSLHyDE      = "sl-hyde"       // G_t and R_t
@@ -32,6 +32,7 @@ type Counts struct {
 	Triplets        int `json:"triplets"`
 	TripletErrors   int `json:"triplet_errors"`
 	NegShortfall    int `json:"neg_shortfall"` // triplets with fewer than NumNegatives negatives
+	HeldOut         int `json:"held_out"`      // pseudo-queries held out of training to choose the hybrid's weights
 	EvalHypoErrors  int `json:"eval_hypo_errors"`
 }
 
@@ -49,6 +50,8 @@ type Round struct {
 	Variants     []Variant `json:"variants"`
 	GeneratorDir string    `json:"generator_dir,omitempty"`
 	RetrieverDir string    `json:"retriever_dir"`
+	// Fusion is the hybrid's weights chosen this round (nil: AP defaults 0.3/0.7).
+	Fusion *FusionChoice `json:"fusion,omitempty"`
 }
 
 // Report is what Run returns.

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +25,7 @@ import (
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval"
+	"github.com/ragforge/ragforge/retrieval/fusion"
 	"github.com/ragforge/ragforge/train/retriever"
 )
 
@@ -513,5 +516,37 @@ func TestRunAPCorpusHandful(t *testing.T) {
 	c := rep.Rounds[1].Counts
 	if c.Sampled != len(chunks) || c.Queries+c.QueryErrors != len(chunks) || c.Triplets == 0 {
 		t.Fatalf("counts %+v for %d chunks (errors %q)", c, len(chunks), rep.Rounds[1].Errors)
+	}
+}
+
+// TestRunFusionHoldout: with FusionHoldout the round keeps that share of
+// its pseudo-queries out of training, chooses the hybrid's weight on them
+// (a grid value, BM25 getting the rest), writes it beside the retriever and
+// evaluates the round's hybrid with it; the hybrid then is never below BM25
+// on the held-out queries' own nDCG (the grid includes w = 0).
+func TestRunFusionHoldout(t *testing.T) {
+	cfg := toyConfig(t, toyRetriever(t))
+	cfg.FusionHoldout = 0.25
+	qs, qrels := toyEval()
+	rep, err := Run(context.Background(), cfg, toyCorpus(), qs, qrels, openStore(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := rep.Rounds[1]
+	if rd.Counts.HeldOut != 3 || rd.Counts.Triplets != 9 {
+		t.Fatalf("held out %d, trained %d; want 3 and 9 of 12", rd.Counts.HeldOut, rd.Counts.Triplets)
+	}
+	f := rd.Fusion
+	if f == nil || f.HeldOut != 3 || len(f.NDCG) != len(FusionGrid) || math.Abs(f.DenseWeight+f.BM25Weight-1) > 1e-12 {
+		t.Fatalf("fusion choice %+v", f)
+	}
+	for w, v := range f.NDCG {
+		if v > f.NDCG[strconv.FormatFloat(f.DenseWeight, 'f', 1, 64)]+1e-12 {
+			t.Errorf("weight %s has nDCG %v above the chosen %v", w, v, f.DenseWeight)
+		}
+	}
+	w, ok, err := fusion.ReadWeights(rd.RetrieverDir)
+	if err != nil || !ok || w.Dense != f.DenseWeight || w.BM25 != f.BM25Weight {
+		t.Errorf("%s/%s = %+v, %v, %v; want the chosen weights", rd.RetrieverDir, fusion.WeightsFile, w, ok, err)
 	}
 }

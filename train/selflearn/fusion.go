@@ -1,0 +1,121 @@
+package selflearn
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/retrieval"
+	"github.com/ragforge/ragforge/retrieval/bm25"
+	"github.com/ragforge/ragforge/retrieval/eval"
+	"github.com/ragforge/ragforge/retrieval/fusion"
+)
+
+// FusionGrid are the dense RRF weights tried when the hybrid's weight is
+// chosen (BM25 gets 1 − w): 0 (BM25 alone) to 1 (dense alone) in steps of
+// 0.1, which includes the AP paper's 0.3.
+var FusionGrid = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}
+
+// FusionChoice is how a round chose its hybrid's weights: nDCG@10 of each
+// grid weight on the round's held-out pseudo-queries (each query's own
+// chunk is its one relevant chunk; no relevance labels are used).
+type FusionChoice struct {
+	DenseWeight float64            `json:"dense_weight"`
+	BM25Weight  float64            `json:"bm25_weight"`
+	HeldOut     int                `json:"held_out"` // pseudo-queries it was chosen on
+	NDCG        map[string]float64 `json:"ndcg_at_10"`
+}
+
+// splitHoldout returns the keys kept for training and the ones held out
+// (a fraction cfg.FusionHoldout, at least one when the fraction is > 0 and
+// at least one key stays for training), by a PCG(Seed, 2000+t) permutation.
+func (s *state) splitHoldout(t int, keys []string) (train, held []string) {
+	n := int(s.cfg.FusionHoldout*float64(len(keys)) + 0.5)
+	if s.cfg.FusionHoldout > 0 {
+		n = max(n, 1)
+	}
+	n = min(n, len(keys)-1)
+	if n <= 0 {
+		return keys, nil
+	}
+	perm := rand.New(rand.NewPCG(uint64(s.cfg.Seed), uint64(2000+t))).Perm(len(keys))
+	isHeld := map[int]bool{}
+	for _, i := range perm[:n] {
+		isHeld[i] = true
+	}
+	for i, k := range keys {
+		if isHeld[i] {
+			held = append(held, k)
+		} else {
+			train = append(train, k)
+		}
+	}
+	return train, held
+}
+
+// chooseFusion picks the grid weight with the highest nDCG@10 of the
+// hybrid with R_t on the held-out pseudo-queries (query text qs[key][0],
+// relevant chunk = the key's chunk); ties go to the smaller dense weight,
+// so a dense model that adds nothing gets weight 0 (BM25 alone).
+func (s *state) chooseFusion(ctx context.Context, t int, held []string, qs map[string][]string) (*FusionChoice, error) {
+	pfx := len(roundKey(t, ""))
+	queries := make([]string, len(held))
+	qrels := data.Qrels{}
+	for i, k := range held {
+		queries[i] = qs[k][0]
+		qrels["h"+strconv.Itoa(i)] = map[string]int{k[pfx:]: 1}
+	}
+	ix, enc, err := s.index(t)
+	if err != nil {
+		return nil, err
+	}
+	vecs, err := enc.EncodeQueries(queries)
+	if err != nil {
+		return nil, fmt.Errorf("fusion: encode held-out queries: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	flat := make([]float32, 0, len(vecs)*enc.Dim())
+	for _, v := range vecs {
+		flat = append(flat, v...)
+	}
+	k := s.cfg.EvalDepth
+	dh, err := ix.Search(flat, k)
+	if err != nil {
+		return nil, fmt.Errorf("fusion: search held-out queries: %w", err)
+	}
+	bm, err := bm25.NewMemory(s.corpus, bm25.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	defer bm.Close()
+	bh := make([][]retrieval.Hit, len(queries))
+	for i, q := range queries {
+		if bh[i], err = bm.Search(q, k); err != nil {
+			return nil, fmt.Errorf("fusion: bm25: %w", err)
+		}
+	}
+	ch := &FusionChoice{HeldOut: len(held), NDCG: map[string]float64{}, DenseWeight: -1}
+	best := -1.0
+	for _, w := range FusionGrid {
+		run := eval.Run{}
+		for i := range queries {
+			if run["h"+strconv.Itoa(i)], err = fusion.RRF([][]retrieval.Hit{dh[i], bh[i]}, []float64{w, 1 - w}, k, fusion.Options{}); err != nil {
+				return nil, err
+			}
+		}
+		rep, err := eval.Evaluate(run, qrels, []int{10})
+		if err != nil {
+			return nil, err
+		}
+		v := rep.Mean["nDCG@10"]
+		ch.NDCG[strconv.FormatFloat(w, 'f', 1, 64)] = v
+		if v > best+1e-12 {
+			best, ch.DenseWeight, ch.BM25Weight = v, w, 1-w
+		}
+	}
+	return ch, nil
+}
