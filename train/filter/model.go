@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/t5"
@@ -181,7 +182,7 @@ func (lm *labeled) scoreRows(rows [][]int, batch int, progress func(done, total 
 		idT, maskT := encoderBatch(ids, batch, lm.m.Config.PadTokenID)
 		var res []*tensors.Tensor
 		var xerr error
-		if err := catch(func() { res, xerr = lm.score.Exec(idT, maskT) }); err != nil {
+		if err := catch.Do(func() { res, xerr = lm.score.Exec(idT, maskT) }); err != nil {
 			return nil, fmt.Errorf("score windows: %w", err)
 		}
 		if xerr != nil {
@@ -222,18 +223,4 @@ func aggregate(wins []Window, p []float64, nExamples int, rule string) ([]float6
 		}
 	}
 	return out, count
-}
-
-func catch(fn func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(error); ok {
-				err = e
-			} else {
-				err = fmt.Errorf("%v", r)
-			}
-		}
-	}()
-	fn()
-	return nil
 }
