@@ -19,7 +19,8 @@ package selflearn
 import (
 	"fmt"
 
-	"github.com/ragforge/ragforge/infer/generate"
+	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/retrieval/hyde"
 )
 
 // Config holds a self-learning run's settings; start from DefaultConfig.
@@ -49,8 +50,8 @@ type Config struct {
 	L       int // hypothetical-document candidates per query, Eq. 3 (4)
 	N       int // hypothetical documents fused with the query, Eq. 10 (1)
 
-	QueryTemplate string // Eq. 2 prompt (generate.QueryPrompt)
-	HypoTemplate  string // Eq. 3 prompt (generate.HypoPrompt)
+	QueryTemplate string // Eq. 2 prompt (hyde.QueryPrompt)
+	HypoTemplate  string // Eq. 3 prompt (hyde.HypoPrompt)
 	// GenTemperature is the sampling temperature of every generation (0.7).
 	GenTemperature float64
 	TopP           float64 // nucleus sampling (0 = off)
@@ -91,7 +92,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Rounds: 1, Samples: 10000, L: 4, N: 1,
-		QueryTemplate: generate.QueryPrompt, HypoTemplate: generate.HypoPrompt,
+		QueryTemplate: hyde.QueryPrompt, HypoTemplate: hyde.HypoPrompt,
 		GenTemperature: generate.DefaultT5Temperature, MaxQueryTokens: 64, MaxDocTokens: 256, GenBatch: 8,
 		SelectionDepth: 1000, RankFrom: 10, RankTo: 100, NumNegatives: 7,
 		Temperature: 0.02, RetrieverLR: 1e-5, RetrieverBatch: 32, GeneratorLR: 1e-5, GeneratorBatch: 8,

@@ -13,8 +13,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/ragforge/ragforge/infer/generate"
 	"github.com/ragforge/ragforge/internal/atomicfile"
+	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/trainer"
 )
