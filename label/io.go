@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ragforge/ragforge/internal/atomicfile"
 )
 
 // Format is an on-disk layout of RAG² examples.
@@ -221,24 +223,7 @@ func WriteExamples(path string, format Format, examples []Example) error {
 			return fmt.Errorf("write %s: record %d: field %q: label %q is neither %s nor %s", path, i+1, "answer", ex.Answer, Helpful, NotHelpful)
 		}
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	bw := bufio.NewWriter(f)
-	if err := EncodeExamples(bw, format, examples); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return EncodeExamples(w, format, examples) }); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -27,12 +27,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/ragforge/ragforge/models/filter"
 )
 
-// The two class tokens of the RAG² filter (its target vocabulary).
+// The two class tokens of the RAG² filter (its target vocabulary), defined
+// with the model in models/filter.
 const (
-	Helpful    = "[HELPFUL]"
-	NotHelpful = "[NOT_HELPFUL]"
+	Helpful    = filter.Helpful
+	NotHelpful = filter.NotHelpful
 )
 
 // Label methods recorded as provenance.

@@ -124,7 +124,7 @@ type Rerank struct {
 }
 
 // Prompts are the templates of the RAG² pipeline stages. {question},
-// {rationale} and {context} are replaced; {query} in HyDE as infer/generate.
+// {rationale} and {context} are replaced; {query} in HyDE as models/generate.
 type Prompts struct {
 	// Rationale asks the LLM for a rationale used as the retrieval query
 	// (RAG² §3.2: the rationale, not the question, is the query).
@@ -132,7 +132,7 @@ type Prompts struct {
 	// Answer asks for the final answer given the kept snippets, numbered
 	// [1], [2], ... in {context} so the answer can cite them.
 	Answer string `json:"answer"`
-	// HyDE writes the hypothetical document of a query (generate.HypoPrompt).
+	// HyDE writes the hypothetical document of a query (hyde.HypoPrompt).
 	HyDE string `json:"hyde"`
 }
 

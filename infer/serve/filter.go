@@ -11,9 +11,9 @@ import (
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
-	"github.com/ragforge/ragforge/train/filter"
 )
 
 // Filter scores snippets for a question: P([HELPFUL]) per snippet, in
@@ -51,18 +51,11 @@ type T5Filter struct {
 // NewT5Filter checks that tok holds both label tokens as single added
 // tokens inside the model's vocabulary. Errors name the missing token.
 func NewT5Filter(m *t5.Model, tok tokenizer.Tokenizer, cfg pipeline.Filter) (*T5Filter, error) {
-	var ids [2]int
-	for i, s := range []string{label.Helpful, label.NotHelpful} {
-		id, ok := tok.TokenToID(s)
-		if enc := tok.Encode(s, false); !ok || len(enc) != 1 || enc[0] != id {
-			return nil, fmt.Errorf("filter: tokenizer has no added token %q: not a RAG² filter checkpoint", s)
-		}
-		if id >= m.Config.VocabSize {
-			return nil, fmt.Errorf("filter: token %q has id %d, model vocab_size %d", s, id, m.Config.VocabSize)
-		}
-		ids[i] = id
+	helpful, notHelpful, err := filter.LabelIDs(tok, m.Config.VocabSize)
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
 	}
-	return &T5Filter{Model: m, Tokenizer: tok, Helpful: ids[0], NotHelpful: ids[1], Config: cfg}, nil
+	return &T5Filter{Model: m, Tokenizer: tok, Helpful: helpful, NotHelpful: notHelpful, Config: cfg}, nil
 }
 
 // LoadT5Filter loads a filter directory (HF T5 layout with the label
@@ -156,11 +149,11 @@ func (f *T5Filter) Predict(ctx context.Context, question string, snippets []stri
 	if len(snippets) == 0 {
 		return nil, nil
 	}
-	ex := make([]label.Example, len(snippets))
+	instr := make([]string, len(snippets))
 	for i, s := range snippets {
-		ex[i] = label.Example{Question: label.Instruction(s, question)}
+		instr[i] = label.Instruction(s, question)
 	}
-	wins, err := filter.Windows(f.Tokenizer, ex, f.Config.MaxSeqLength, f.Config.DocStride)
+	wins, err := filter.Windows(f.Tokenizer, instr, f.Config.MaxSeqLength, f.Config.DocStride)
 	if err != nil {
 		return nil, fmt.Errorf("filter: %w", err)
 	}
@@ -182,7 +175,11 @@ func (f *T5Filter) Predict(ctx context.Context, question string, snippets []stri
 	if err != nil {
 		return nil, err
 	}
-	return Aggregate(wins, p, len(snippets), f.Config.Aggregate), nil
+	out, _, err := filter.Aggregate(wins, p, len(snippets), f.Config.Aggregate)
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
+	return out, nil
 }
 
 // scoreInChunks scores rows without a batcher, 32 windows per model call,
@@ -201,33 +198,4 @@ func (f *T5Filter) scoreInChunks(ctx context.Context, rows [][]int) ([]float64, 
 		out = append(out, p...)
 	}
 	return out, nil
-}
-
-// Aggregate combines window probabilities p (one per window) into one per
-// snippet: "max" (default, train/filter's AggregateMax), "mean", or "first"
-// (the first window only).
-func Aggregate(wins []filter.Window, p []float64, n int, rule string) []float64 {
-	out := make([]float64, n)
-	count := make([]int, n)
-	for i, w := range wins {
-		e := w.Example
-		switch {
-		case count[e] == 0:
-			out[e] = p[i]
-		case rule == filter.AggregateMean:
-			out[e] += p[i]
-		case rule == filter.AggregateFirst:
-		default:
-			out[e] = math.Max(out[e], p[i])
-		}
-		count[e]++
-	}
-	if rule == filter.AggregateMean {
-		for e := range out {
-			if count[e] > 0 {
-				out[e] /= float64(count[e])
-			}
-		}
-	}
-	return out
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
-	"github.com/ragforge/ragforge/infer/generate"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
@@ -28,7 +28,7 @@ type LLM interface {
 	Name() string
 }
 
-// GeneratorLLM adapts an infer/generate.Generator (an OpenAI-compatible
+// GeneratorLLM adapts a models/generate.Generator (an OpenAI-compatible
 // server: Ollama, llama.cpp server, vLLM) to LLM, decoding greedily
 // (temperature 0, one text). generate.ErrEmpty becomes "".
 type GeneratorLLM struct{ G generate.Generator }

@@ -45,11 +45,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ragforge/ragforge/infer/generate"
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval/dense"

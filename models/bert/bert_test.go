@@ -3,6 +3,7 @@ package bert
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/internal/xlatest"
 	"math"
 	"os"
@@ -191,7 +192,7 @@ func TestFixtureIntermediates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := run(e, in.ids, in.mask, in.typesIDs)
+	res, err := catch.Exec(e, in.ids, in.mask, in.typesIDs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/ragforge/ragforge/internal/catch"
 )
 
 // maxCachedShapes bounds the compiled graphs kept per executor (one per
@@ -149,20 +150,6 @@ func (m *Model) exec(key string, fn any) (*context.Exec, error) {
 	return e, nil
 }
 
-// run executes the executor, turning panics into errors.
-func run(e *context.Exec, args ...any) (out []*tensors.Tensor, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if re, ok := r.(error); ok {
-				err = re
-			} else {
-				err = fmt.Errorf("%v", r)
-			}
-		}
-	}()
-	return e.Exec(args...)
-}
-
 // rows copies the first b rows (and, for rank 3, the first l positions) of a
 // [Bb, ...] float32 tensor.
 func rows(t *tensors.Tensor, b, l int) ([]float32, error) {
@@ -206,7 +193,7 @@ func (m *Model) Forward(ids, mask, typeIDs [][]int) (*Outputs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bert: forward: %w", err)
 	}
-	res, err := run(e, in.ids, in.mask, in.typesIDs)
+	res, err := catch.Exec(e, in.ids, in.mask, in.typesIDs)
 	if err != nil {
 		return nil, fmt.Errorf("bert: forward [%d,%d] (bucket [%d,%d]): %w", in.b, in.l, in.bb, in.lb, err)
 	}
@@ -237,7 +224,7 @@ func (m *Model) Embed(ids, mask [][]int, p Pooling, normalize bool) ([][]float32
 	if err != nil {
 		return nil, fmt.Errorf("bert: embed: %w", err)
 	}
-	res, err := run(e, in.ids, in.mask)
+	res, err := catch.Exec(e, in.ids, in.mask)
 	if err != nil {
 		return nil, fmt.Errorf("bert: embed [%d,%d] (bucket [%d,%d]): %w", in.b, in.l, in.bb, in.lb, err)
 	}
@@ -272,7 +259,7 @@ func (m *Model) Score(ids, mask, typeIDs [][]int) ([]float32, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bert: score: %w", err)
 	}
-	res, err := run(e, in.ids, in.mask, in.typesIDs)
+	res, err := catch.Exec(e, in.ids, in.mask, in.typesIDs)
 	if err != nil {
 		return nil, fmt.Errorf("bert: score [%d,%d] (bucket [%d,%d]): %w", in.b, in.l, in.bb, in.lb, err)
 	}

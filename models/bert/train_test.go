@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/train"
 	"github.com/gomlx/gomlx/pkg/ml/train/losses"
 	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+	"github.com/ragforge/ragforge/internal/catch"
 )
 
 func tinyTrainModel(t *testing.T, dropout float64) *Model {
@@ -51,7 +52,7 @@ func TestClassifierGradientByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := run(e, in.ids, in.mask)
+	res, err := catch.Exec(e, in.ids, in.mask)
 	if err != nil {
 		t.Fatal(err)
 	}

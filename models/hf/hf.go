@@ -7,7 +7,6 @@
 package hf
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/ragforge/ragforge/internal/atomicfile"
 )
 
 // ConfigName is the model configuration file of an HF directory.
@@ -119,7 +120,7 @@ func WriteJSON(path string, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("hf: write %s: %w", path, err)
 	}
-	err := writeAtomic(path, 0o644, func(w io.Writer) error {
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
 		_, err := w.Write(buf.Bytes())
 		return err
 	})
@@ -145,7 +146,7 @@ func CopyFile(src, dst string) error {
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("hf: copy %s: not a regular file (%v)", src, st.Mode().Type())
 	}
-	err = writeAtomic(dst, st.Mode().Perm(), func(w io.Writer) error {
+	err = atomicfile.Write(dst, st.Mode().Perm(), func(w io.Writer) error {
 		_, err := io.Copy(w, in)
 		return err
 	})
@@ -153,37 +154,6 @@ func CopyFile(src, dst string) error {
 		return fmt.Errorf("hf: copy %s to %s: %w", src, dst, err)
 	}
 	return nil
-}
-
-// writeAtomic writes path through a temporary file in the same directory.
-func writeAtomic(path string, perm os.FileMode, fill func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	w := bufio.NewWriter(tmp)
-	if err = fill(w); err != nil {
-		return err
-	}
-	if err = w.Flush(); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // architecturePrefixes maps the class-name prefix of an HF architecture

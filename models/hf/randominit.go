@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/ragforge/ragforge/internal/atomicfile"
 )
 
 // RandomInitKey is the config.json key that marks a checkpoint whose weights
@@ -48,7 +50,7 @@ func MarkRandomInit(dir string) error {
 	if !json.Valid(out) {
 		return fmt.Errorf("hf: mark random init: %s: result is not valid JSON", path)
 	}
-	if err := writeAtomic(path, 0o644, func(w io.Writer) error { _, err := w.Write(out); return err }); err != nil {
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { _, err := w.Write(out); return err }); err != nil {
 		return fmt.Errorf("hf: mark random init: %w", err)
 	}
 	return nil

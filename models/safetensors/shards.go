@@ -1,17 +1,19 @@
 package safetensors
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/ragforge/ragforge/internal/atomicfile"
 )
 
 // HF file names (transformers.utils: SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME).
@@ -115,7 +117,7 @@ func WriteShards(dir string, tensors []*Tensor, maxShardBytes int64) error {
 			return fmt.Errorf("safetensors: write shards %s: index: %w", dir, err)
 		}
 		path := filepath.Join(dir, WeightsIndexName)
-		if err := writeAtomic(path, func(w *bufio.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
+		if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
 			return fmt.Errorf("safetensors: write %s: %w", path, err)
 		}
 		written[WeightsIndexName] = true

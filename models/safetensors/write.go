@@ -1,14 +1,14 @@
 package safetensors
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/ragforge/ragforge/internal/atomicfile"
 )
 
 // DefaultMetadata is the header metadata WriteFile uses when given nil, as
@@ -34,7 +34,7 @@ func WriteFile(path string, tensors []*Tensor, metadata map[string]string) error
 	if err != nil {
 		return fmt.Errorf("safetensors: write %s: %w", path, err)
 	}
-	err = writeAtomic(path, func(w *bufio.Writer) error {
+	err = atomicfile.Write(path, 0o644, func(w io.Writer) error {
 		var lenBuf [8]byte
 		binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(header)))
 		if _, err := w.Write(lenBuf[:]); err != nil {
@@ -163,36 +163,4 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
-}
-
-// writeAtomic writes path through a temporary file in the same directory,
-// fsyncs it and renames it into place (mode 0644).
-func writeAtomic(path string, fill func(*bufio.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err = fill(w); err != nil {
-		return err
-	}
-	if err = w.Flush(); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

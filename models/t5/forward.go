@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/ragforge/ragforge/internal/catch"
 )
 
 // PadLen is the sequence-length bucket host-level calls pad to, so that one
@@ -112,7 +113,7 @@ func (m *Model) run(key string, fn any, args ...any) (out []*tensors.Tensor, err
 	if err != nil {
 		return nil, fmt.Errorf("t5 %s: %w", key, err)
 	}
-	if perr := try(func() { out, err = e.Exec(args...) }); perr != nil {
+	if perr := catch.Do(func() { out, err = e.Exec(args...) }); perr != nil {
 		return nil, fmt.Errorf("t5 %s: %w", key, perr)
 	}
 	if err != nil {

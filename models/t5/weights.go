@@ -17,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
 
@@ -157,7 +158,7 @@ func newModel(backend backends.Backend, cfg Config) *Model {
 
 // setParam creates (or replaces) the variable for hfName with a float32 value.
 func (m *Model) setParam(name string, shape []int, v []float32) error {
-	return try(func() {
+	return catch.Do(func() {
 		c, vn := scopeOf(m.Ctx, name)
 		if old := c.GetVariable(vn); old != nil {
 			if err := m.Ctx.DeleteVariable(old.Scope(), vn); err != nil {
@@ -425,21 +426,6 @@ func (m *Model) ResizeTokenEmbeddings(n int) error {
 	}
 	m.Config.VocabSize = n
 	m.execs = map[string]*context.Exec{}
-	return nil
-}
-
-// try runs fn and turns a panic (GoMLX graph-building exceptions) into an error.
-func try(fn func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(error); ok {
-				err = e
-			} else {
-				err = fmt.Errorf("%v", r)
-			}
-		}
-	}()
-	fn()
 	return nil
 }
 

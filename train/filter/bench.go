@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/trainer"
@@ -92,7 +93,7 @@ func BenchTrainStep(cfg t5.Config, batch, encLen, decLen, steps int) (BenchResul
 	if err := lm.compileScore(); err != nil {
 		return BenchResult{}, err
 	}
-	if err := catch(func() {
+	if err := catch.Do(func() {
 		if err := lm.score.PreCompile(idT, maskT); err != nil {
 			panic(err)
 		}

@@ -25,14 +25,16 @@ package filter
 import (
 	"fmt"
 
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
-// Aggregation rules of window probabilities into an example probability.
+// Aggregation rules of window probabilities into an example probability
+// (models/filter).
 const (
-	AggregateMax   = "max"   // highest P(helpful) over the windows (default)
-	AggregateMean  = "mean"  // mean P(helpful)
-	AggregateFirst = "first" // the first window only (plain truncation)
+	AggregateMax   = mfilter.AggregateMax   // highest P(helpful) over the windows (default)
+	AggregateMean  = mfilter.AggregateMean  // mean P(helpful)
+	AggregateFirst = mfilter.AggregateFirst // the first window only (plain truncation)
 )
 
 // Config is the training configuration. DefaultConfig gives RAG²'s launch

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/ragforge/ragforge/label"
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
 )
 
@@ -237,6 +238,9 @@ func Evaluate(modelDir string, examples []label.Example, opt EvalOptions) (*Eval
 		return nil, fmt.Errorf("evaluate %s: %w", modelDir, label.ErrEmpty)
 	}
 	opt = opt.withDefaults()
+	if err := mfilter.CheckAggregate(opt.Aggregate); err != nil {
+		return nil, fmt.Errorf("evaluate %s: %w", modelDir, err)
+	}
 	lm, err := loadForEval(opt.Backend, modelDir)
 	if err != nil {
 		return nil, err
@@ -262,7 +266,10 @@ func (lm *labeled) evaluate(examples []label.Example, opt EvalOptions) (*EvalRep
 	if err != nil {
 		return nil, err
 	}
-	ex, count := aggregate(wins, p, len(examples), opt.Aggregate)
+	ex, count, err := mfilter.Aggregate(wins, p, len(examples), opt.Aggregate)
+	if err != nil {
+		return nil, err
+	}
 	r := Report(examples, ex, count, opt.Threshold)
 	r.Aggregate = opt.Aggregate
 	return r, nil

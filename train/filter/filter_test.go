@@ -203,17 +203,6 @@ func TestReportHand(t *testing.T) {
 	}
 }
 
-func TestAggregate(t *testing.T) {
-	wins := []Window{{Example: 0}, {Example: 0}, {Example: 1}, {Example: 0}}
-	p := []float64{0.2, 0.6, 0.3, 0.4}
-	for rule, want := range map[string][]float64{AggregateMax: {0.6, 0.3}, AggregateMean: {0.4, 0.3}, AggregateFirst: {0.2, 0.3}} {
-		got, count := aggregate(wins, p, 2, rule)
-		if math.Abs(got[0]-want[0]) > 1e-12 || got[1] != want[1] || count[0] != 3 || count[1] != 1 {
-			t.Errorf("%s: %v (counts %v), want %v", rule, got, count, want)
-		}
-	}
-}
-
 // toySet is trivially separable: "aspirin" evidence is helpful, "granite" is not.
 func toySet(n int) []label.Example {
 	var out []label.Example

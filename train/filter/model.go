@@ -9,8 +9,10 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
@@ -75,23 +77,15 @@ func loadForEval(backendName, dir string) (*labeled, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ids [2]int
-	for i, s := range []string{label.Helpful, label.NotHelpful} {
-		id, ok := tok.TokenToID(s)
-		if enc := tok.Encode(s, false); !ok || len(enc) != 1 || enc[0] != id {
-			return nil, fmt.Errorf("evaluate %s: tokenizer has no added token %q: not a RAG² filter checkpoint (train one with `ragforge train filter`, which adds %s and %s)",
-				dir, s, label.Helpful, label.NotHelpful)
-		}
-		if id >= cfg.VocabSize {
-			return nil, fmt.Errorf("evaluate %s: token %q has id %d but config.json vocab_size is %d (embeddings not resized)", dir, s, id, cfg.VocabSize)
-		}
-		ids[i] = id
+	helpful, notHelpful, err := mfilter.LabelIDs(tok, cfg.VocabSize)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate %s: %w (train one with `ragforge train filter`, which adds %s and %s)", dir, err, label.Helpful, label.NotHelpful)
 	}
 	m, err := t5.Load(be, dir)
 	if err != nil {
 		return nil, err
 	}
-	return &labeled{m: m, tok: tok, helpful: ids[0], unhelpful: ids[1]}, nil
+	return &labeled{m: m, tok: tok, helpful: helpful, unhelpful: notHelpful}, nil
 }
 
 // encoderBatch packs rows of ids into int32 [B, L] ids and mask tensors, L =
@@ -193,7 +187,7 @@ func (lm *labeled) scoreRows(rows [][]int, batch int, progress func(done, total 
 		idT, maskT := encoderBatch(ids, batch, lm.m.Config.PadTokenID)
 		var res []*tensors.Tensor
 		var xerr error
-		if err := catch(func() { res, xerr = lm.score.Exec(idT, maskT) }); err != nil {
+		if err := catch.Do(func() { res, xerr = lm.score.Exec(idT, maskT) }); err != nil {
 			return nil, fmt.Errorf("score windows: %w", err)
 		}
 		if xerr != nil {
@@ -208,44 +202,4 @@ func (lm *labeled) scoreRows(rows [][]int, batch int, progress func(done, total 
 		}
 	}
 	return out, nil
-}
-
-// aggregate combines window probabilities into one per example (see the Aggregate constants).
-func aggregate(wins []Window, p []float64, nExamples int, rule string) ([]float64, []int) {
-	out := make([]float64, nExamples)
-	count := make([]int, nExamples)
-	for i, w := range wins {
-		e := w.Example
-		switch {
-		case count[e] == 0:
-			out[e] = p[i]
-		case rule == AggregateMax:
-			out[e] = math.Max(out[e], p[i])
-		case rule == AggregateMean:
-			out[e] += p[i]
-		}
-		count[e]++
-	}
-	if rule == AggregateMean {
-		for e := range out {
-			if count[e] > 0 {
-				out[e] /= float64(count[e])
-			}
-		}
-	}
-	return out, count
-}
-
-func catch(fn func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(error); ok {
-				err = e
-			} else {
-				err = fmt.Errorf("%v", r)
-			}
-		}
-	}()
-	fn()
-	return nil
 }

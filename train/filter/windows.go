@@ -6,39 +6,21 @@ import (
 	"strings"
 
 	"github.com/ragforge/ragforge/label"
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
 
-// Window is one model input cut from an example: Example indexes the example
-// slice it came from, IDs are token ids ending in </s> (no padding).
-type Window struct {
-	Example int
-	IDs     []int
-}
+// Window is one model input cut from an example (models/filter.Window).
+type Window = mfilter.Window
 
-// Windows tokenizes each example's instruction (surrounding whitespace
-// stripped, as RAG²'s preprocess_features_function does) and cuts it as the HF
-// fast tokenizer does with truncation=True, max_length=maxLen, stride=stride,
-// return_overflowing_tokens=True: window j holds content tokens
-// [j·(maxLen−1−stride), j·(maxLen−1−stride) + maxLen−1) plus </s>, until the
-// end is reached. Windows come in example order, those of one example
-// consecutive. Errors: invalid lengths (see tokenizer.EncodeOptions.Validate).
+// Windows cuts each example's instruction (its Question) into model inputs
+// with models/filter.Windows; Window.Example indexes examples.
 func Windows(tok tokenizer.Tokenizer, examples []label.Example, maxLen, stride int) ([]Window, error) {
 	texts := make([]string, len(examples))
 	for i, ex := range examples {
-		texts[i] = strings.TrimSpace(ex.Question)
+		texts[i] = ex.Question
 	}
-	enc, err := tokenizer.EncodeBatchErr(tok, texts, tokenizer.EncodeOptions{
-		MaxLength: maxLen, Stride: stride, Truncation: true, ReturnOverflowing: true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("windows: %w", err)
-	}
-	out := make([]Window, len(enc))
-	for i, e := range enc {
-		out[i] = Window{Example: e.OverflowOf, IDs: e.IDs}
-	}
-	return out, nil
+	return mfilter.Windows(tok, texts, maxLen, stride)
 }
 
 // SplitByQuestion splits examples into train and validation sets so that no

@@ -12,6 +12,7 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/data/chunk"
+	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -188,7 +189,7 @@ func (gc *gradCache) prepare(ts []Triplet, micro [][]int) ([][]*tensors.Tensor, 
 	dummy := subBatch{cap: 1, l: len(tk.empty)}
 	for i, sb := range append([]subBatch{dummy}, subs...) {
 		ids, mask := gc.pad(sb, texts)
-		out, err := execCatch(gc.embed, ids, mask)
+		out, err := catch.Exec(gc.embed, ids, mask)
 		if err != nil {
 			return nil, 0, fmt.Errorf("embed sub-batch %d [%d, %d]: %w", i, sb.cap, sb.l, err)
 		}
@@ -226,7 +227,7 @@ func (gc *gradCache) prepare(ts []Triplet, micro [][]int) ([][]*tensors.Tensor, 
 			args = append(args, gather(r.hypo), tensors.FromFlatDataAndDimensions(r.hw, b, nh))
 		}
 		args = append(args, gather(r.cands), tensors.FromFlatDataAndDimensions(r.valid, b, len(r.cands)))
-		out, err := execCatch(gc.lossExec, args...)
+		out, err := catch.Exec(gc.lossExec, args...)
 		if err != nil {
 			return nil, 0, fmt.Errorf("micro-batch %d: loss: %w", a, err)
 		}
@@ -363,23 +364,4 @@ func b2f(ok bool) float32 {
 		return 1
 	}
 	return 0
-}
-
-// execer is a compiled graph executor (graph.Exec, context.Exec).
-type execer interface {
-	Exec(args ...any) ([]*tensors.Tensor, error)
-}
-
-// execCatch runs e, turning GoMLX panics into errors.
-func execCatch(e execer, args ...any) (out []*tensors.Tensor, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if re, ok := r.(error); ok {
-				err = re
-			} else {
-				err = fmt.Errorf("%v", r)
-			}
-		}
-	}()
-	return e.Exec(args...)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/tokenizer"
@@ -276,7 +277,7 @@ func TestGradCacheDropoutReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := execCatch(gc.embed, ids, mask)
+		out, err := catch.Exec(gc.embed, ids, mask)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ragforge/ragforge/infer/generate"
+	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/retrieval/hyde"
 )
 
 // Config holds a self-learning run's settings; start from DefaultConfig.
@@ -56,8 +57,8 @@ type Config struct {
 	// nearly the positive itself, so fused training teaches e(q) little.
 	TrainFuse int
 
-	QueryTemplate string // Eq. 2 prompt (generate.QueryPrompt)
-	HypoTemplate  string // Eq. 3 prompt (generate.HypoPrompt)
+	QueryTemplate string // Eq. 2 prompt (hyde.QueryPrompt)
+	HypoTemplate  string // Eq. 3 prompt (hyde.HypoPrompt)
 	// GenTemperature is the sampling temperature of every generation (0.7).
 	GenTemperature float64
 	TopP           float64 // nucleus sampling (0 = off)
@@ -114,7 +115,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Rounds: 1, Samples: 10000, L: 4, N: 1, TrainFuse: -1,
-		QueryTemplate: generate.QueryPrompt, HypoTemplate: generate.HypoPrompt,
+		QueryTemplate: hyde.QueryPrompt, HypoTemplate: hyde.HypoPrompt,
 		GenTemperature: generate.DefaultT5Temperature, MaxQueryTokens: 64, MaxDocTokens: 256, GenBatch: 8,
 		SelectionDepth: 1000, RankFrom: 10, RankTo: 100, NumNegatives: 7,
 		Temperature: 0.02, RetrieverLR: 1e-5, RetrieverBatch: 32, GeneratorLR: 1e-5, GeneratorBatch: 8,

@@ -1,7 +1,6 @@
 package selflearn
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/ragforge/ragforge/infer/generate"
+	"github.com/ragforge/ragforge/internal/atomicfile"
+	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -67,29 +67,15 @@ func WriteSFTMessages(w io.Writer, pairs []SFTPair, template string) error {
 	return nil
 }
 
-// writeFileAtomic writes path through a temporary file and a rename.
+// writeFileAtomic creates path's directory and writes path atomically.
 func writeFileAtomic(path string, fill func(w io.Writer) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	if err := fill(bw); err != nil {
-		f.Close()
+	if err := atomicfile.Write(path, 0o644, fill); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // SFTConfig sets the generator fine-tuning (Eq. 6).

@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
 
@@ -143,7 +144,7 @@ func (t *Trainer) LoadState(path string) error {
 		if err := val.MutableBytes(func(b []byte) { copy(b, tt.Data) }); err != nil {
 			return fmt.Errorf("load trainer state %s: tensor %q: %w", path, name, err)
 		}
-		if err := catch(func() {
+		if err := catch.Do(func() {
 			v := t.ctx.InAbsPath(scope).Checked(false).VariableWithShape(vn, val.Shape()).SetTrainable(false)
 			if err := v.SetValue(val); err != nil {
 				panic(err)

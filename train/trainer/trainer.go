@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/ragforge/ragforge/internal/catch"
 )
 
 // StateScope is the context scope holding the trainer's own variables:
@@ -229,7 +230,7 @@ func (t *Trainer) run(md mode, in []*tensors.Tensor, hyper *tensors.Tensor) (out
 	}
 	args = append(args, hyper)
 	var xerr error
-	if err = catch(func() { out, xerr = e.Exec(args...) }); err != nil {
+	if err = catch.Do(func() { out, xerr = e.Exec(args...) }); err != nil {
 		return nil, err
 	}
 	return out, xerr
@@ -340,19 +341,4 @@ func (t *Trainer) graph(ctx *context.Context, md mode, nodes []*graph.Node) []*g
 		v.SetValueGraph(graph.Where(ok, p, values[i]))
 	}
 	return []*graph.Node{loss, norm, ok}
-}
-
-// catch runs fn and turns a panic (GoMLX graph errors) into an error.
-func catch(fn func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(error); ok {
-				err = e
-			} else {
-				err = fmt.Errorf("%v", r)
-			}
-		}
-	}()
-	fn()
-	return nil
 }

@@ -58,7 +58,7 @@ func TestICTHypoDocs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			outs, errs := HypoDocs(context.Background(), ICT{}, HypoPrompt, []string{tc.query}, []string{tc.doc}, Options{N: 3})
+			outs, errs := HypoDocs(context.Background(), ICT{}, "{query}" /* ICT ignores the template */, []string{tc.query}, []string{tc.doc}, Options{N: 3})
 			if errs[0] != nil {
 				t.Fatal(errs[0])
 			}

@@ -1,0 +1,44 @@
+// Package atomicfile writes files so that a reader never sees a partial one.
+package atomicfile
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Write writes path through a temporary file in the same directory: fill
+// gets a buffered writer, then the file is flushed, given mode perm, fsynced,
+// closed and renamed over path. On any error the temporary file is removed
+// and an existing file at path is left as it was. The directory must exist.
+// Errors are returned unwrapped; callers add the context (file, record).
+func Write(path string, perm os.FileMode, fill func(io.Writer) error) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	if err = fill(w); err != nil {
+		return err
+	}
+	if err = w.Flush(); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

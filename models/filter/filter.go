@@ -1,0 +1,38 @@
+// Package filter holds what the RAG² filter (Sohn et al., NAACL 2025) is at
+// inference time, shared by its trainer (train/filter) and its server
+// (infer/serve): the two label tokens a Flan-T5 emits, the cutting of an
+// instruction into overflow windows, and the rule that aggregates window
+// probabilities into one per snippet.
+package filter
+
+import (
+	"fmt"
+
+	"github.com/ragforge/ragforge/models/tokenizer"
+)
+
+// The label tokens the filter emits at the first decoder step (RAG²'s
+// classifier adds them to the tokenizer with HF add_tokens).
+const (
+	Helpful    = "[HELPFUL]"
+	NotHelpful = "[NOT_HELPFUL]"
+)
+
+// LabelIDs returns the ids of Helpful and NotHelpful in tok, checking that
+// each is one added token (encodes to itself alone) with an id below
+// vocabSize, the model's embedding rows. Errors name the token; callers add
+// the checkpoint directory.
+func LabelIDs(tok tokenizer.Tokenizer, vocabSize int) (helpful, notHelpful int, err error) {
+	var ids [2]int
+	for i, s := range []string{Helpful, NotHelpful} {
+		id, ok := tok.TokenToID(s)
+		if enc := tok.Encode(s, false); !ok || len(enc) != 1 || enc[0] != id {
+			return 0, 0, fmt.Errorf("tokenizer has no added token %q: not a RAG² filter checkpoint", s)
+		}
+		if id >= vocabSize {
+			return 0, 0, fmt.Errorf("token %q has id %d, model vocab_size %d", s, id, vocabSize)
+		}
+		ids[i] = id
+	}
+	return ids[0], ids[1], nil
+}
