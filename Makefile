@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     ?= bin/ragforge
 SHARED  ?= ../shared
-APT_PKGS = libfaiss-dev libopenblas-dev chromium curl nodejs npm
+APT_PKGS = libfaiss-dev libopenblas-dev chromium curl
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  = -X github.com/ragforge/ragforge/internal/version.Version=$(VERSION)
@@ -11,13 +11,14 @@ export GOMLX_BACKEND ?= go
 
 .PHONY: setup build test test-short bench demo demo-ap selflearn-ap device-bundle device-check fmt vet clean
 
-## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS, Chromium for browser tests) and the Go modules.
+## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS, Chromium for browser tests, Node.js + npm for the OpenAI-client test) and the Go modules.
 setup:
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing: $$missing"; \
+	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
-	else echo "apt packages present: $(APT_PKGS)"; fi
+	else echo "apt packages present: $(APT_PKGS); npm: $$(command -v npm)"; fi
 	$(GO) mod download
 
 ## build: the ragforge binary in bin/.
