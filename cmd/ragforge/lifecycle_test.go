@@ -213,7 +213,7 @@ func TestRunLifecycleSignals(t *testing.T) {
 		r, code, stderr := signalRun(t, bin, db, "selflearn", sig, exists(filepath.Join(work, "run.json")), slArgs(work)...)
 		check("selflearn", sig, r, code, stderr)
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		r, code, stderr := signalRun(t, bin, db, "label-perplexity", sig, nil,
 			"--db", db, "label", "perplexity", "--corpus", corpus, "--qa", qa, "--scorer", "t5:"+t5)
 		check("label perplexity", sig, r, code, stderr)
@@ -243,9 +243,10 @@ func TestRunLifecycleSignals(t *testing.T) {
 	}
 }
 
-// label import of a large file: SIGINT stops it before its labels are
-// committed (or, while it parses the file, the grace period runs out) and
-// its run reads interrupted with exit 130; SIGKILL leaves it stale.
+// label import of a large file: SIGINT or SIGTERM stops it before its
+// labels are committed (or, while it parses the file, the grace period runs
+// out) and its run reads interrupted with exit 130 or 143; SIGKILL leaves it
+// stale.
 func TestLabelImportSignals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and imports a large file; skipped with -short")
@@ -274,16 +275,19 @@ func TestLabelImportSignals(t *testing.T) {
 	if err := os.WriteFile(file, big.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		r, code, stderr := signalRun(t, bin, db, "label-import", sig, nil, "--db", db, "label", "import", file)
 		t.Logf("label import, %v: exit %d, run %s %s %q", sig, code, r.ID, r.Status, r.Error)
+		want := 128 + int(sig)
 		switch {
-		case sig == syscall.SIGKILL && r.Status != runs.StatusStale:
-			t.Errorf("after SIGKILL the run reads %s, want stale", r.Status)
-		case sig == syscall.SIGINT && r.Status == runs.StatusDone && code == 0:
+		case sig == syscall.SIGKILL:
+			if r.Status != runs.StatusStale {
+				t.Errorf("after SIGKILL the run reads %s, want stale", r.Status)
+			}
+		case r.Status == runs.StatusDone && code == 0:
 			t.Logf("the import finished within the grace period")
-		case sig == syscall.SIGINT && (r.Status != runs.StatusInterrupted || code != 130):
-			t.Errorf("after SIGINT: run %s, exit %d; want interrupted, 130\n%s", r.Status, code, stderr)
+		case r.Status != runs.StatusInterrupted || code != want:
+			t.Errorf("after %v: run %s, exit %d; want interrupted, %d\n%s", sig, r.Status, code, want, stderr)
 		}
 	}
 }
