@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data/sample"
+	"github.com/ragforge/ragforge/train/trainer"
 )
 
 func init() { register(newDemoCmd) }
@@ -100,9 +101,9 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 		return nil, fmt.Errorf("--corpus and --qa go together")
 	}
 	switch o.Recipe {
-	case "", "auto", recipePretrained, recipeScratch:
+	case "", "auto", trainer.RecipePretrained, trainer.RecipeScratch:
 	default:
-		return nil, fmt.Errorf("--recipe %q: want %s, %s or auto", o.Recipe, recipePretrained, recipeScratch)
+		return nil, fmt.Errorf("--recipe %q: want %s, %s or auto", o.Recipe, trainer.RecipePretrained, trainer.RecipeScratch)
 	}
 	if err := os.MkdirAll(o.Work, 0o755); err != nil {
 		return nil, err

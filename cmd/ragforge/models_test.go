@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/train/trainer"
 )
 
 // models init output must load and run through every infer command, and
@@ -109,11 +111,11 @@ func TestModelsInitLabelTokensAndRandomMark(t *testing.T) {
 			t.Errorf("%s: config has no ragforge_random_init mark: %v", tc.name, info.Config["ragforge_random_init"])
 		}
 		recipe, err := resolveRecipe("auto", out)
-		if err != nil || recipe != recipeScratch {
+		if err != nil || recipe != trainer.RecipeScratch {
 			t.Errorf("%s: auto recipe = %q, %v; want scratch", tc.name, recipe, err)
 		}
 	}
-	if r, err := resolveRecipe("auto", sharedDir(t, "fixtures/t5-flan-tiny")); err != nil || r != recipePretrained {
+	if r, err := resolveRecipe("auto", sharedDir(t, "fixtures/t5-flan-tiny")); err != nil || r != trainer.RecipePretrained {
 		t.Errorf("auto recipe for an HF checkpoint = %q, %v; want pretrained", r, err)
 	}
 	if _, err := resolveRecipe("fast", "."); err == nil {

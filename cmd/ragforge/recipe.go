@@ -6,13 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/models/hf"
-)
-
-// Recipe names shared by train filter and selflearn (train/filter and
-// train/selflearn define what each sets).
-const (
-	recipePretrained = "pretrained"
-	recipeScratch    = "scratch"
+	"github.com/ragforge/ragforge/train/trainer"
 )
 
 // resolveRecipe returns the recipe to use: the --recipe value when given,
@@ -21,20 +15,20 @@ const (
 // pretrained for any other.
 func resolveRecipe(flag, modelDir string) (string, error) {
 	switch flag {
-	case recipePretrained, recipeScratch:
+	case trainer.RecipePretrained, trainer.RecipeScratch:
 		return flag, nil
 	case "", "auto":
 	default:
-		return "", fmt.Errorf("--recipe %q: want %s, %s or auto", flag, recipePretrained, recipeScratch)
+		return "", fmt.Errorf("--recipe %q: want %s, %s or auto", flag, trainer.RecipePretrained, trainer.RecipeScratch)
 	}
 	random, err := hf.IsRandomInit(modelDir)
 	if err != nil {
 		return "", fmt.Errorf("--recipe auto: %w", err)
 	}
 	if random {
-		return recipeScratch, nil
+		return trainer.RecipeScratch, nil
 	}
-	return recipePretrained, nil
+	return trainer.RecipePretrained, nil
 }
 
 // keepExplicit calls set for every flag of cmd the user gave, so explicit

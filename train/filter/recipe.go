@@ -1,15 +1,6 @@
 package filter
 
-import "fmt"
-
-// Recipe names. RecipePretrained keeps RAG²'s settings for a real
-// (Flan-)T5 checkpoint; RecipeScratch is for a randomly initialised one
-// (`ragforge models init`, marked "ragforge_random_init" in config.json),
-// whose paper settings (lr 3e-5) barely move it.
-const (
-	RecipePretrained = "pretrained"
-	RecipeScratch    = "scratch"
-)
+import "github.com/ragforge/ragforge/train/trainer"
 
 // Recipe is the set of training settings a recipe fixes; every other
 // Config field keeps its value. Explicit command-line flags override a
@@ -28,18 +19,13 @@ type Recipe struct {
 // the checkpoint's dropout 0.1); scratch = the values chosen by the sweep
 // recorded in docs/recipes.md (tiny T5 on the demo's evidence labels).
 var Recipes = map[string]Recipe{
-	RecipePretrained: {Name: RecipePretrained, LearningRate: 3e-5, WarmupRatio: 0, Epochs: 40, BatchSize: 16, Dropout: -1},
-	RecipeScratch:    {Name: RecipeScratch, LearningRate: 1e-3, WarmupRatio: 0.1, Epochs: 3, BatchSize: 8, Dropout: 0},
+	trainer.RecipePretrained: {Name: trainer.RecipePretrained, LearningRate: 3e-5, WarmupRatio: 0, Epochs: 40, BatchSize: 16, Dropout: -1},
+	trainer.RecipeScratch:    {Name: trainer.RecipeScratch, LearningRate: 1e-3, WarmupRatio: 0.1, Epochs: 3, BatchSize: 8, Dropout: 0},
 }
 
-// LookupRecipe returns the named recipe; an unknown name is an error.
-func LookupRecipe(name string) (Recipe, error) {
-	r, ok := Recipes[name]
-	if !ok {
-		return Recipe{}, fmt.Errorf("recipe %q: want %s or %s", name, RecipePretrained, RecipeScratch)
-	}
-	return r, nil
-}
+// LookupRecipe returns the named recipe (trainer.RecipePretrained or
+// trainer.RecipeScratch); an unknown name is an error.
+func LookupRecipe(name string) (Recipe, error) { return trainer.LookupRecipe(Recipes, name) }
 
 // Apply sets the recipe's fields of c.
 func (r Recipe) Apply(c *Config) {

@@ -1,15 +1,6 @@
 package selflearn
 
-import "fmt"
-
-// Recipe names: RecipePretrained keeps SL-HyDE's settings for a pretrained
-// retriever (BGE-style); RecipeScratch is for a randomly initialised BERT
-// (`ragforge models init`, marked "ragforge_random_init" in config.json),
-// which 30 updates at lr 1e-5 leave where it started.
-const (
-	RecipePretrained = "pretrained"
-	RecipeScratch    = "scratch"
-)
+import "github.com/ragforge/ragforge/train/trainer"
 
 // Recipe is the set of settings a recipe fixes; other Config fields keep
 // their values, and explicit command-line flags override the recipe's.
@@ -28,18 +19,13 @@ type Recipe struct {
 // generator), with a fifth of the pseudo-queries held out to choose the
 // hybrid's weights.
 var Recipes = map[string]Recipe{
-	RecipePretrained: {Name: RecipePretrained, RetrieverLR: 1e-5, RetrieverBatch: 32, Epochs: 1, WarmupRatio: 0.1, FusionHoldout: 0},
-	RecipeScratch:    {Name: RecipeScratch, RetrieverLR: 2e-4, RetrieverBatch: 16, Epochs: 8, WarmupRatio: 0.1, FusionHoldout: 0.2},
+	trainer.RecipePretrained: {Name: trainer.RecipePretrained, RetrieverLR: 1e-5, RetrieverBatch: 32, Epochs: 1, WarmupRatio: 0.1, FusionHoldout: 0},
+	trainer.RecipeScratch:    {Name: trainer.RecipeScratch, RetrieverLR: 2e-4, RetrieverBatch: 16, Epochs: 8, WarmupRatio: 0.1, FusionHoldout: 0.2},
 }
 
-// LookupRecipe returns the named recipe; an unknown name is an error.
-func LookupRecipe(name string) (Recipe, error) {
-	r, ok := Recipes[name]
-	if !ok {
-		return Recipe{}, fmt.Errorf("recipe %q: want %s or %s", name, RecipePretrained, RecipeScratch)
-	}
-	return r, nil
-}
+// LookupRecipe returns the named recipe (trainer.RecipePretrained or
+// trainer.RecipeScratch); an unknown name is an error.
+func LookupRecipe(name string) (Recipe, error) { return trainer.LookupRecipe(Recipes, name) }
 
 // Apply sets the recipe's fields of c.
 func (r Recipe) Apply(c *Config) {
