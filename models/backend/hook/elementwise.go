@@ -564,6 +564,22 @@ func execReduce(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buf
 		init = dtypes.Float32.LowestValue().(float32)
 	}
 	reduceRows := func(lo, hi int) { // output rows a in [lo, hi), all C columns
+		if C == 1 { // reducing the last axes: one contiguous run per output
+			for a := lo; a < hi; a++ {
+				acc := init
+				if op == backends.OpTypeReduceMax {
+					for _, v := range src[a*R : (a+1)*R] {
+						acc = max(acc, v)
+					}
+				} else {
+					for _, v := range src[a*R : (a+1)*R] {
+						acc += v
+					}
+				}
+				dst[a] = acc
+			}
+			return
+		}
 		for a := lo; a < hi; a++ {
 			o := dst[a*C : (a+1)*C]
 			for c := range o {
