@@ -37,6 +37,9 @@ func TestLongStepsReportProgress(t *testing.T) {
 			[]string{"chunk", "evidence labels"}},
 		{"pipeline build", []string{"pipeline", "build", "--corpus", corpus, "--retriever", bert},
 			[]string{"chunk", "pipeline encode:corpus", "pipeline bm25:corpus"}},
+		{"selflearn", []string{"selflearn", "--corpus", corpus, "--retriever", bert, "--generator", "ict", "--eval-qa", qa,
+			"--rounds", "1", "--samples", "8", "--max-length", "64", "--retriever-batch", "4", "--recipe", "pretrained"},
+			[]string{"selflearn r0/encode-corpus", "selflearn r1/queries", "selflearn r1/mine", "selflearn r1/train-retriever"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := func() []string {
@@ -47,6 +50,9 @@ func TestLongStepsReportProgress(t *testing.T) {
 				}
 				if tc.args[0] == "label" {
 					a = append(a, "--out", filepath.Join(dir, "labels"+string(rune('a'+n))+".jsonl"))
+				}
+				if tc.args[0] == "selflearn" {
+					a = append(a, "--work", filepath.Join(dir, "selflearn"+string(rune('a'+n))))
 				}
 				return a
 			}
