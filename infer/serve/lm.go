@@ -138,11 +138,7 @@ func (l *LocalLM) PromptIDs(prompt string) []int {
 	if limit <= 0 {
 		limit = 512
 	}
-	ids := l.Tokenizer.Encode(prompt, false)
-	if len(ids) > limit-1 {
-		ids = ids[:limit-1]
-	}
-	return append(ids, l.Tokenizer.EOSID())
+	return generate.EncoderIDs(l.Tokenizer, prompt, limit)
 }
 
 // Generate decodes up to maxTokens tokens (≤ 0: 64) for prompt with

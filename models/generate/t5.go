@@ -61,17 +61,24 @@ func (g *T5Generator) Name() string {
 }
 
 // EncodePrompt returns the encoder ids of a prompt: tokens cut to
-// MaxInputTokens−1, then eos.
+// MaxInputTokens−1 (default 512), then eos.
 func (g *T5Generator) EncodePrompt(prompt string) []int {
 	maxIn := g.MaxInputTokens
 	if maxIn <= 1 {
 		maxIn = 512
 	}
-	ids := g.Tokenizer.Encode(prompt, false)
-	if len(ids) > maxIn-1 {
-		ids = ids[:maxIn-1]
+	return EncoderIDs(g.Tokenizer, prompt, maxIn)
+}
+
+// EncoderIDs tokenizes a T5 encoder input as HF T5Tokenizer with
+// truncation=True and max_length limit (≥ 1): pieces cut to limit−1, then
+// </s>.
+func EncoderIDs(tok tokenizer.Tokenizer, text string, limit int) []int {
+	ids := tok.Encode(text, false)
+	if len(ids) > limit-1 {
+		ids = ids[:max(limit-1, 0)]
 	}
-	return append(ids, g.Tokenizer.EOSID())
+	return append(ids, tok.EOSID())
 }
 
 // Generate implements Generator.
