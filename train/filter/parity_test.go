@@ -2,11 +2,9 @@ package filter
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/internal/testutil/trainfix"
@@ -18,33 +16,6 @@ import (
 // -100 masking, Config → trainer.Config, train/trainer's AdamW, schedule,
 // clipping and accumulation) against the PyTorch reference of
 // ../shared/fixtures/train-t5-filter (README section 8).
-
-// paramGetter reads HF-named parameters of a context.
-func paramGetter(t *testing.T, ctx *context.Context) trainfix.Getter {
-	return func(hf string) ([]float32, []int, bool) {
-		i := strings.LastIndexByte(hf, '.')
-		v := ctx.GetVariableByScopeAndName("/"+strings.ReplaceAll(hf[:i], ".", "/"), hf[i+1:])
-		if v == nil {
-			return nil, nil, false
-		}
-		val, err := v.Value()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tensors.MustCopyFlatData[float32](val), val.Shape().Dimensions, true
-	}
-}
-
-// gradGetter reads HF-named tensors of trainer.Gradients' result.
-func gradGetter(grads map[string]*tensors.Tensor) trainfix.Getter {
-	return func(hf string) ([]float32, []int, bool) {
-		g, ok := grads["/"+strings.ReplaceAll(hf, ".", "/")]
-		if !ok {
-			return nil, nil, false
-		}
-		return tensors.MustCopyFlatData[float32](g), g.Shape().Dimensions, true
-	}
-}
 
 // parityModel loads t5-flan-tiny for training (label tokens added, vocab
 // 2102), with dropout 0 and rows 2100–2101 set to init.safetensors' new_rows.
@@ -129,7 +100,7 @@ func TestTrainingParityT5Filter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fx.CheckGradients(t, g.prefix, gradGetter(grads), nil)
+			fx.CheckGradients(t, g.prefix, trainfix.GradGetter(grads), nil)
 		}
 	})
 	for _, c := range fx.CaseNames() {
@@ -149,7 +120,7 @@ func TestTrainingParityT5Filter(t *testing.T) {
 				fx.CheckScalars(t, c, s, r.Loss, r.GradNorm, r.LearningRate)
 				for _, rec := range cs.RecordedSteps {
 					if rec == s {
-						fx.CheckWeights(t, c, s, paramGetter(t, lm.m.Ctx), nil)
+						fx.CheckWeights(t, c, s, trainfix.ContextGetter(t, lm.m.Ctx), nil)
 					}
 				}
 			}

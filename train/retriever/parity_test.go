@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
-	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/internal/testutil/trainfix"
@@ -19,21 +18,6 @@ import (
 // in-batch and hard negatives, Config → trainer.Config, train/trainer's
 // AdamW with the no-decay rule, schedule and clipping) against the PyTorch
 // reference of ../shared/fixtures/train-bert-infonce (README section 8).
-
-func hfGetter(t *testing.T, ctx *mlctx.Context) trainfix.Getter {
-	return func(hf string) ([]float32, []int, bool) {
-		i := strings.LastIndexByte(hf, '.')
-		v := ctx.GetVariableByScopeAndName("/"+strings.ReplaceAll(hf[:i], ".", "/"), hf[i+1:])
-		if v == nil {
-			return nil, nil, false
-		}
-		val, err := v.Value()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tensors.MustCopyFlatData[float32](val), val.Shape().Dimensions, true
-	}
-}
 
 // unpadded returns the rows of an I64 [N, L] ids tensor cut at its mask.
 func unpadded(t *testing.T, fx *trainfix.Fixture, ids, mask string) [][]int {
@@ -155,7 +139,7 @@ func TestTrainingParityBERTInfoNCE(t *testing.T) {
 				fx.CheckScalars(t, c, s, res.Loss, res.GradNorm, res.LearningRate)
 				for _, rec := range cs.RecordedSteps {
 					if rec == s {
-						fx.CheckWeights(t, c, s, hfGetter(t, r.m.Ctx), keyBias)
+						fx.CheckWeights(t, c, s, trainfix.ContextGetter(t, r.m.Ctx), keyBias)
 					}
 				}
 			}
