@@ -134,8 +134,46 @@ func (gc *gradCache) update(tr *trainer.Trainer, ts []Triplet, micro [][]int) (t
 // gradient G with respect to the embeddings) and returns the trainer's
 // micro-batches of step 3 (ids, mask, G per sub-batch) and the mean InfoNCE.
 func (gc *gradCache) prepare(ts []Triplet, micro [][]int) ([][]*tensors.Tensor, float64, error) {
+	texts, mr := gc.groupRows(ts, micro)
+	subs := gc.plan(texts)
+
+	// 1. Embeddings without gradients, from the saved RNG state.
+	rng := gc.m.Ctx.GetVariableByScopeAndName(mlctx.RootScope, mlctx.RNGStateVariableName)
+	if rng == nil {
+		return nil, 0, fmt.Errorf("context has no RNG state (seed it before training)")
+	}
+	saved, err := rngValue(rng)
+	if err != nil {
+		return nil, 0, err
+	}
+	dummy := subBatch{cap: 1, l: len(gc.tk.empty)}
+	emb, err := gc.embedTexts(texts, subs, dummy)
+	if err != nil {
+		return nil, 0, err
+	}
+
+	// 2. InfoNCE per micro-batch and its gradient with respect to the
+	// embeddings.
+	grad, loss, err := gc.lossGrad(emb, mr, micro, len(texts), len(subs))
+	if err != nil {
+		return nil, 0, err
+	}
+
+	// 3. Same dropout masks again: the trainer accumulates ∂(Σ e·G)/∂θ.
+	restore, err := saved.LocalClone()
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := rng.SetValue(restore); err != nil {
+		return nil, 0, err
+	}
+	return gc.stepBatches(texts, subs, dummy, grad), loss, nil
+}
+
+// groupRows returns the distinct token sequences of an update group (in
+// order of first occurrence) and each micro-batch's rows indexed into them.
+func (gc *gradCache) groupRows(ts []Triplet, micro [][]int) ([][]int, []microRows) {
 	tk, n, nh := gc.tk, gc.n, gc.nh
-	// Distinct token sequences of the group.
 	var texts [][]int
 	seen := map[string]int{}
 	id := func(ids []int) int {
@@ -173,43 +211,42 @@ func (gc *gradCache) prepare(ts []Triplet, micro [][]int) ([][]*tensors.Tensor, 
 		}
 		mr[a] = r
 	}
-	subs := gc.plan(texts)
+	return texts, mr
+}
+
+// embedTexts is step 1: the [len(texts), H] embeddings (row-major) of the
+// distinct texts, sub-batch by sub-batch after the dummy one.
+func (gc *gradCache) embedTexts(texts [][]int, subs []subBatch, dummy subBatch) ([]float32, error) {
 	h := gc.m.Config.HiddenSize
 	emb := make([]float32, len(texts)*h)
-
-	// 1. Embeddings without gradients, from the saved RNG state.
-	rng := gc.m.Ctx.GetVariableByScopeAndName(mlctx.RootScope, mlctx.RNGStateVariableName)
-	if rng == nil {
-		return nil, 0, fmt.Errorf("context has no RNG state (seed it before training)")
-	}
-	saved, err := rngValue(rng)
-	if err != nil {
-		return nil, 0, err
-	}
-	dummy := subBatch{cap: 1, l: len(tk.empty)}
 	for i, sb := range append([]subBatch{dummy}, subs...) {
 		ids, mask := gc.pad(sb, texts)
 		out, err := catch.Exec(gc.embed, ids, mask)
 		if err != nil {
-			return nil, 0, fmt.Errorf("embed sub-batch %d [%d, %d]: %w", i, sb.cap, sb.l, err)
+			return nil, fmt.Errorf("embed sub-batch %d [%d, %d]: %w", i, sb.cap, sb.l, err)
 		}
 		if i == 0 {
 			continue
 		}
 		flat, err := tensors.CopyFlatData[float32](out[0])
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		for j, u := range sb.rows {
 			copy(emb[u*h:(u+1)*h], flat[j*h:(j+1)*h])
 		}
 	}
+	return emb, nil
+}
 
-	// 2. InfoNCE per micro-batch and its gradient with respect to the
-	// embeddings, summed per distinct text (the trainer scales each of its
-	// micro-batches by 1/len, undone here).
-	grad := make([]float64, len(texts)*h)
-	parts := float64(len(subs) + 2)
+// lossGrad is step 2: the mean InfoNCE of the micro-batches and its
+// gradient G [ntexts, H] with respect to the embeddings, summed per distinct
+// text (the trainer scales each of its nsubs+2 micro-batches by 1/len,
+// undone here).
+func (gc *gradCache) lossGrad(emb []float32, mr []microRows, micro [][]int, ntexts, nsubs int) ([]float64, float64, error) {
+	nh, h := gc.nh, gc.m.Config.HiddenSize
+	grad := make([]float64, ntexts*h)
+	parts := float64(nsubs + 2)
 	var loss float64
 	for a, r := range mr {
 		b := len(micro[a])
@@ -252,15 +289,13 @@ func (gc *gradCache) prepare(ts []Triplet, micro [][]int) ([][]*tensors.Tensor, 
 			}
 		}
 	}
+	return grad, loss, nil
+}
 
-	// 3. Same dropout masks again: the trainer accumulates ∂(Σ e·G)/∂θ.
-	restore, err := saved.LocalClone()
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := rng.SetValue(restore); err != nil {
-		return nil, 0, err
-	}
+// stepBatches returns step 3's trainer micro-batches: ids, mask and G per
+// sub-batch, between two dummy sub-batches with G = 0.
+func (gc *gradCache) stepBatches(texts [][]int, subs []subBatch, dummy subBatch, grad []float64) [][]*tensors.Tensor {
+	h := gc.m.Config.HiddenSize
 	batches := make([][]*tensors.Tensor, 0, len(subs)+2)
 	for i, sb := range append(append([]subBatch{dummy}, subs...), dummy) {
 		ids, mask := gc.pad(sb, texts)
@@ -274,7 +309,7 @@ func (gc *gradCache) prepare(ts []Triplet, micro [][]int) ([][]*tensors.Tensor, 
 		}
 		batches = append(batches, []*tensors.Tensor{ids, mask, tensors.FromFlatDataAndDimensions(g, sb.cap, h)})
 	}
-	return batches, loss, nil
+	return batches
 }
 
 // plan sorts the distinct texts by length (longest first, ties by first

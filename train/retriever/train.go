@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 
 	"github.com/ragforge/ragforge/models/backend"
@@ -231,41 +232,90 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 	if err != nil {
 		return nil, fmt.Errorf("retriever train: tokenizer: %w", err)
 	}
-	dataHash, err := hashJSON(triplets)
-	if err != nil {
-		return nil, fmt.Errorf("retriever train: %w", err)
-	}
-	cfgHash, err := hashJSON(trajectory(cfg))
-	if err != nil {
-		return nil, fmt.Errorf("retriever train: %w", err)
-	}
 	res := &Result{Tokenizer: tok}
-	state := trainer.State{Seed: int64(cfg.Seed), DataHash: dataHash, ConfigHash: cfgHash, BestMetric: -1}
-	modelDir := initDir
-	if cfg.Resume {
-		last, err := trainer.LatestCheckpoint(cfg.OutputDir)
-		if err != nil {
-			return nil, fmt.Errorf("retriever train: resume: %w", err)
-		}
-		if last != "" {
-			st, err := trainer.ReadState(last)
-			if err != nil {
-				return nil, fmt.Errorf("retriever train: resume: %w", err)
-			}
-			if st.DataHash != dataHash {
-				return nil, fmt.Errorf("retriever train: resume %s: field %q: checkpoint was trained on other triplets", last, "data_hash")
-			}
-			if st.ConfigHash != cfgHash {
-				return nil, fmt.Errorf("retriever train: resume %s: field %q: checkpoint was trained with other settings", last, "config_hash")
-			}
-			state, modelDir, res.ResumedFrom = st, last, last
-		}
+	state, modelDir, err := startState(cfg, triplets, initDir, res)
+	if err != nil {
+		return nil, err
 	}
 	m, err := bert.Load(be, modelDir)
 	if err != nil {
 		return nil, fmt.Errorf("retriever train: %w", err)
 	}
 	res.Model = m
+	t, err := newTrainRun(be, cfg, triplets, tok, m, state, res)
+	if err != nil {
+		return nil, err
+	}
+	t.run, t.progress = run, progress
+	for epoch := t.state.Epoch; epoch < cfg.Epochs; epoch++ {
+		if err := t.epoch(ctx, epoch); err != nil {
+			return res, err
+		}
+	}
+	if err := t.finish(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// startState returns the trainer state Train starts from and the model
+// directory to load: a fresh state and initDir, or with cfg.Resume the
+// latest checkpoint in cfg.OutputDir (also set as res.ResumedFrom), which
+// must have been trained on the same triplets and trajectory settings.
+func startState(cfg Config, triplets []Triplet, initDir string, res *Result) (trainer.State, string, error) {
+	dataHash, err := hashJSON(triplets)
+	if err != nil {
+		return trainer.State{}, "", fmt.Errorf("retriever train: %w", err)
+	}
+	cfgHash, err := hashJSON(trajectory(cfg))
+	if err != nil {
+		return trainer.State{}, "", fmt.Errorf("retriever train: %w", err)
+	}
+	state := trainer.State{Seed: int64(cfg.Seed), DataHash: dataHash, ConfigHash: cfgHash, BestMetric: -1}
+	modelDir := initDir
+	if cfg.Resume {
+		last, err := trainer.LatestCheckpoint(cfg.OutputDir)
+		if err != nil {
+			return trainer.State{}, "", fmt.Errorf("retriever train: resume: %w", err)
+		}
+		if last != "" {
+			st, err := trainer.ReadState(last)
+			if err != nil {
+				return trainer.State{}, "", fmt.Errorf("retriever train: resume: %w", err)
+			}
+			if st.DataHash != dataHash {
+				return trainer.State{}, "", fmt.Errorf("retriever train: resume %s: field %q: checkpoint was trained on other triplets", last, "data_hash")
+			}
+			if st.ConfigHash != cfgHash {
+				return trainer.State{}, "", fmt.Errorf("retriever train: resume %s: field %q: checkpoint was trained with other settings", last, "config_hash")
+			}
+			state, modelDir, res.ResumedFrom = st, last, last
+		}
+	}
+	return state, modelDir, nil
+}
+
+// trainRun is one Train call after loading: the model, its gradient cache
+// and optimizer, and the trainer state that checkpoints record.
+type trainRun struct {
+	cfg           Config
+	triplets      []Triplet
+	tok           tokenizer.Tokenizer
+	m             *bert.Model
+	gc            *gradCache
+	tr            *trainer.Trainer
+	state         trainer.State
+	res           *Result
+	microPerEpoch int
+	run           MetricLogger           // nil: no metrics
+	progress      func(trainer.LogEntry) // nil: no progress
+}
+
+// newTrainRun tokenizes the triplets, builds the gradient cache and the
+// optimizer, and restores the optimizer from res.ResumedFrom or seeds the
+// RNG.
+func newTrainRun(be backends.Backend, cfg Config, triplets []Triplet, tok tokenizer.Tokenizer, m *bert.Model,
+	state trainer.State, res *Result) (*trainRun, error) {
 	maxTok := min(cfg.MaxLength, m.Config.MaxPositionEmbeddings)
 	n := cfg.NumNegatives
 	nh := cfg.NumHypo
@@ -298,86 +348,100 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 	} else if err := m.Ctx.SetRNGStateFromSeed(int64(cfg.Seed)); err != nil {
 		return nil, fmt.Errorf("retriever train: seed: %w", err)
 	}
+	return &trainRun{cfg: cfg, triplets: triplets, tok: tok, m: m, gc: gc, tr: tr, state: state, res: res,
+		microPerEpoch: microPerEpoch}, nil
+}
 
-	save := func() error {
-		dir, err := trainer.WriteCheckpoint(cfg.OutputDir, tr.GlobalStep(), func(dir string) error {
-			if err := m.Save(dir); err != nil {
-				return err
-			}
-			if err := tok.Save(dir); err != nil {
-				return err
-			}
-			if err := tr.SaveState(filepath.Join(dir, trainer.OptimizerFile)); err != nil {
-				return err
-			}
-			return trainer.WriteState(dir, state)
-		})
-		res.LastCheckpoint = dir
-		return err
-	}
+// save writes a checkpoint at the current step and records it in
+// res.LastCheckpoint.
+func (t *trainRun) save() error {
+	dir, err := trainer.WriteCheckpoint(t.cfg.OutputDir, t.tr.GlobalStep(), func(dir string) error {
+		if err := t.m.Save(dir); err != nil {
+			return err
+		}
+		if err := t.tok.Save(dir); err != nil {
+			return err
+		}
+		if err := t.tr.SaveState(filepath.Join(dir, trainer.OptimizerFile)); err != nil {
+			return err
+		}
+		return trainer.WriteState(dir, t.state)
+	})
+	t.res.LastCheckpoint = dir
+	return err
+}
 
-	for epoch := state.Epoch; epoch < cfg.Epochs; epoch++ {
-		order := EpochOrder(cfg.Seed, epoch, len(triplets))
-		start := 0
-		if epoch == state.Epoch {
-			start = state.BatchInEpoch
+// epoch runs the updates of epoch, from the stored position when it is the
+// state's epoch, logging and checkpointing as it goes.
+func (t *trainRun) epoch(ctx context.Context, epoch int) error {
+	cfg, state, microPerEpoch := t.cfg, &t.state, t.microPerEpoch
+	order := EpochOrder(cfg.Seed, epoch, len(t.triplets))
+	start := 0
+	if epoch == state.Epoch {
+		start = state.BatchInEpoch
+	}
+	for b := start; b < microPerEpoch; b += cfg.GradAccumulation {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		for b := start; b < microPerEpoch; b += cfg.GradAccumulation {
-			if err := ctx.Err(); err != nil {
-				return res, err
-			}
-			var micro [][]int
-			for k := b; k < min(b+cfg.GradAccumulation, microPerEpoch); k++ {
-				micro = append(micro, order[k*cfg.BatchSize:min((k+1)*cfg.BatchSize, len(order))])
-			}
-			sr, err := gc.update(tr, triplets, micro)
-			if err != nil {
-				return res, fmt.Errorf("retriever train: epoch %d, micro-batches %d..%d: %w", epoch, b, b+len(micro)-1, err)
-			}
-			done := b + len(micro)
-			state.GlobalStep, state.Epoch, state.BatchInEpoch = sr.Step, epoch, done
-			if done == microPerEpoch {
-				state.Epoch, state.BatchInEpoch = epoch+1, 0
-			}
-			if !sr.Skipped { // a skipped update logs nothing; its data counts as consumed
-				entry := trainer.LogEntry{Step: sr.Step, Epoch: float64(epoch) + float64(done)/float64(microPerEpoch),
-					Loss: sr.Loss, LearningRate: sr.LearningRate, GradNorm: sr.GradNorm}
-				state.LogHistory = append(state.LogHistory, entry)
-				if run != nil {
-					if err := run.LogMetrics(map[string]float64{"loss": sr.Loss, "learning_rate": sr.LearningRate,
-						"grad_norm": sr.GradNorm, "epoch": entry.Epoch}, sr.Step); err != nil {
-						return res, fmt.Errorf("retriever train: step %d: log: %w", sr.Step, err)
-					}
-				}
-				if progress != nil {
-					progress(entry)
+		var micro [][]int
+		for k := b; k < min(b+cfg.GradAccumulation, microPerEpoch); k++ {
+			micro = append(micro, order[k*cfg.BatchSize:min((k+1)*cfg.BatchSize, len(order))])
+		}
+		sr, err := t.gc.update(t.tr, t.triplets, micro)
+		if err != nil {
+			return fmt.Errorf("retriever train: epoch %d, micro-batches %d..%d: %w", epoch, b, b+len(micro)-1, err)
+		}
+		done := b + len(micro)
+		state.GlobalStep, state.Epoch, state.BatchInEpoch = sr.Step, epoch, done
+		if done == microPerEpoch {
+			state.Epoch, state.BatchInEpoch = epoch+1, 0
+		}
+		if !sr.Skipped { // a skipped update logs nothing; its data counts as consumed
+			entry := trainer.LogEntry{Step: sr.Step, Epoch: float64(epoch) + float64(done)/float64(microPerEpoch),
+				Loss: sr.Loss, LearningRate: sr.LearningRate, GradNorm: sr.GradNorm}
+			state.LogHistory = append(state.LogHistory, entry)
+			if t.run != nil {
+				if err := t.run.LogMetrics(map[string]float64{"loss": sr.Loss, "learning_rate": sr.LearningRate,
+					"grad_norm": sr.GradNorm, "epoch": entry.Epoch}, sr.Step); err != nil {
+					return fmt.Errorf("retriever train: step %d: log: %w", sr.Step, err)
 				}
 			}
-			if (cfg.SaveSteps > 0 && !sr.Skipped && sr.Step%cfg.SaveSteps == 0) || done == microPerEpoch {
-				if err := save(); err != nil {
-					return res, fmt.Errorf("retriever train: %w", err)
-				}
+			if t.progress != nil {
+				t.progress(entry)
+			}
+		}
+		if (cfg.SaveSteps > 0 && !sr.Skipped && sr.Step%cfg.SaveSteps == 0) || done == microPerEpoch {
+			if err := t.save(); err != nil {
+				return fmt.Errorf("retriever train: %w", err)
 			}
 		}
 	}
-	res.Steps, res.History, res.SkippedNonFinite = tr.GlobalStep(), state.LogHistory, tr.SkippedNonFinite()
-	if run != nil && cfg.SkipNonFinite {
-		if err := run.LogMetrics(map[string]float64{"skipped_nonfinite": float64(res.SkippedNonFinite)}, res.Steps); err != nil {
-			return res, fmt.Errorf("retriever train: log: %w", err)
+	return nil
+}
+
+// finish fills res's totals, logs the skipped updates and saves the final
+// model, tokenizer and sentence-transformers files in cfg.OutputDir.
+func (t *trainRun) finish() error {
+	cfg, res, m := t.cfg, t.res, t.m
+	res.Steps, res.History, res.SkippedNonFinite = t.tr.GlobalStep(), t.state.LogHistory, t.tr.SkippedNonFinite()
+	if t.run != nil && cfg.SkipNonFinite {
+		if err := t.run.LogMetrics(map[string]float64{"skipped_nonfinite": float64(res.SkippedNonFinite)}, res.Steps); err != nil {
+			return fmt.Errorf("retriever train: log: %w", err)
 		}
 	}
 	if err := m.Save(cfg.OutputDir); err != nil {
-		return res, fmt.Errorf("retriever train: save final model: %w", err)
+		return fmt.Errorf("retriever train: save final model: %w", err)
 	}
-	if err := tok.Save(cfg.OutputDir); err != nil {
-		return res, fmt.Errorf("retriever train: save tokenizer: %w", err)
+	if err := t.tok.Save(cfg.OutputDir); err != nil {
+		return fmt.Errorf("retriever train: save tokenizer: %w", err)
 	}
 	// The final model is also a sentence-transformers directory that encodes
 	// as training did.
 	if err := hf.WriteSentenceTransformer(cfg.OutputDir, SentenceTransformer(cfg, m.Config)); err != nil {
-		return res, fmt.Errorf("retriever train: %w", err)
+		return fmt.Errorf("retriever train: %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // trajectory is the part of Config that determines the training trajectory

@@ -96,6 +96,31 @@ func NMTNFKCCharsmap() []byte { return nmtNFKC() }
 // unused units labelled so that no byte can match them), so sentencepiece
 // and HF tokenizers read it as well.
 func BuildCharsmap(rules map[string]string) ([]byte, error) {
+	keys, err := charsmapKeys(rules)
+	if err != nil {
+		return nil, err
+	}
+	pool, values, err := replacementPool(rules, keys)
+	if err != nil {
+		return nil, err
+	}
+	d, err := buildDoubleArray(keyTrie(keys, values), len(keys))
+	if err != nil {
+		return nil, err
+	}
+	if err := d.labelUnused(); err != nil {
+		return nil, err
+	}
+	out := make([]byte, 4, 4+4*len(d.units)+len(pool))
+	binary.LittleEndian.PutUint32(out, uint32(4*len(d.units)))
+	for _, u := range d.units {
+		out = binary.LittleEndian.AppendUint32(out, u)
+	}
+	return append(out, pool...), nil
+}
+
+// charsmapKeys checks the rules and returns their keys, sorted.
+func charsmapKeys(rules map[string]string) ([]string, error) {
 	keys := make([]string, 0, len(rules))
 	for k := range rules {
 		if k == "" {
@@ -112,7 +137,12 @@ func BuildCharsmap(rules map[string]string) ([]byte, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	// Replacement pool, each string stored once.
+	return keys, nil
+}
+
+// replacementPool returns the NUL-terminated replacements, each string
+// stored once, and the pool offset of each key's replacement.
+func replacementPool(rules map[string]string, keys []string) ([]byte, []uint32, error) {
 	var pool []byte
 	at := map[string]uint32{}
 	values := make([]uint32, len(keys))
@@ -127,23 +157,29 @@ func BuildCharsmap(rules map[string]string) ([]byte, error) {
 		values[i] = off
 	}
 	if len(pool) >= 1<<31 {
-		return nil, fmt.Errorf("build charsmap: replacement pool too large")
+		return nil, nil, fmt.Errorf("build charsmap: replacement pool too large")
 	}
-	// Byte trie of the keys.
-	type tnode struct {
-		labels []byte
-		kids   []*tnode
-		value  int64 // -1: no key ends here
-	}
-	root := &tnode{value: -1}
+	return pool, values, nil
+}
+
+// charsmapNode is a node of the byte trie of the keys.
+type charsmapNode struct {
+	labels []byte
+	kids   []*charsmapNode
+	value  int64 // -1: no key ends here
+}
+
+// keyTrie builds the byte trie of the sorted keys, values[i] at the end of keys[i].
+func keyTrie(keys []string, values []uint32) *charsmapNode {
+	root := &charsmapNode{value: -1}
 	for i, k := range keys {
 		n := root
 		for j := 0; j < len(k); j++ {
-			var next *tnode
+			var next *charsmapNode
 			if l := len(n.labels); l > 0 && n.labels[l-1] == k[j] {
 				next = n.kids[l-1] // keys are sorted: a shared prefix is the last child
 			} else {
-				next = &tnode{value: -1}
+				next = &charsmapNode{value: -1}
 				n.labels = append(n.labels, k[j])
 				n.kids = append(n.kids, next)
 			}
@@ -151,34 +187,47 @@ func BuildCharsmap(rules map[string]string) ([]byte, error) {
 		}
 		n.value = int64(values[i])
 	}
-	// Double array: a node at index pos with base b = pos ^ offset keeps its
-	// leaf value at b and its child with label c at b ^ c.
-	const (
-		hasLeafBit = 1 << 8
-		leafBit    = 1 << 31
-		maxOffset  = 1 << 21 // offsets stored without darts' extension bit
-	)
-	units := []uint32{0}
-	used := []bool{true}
-	usedBase := []bool{false}
-	var blockBases []int // bases per 256-unit block: at most 255, so one low byte stays free
-	grow := func(n int) {
-		for len(units) < n {
-			units = append(units, 0)
-			used = append(used, false)
-			usedBase = append(usedBase, false)
-		}
-		for len(blockBases) < (n+255)/256 {
-			blockBases = append(blockBases, 0)
-		}
+	return root
+}
+
+// Double array: a node at index pos with base b = pos ^ offset keeps its
+// leaf value at b and its child with label c at b ^ c.
+const (
+	hasLeafBit = 1 << 8
+	leafBit    = 1 << 31
+	maxOffset  = 1 << 21 // offsets stored without darts' extension bit
+)
+
+// doubleArray is a darts-clone double array under construction.
+type doubleArray struct {
+	units      []uint32
+	used       []bool
+	usedBase   []bool
+	blockBases []int // bases per 256-unit block: at most 255, so one low byte stays free
+}
+
+func (d *doubleArray) grow(n int) {
+	for len(d.units) < n {
+		d.units = append(d.units, 0)
+		d.used = append(d.used, false)
+		d.usedBase = append(d.usedBase, false)
 	}
+	for len(d.blockBases) < (n+255)/256 {
+		d.blockBases = append(d.blockBases, 0)
+	}
+}
+
+// buildDoubleArray lays out the trie at root breadth first; nkeys names the
+// key count in errors.
+func buildDoubleArray(root *charsmapNode, nkeys int) (*doubleArray, error) {
+	d := &doubleArray{units: []uint32{0}, used: []bool{true}, usedBase: []bool{false}}
 	hint := uint32(256)
 	// leafHint: every base below it is unusable for a node with only a leaf
 	// value (used, already a base, or in a full block) and stays so, since
 	// slots, bases and block counts are only ever added.
 	leafHint := uint32(256)
 	type item struct {
-		n   *tnode
+		n   *charsmapNode
 		pos uint32
 	}
 	queue := []item{{root, 0}}
@@ -186,7 +235,7 @@ func BuildCharsmap(rules map[string]string) ([]byte, error) {
 		it := queue[0]
 		queue = queue[1:]
 		n := it.n
-		for int(hint) < len(used) && used[hint] {
+		for int(hint) < len(d.used) && d.used[hint] {
 			hint++
 		}
 		base := max(hint, 256) ^ uint32(firstLabel(n.labels, n.value >= 0))
@@ -194,39 +243,20 @@ func BuildCharsmap(rules map[string]string) ([]byte, error) {
 		if leafOnly {
 			base = leafHint
 		}
-		for ; ; base++ {
-			if base < 256 {
-				continue
-			}
-			grow(int(base|0xFF) + 1)
-			if blockBases[base>>8] >= 255 {
-				base |= 0xFF // skip the rest of a full block
-				continue
-			}
-			if usedBase[base] {
-				continue
-			}
-			ok := n.value < 0 || !used[base]
-			for _, c := range n.labels {
-				ok = ok && !used[base^uint32(c)]
-			}
-			if ok {
-				break
-			}
-		}
+		base = d.freeBase(n, base)
 		if leafOnly {
 			leafHint = base
 		}
 		off := it.pos ^ base
 		if off >= maxOffset {
-			return nil, fmt.Errorf("build charsmap: %d keys: double array too large", len(keys))
+			return nil, fmt.Errorf("build charsmap: %d keys: double array too large", nkeys)
 		}
-		usedBase[base] = true
-		blockBases[base>>8]++
-		units[it.pos] |= off << 10
+		d.usedBase[base] = true
+		d.blockBases[base>>8]++
+		d.units[it.pos] |= off << 10
 		if n.value >= 0 {
-			units[base] = leafBit | uint32(n.value)
-			used[base] = true
+			d.units[base] = leafBit | uint32(n.value)
+			d.used[base] = true
 		}
 		for i, c := range n.labels {
 			p := base ^ uint32(c)
@@ -234,34 +264,58 @@ func BuildCharsmap(rules map[string]string) ([]byte, error) {
 			if n.kids[i].value >= 0 {
 				u |= hasLeafBit
 			}
-			units[p], used[p] = u, true
+			d.units[p], d.used[p] = u, true
 			queue = append(queue, item{n.kids[i], p})
 		}
 	}
-	// Label every unused unit so that no base of its block reaches it with a
-	// matching byte: label = (index ^ u) & 0xFF for a low byte u no base of
-	// the block has.
-	for block := 0; block < len(units); block += 256 {
+	return d, nil
+}
+
+// freeBase returns the first base from base on where n's leaf value and
+// children all land on free units, in a block with a base to spare.
+func (d *doubleArray) freeBase(n *charsmapNode, base uint32) uint32 {
+	for ; ; base++ {
+		if base < 256 {
+			continue
+		}
+		d.grow(int(base|0xFF) + 1)
+		if d.blockBases[base>>8] >= 255 {
+			base |= 0xFF // skip the rest of a full block
+			continue
+		}
+		if d.usedBase[base] {
+			continue
+		}
+		ok := n.value < 0 || !d.used[base]
+		for _, c := range n.labels {
+			ok = ok && !d.used[base^uint32(c)]
+		}
+		if ok {
+			return base
+		}
+	}
+}
+
+// labelUnused labels every unused unit so that no base of its block reaches
+// it with a matching byte: label = (index ^ u) & 0xFF for a low byte u no
+// base of the block has.
+func (d *doubleArray) labelUnused() error {
+	for block := 0; block < len(d.units); block += 256 {
 		var taken [256]bool
 		for i := block; i < block+256; i++ {
-			taken[i&0xFF] = usedBase[i]
+			taken[i&0xFF] = d.usedBase[i]
 		}
 		u := slices.Index(taken[:], false)
 		if u < 0 {
-			return nil, fmt.Errorf("build charsmap: block %d full", block/256)
+			return fmt.Errorf("build charsmap: block %d full", block/256)
 		}
 		for i := block; i < block+256; i++ {
-			if !used[i] {
-				units[i] = uint32((i ^ u) & 0xFF)
+			if !d.used[i] {
+				d.units[i] = uint32((i ^ u) & 0xFF)
 			}
 		}
 	}
-	out := make([]byte, 4, 4+4*len(units)+len(pool))
-	binary.LittleEndian.PutUint32(out, uint32(4*len(units)))
-	for _, u := range units {
-		out = binary.LittleEndian.AppendUint32(out, u)
-	}
-	return append(out, pool...), nil
+	return nil
 }
 
 // firstLabel is the smallest slot label a node needs (0 for its leaf value).

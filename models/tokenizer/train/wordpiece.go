@@ -89,22 +89,50 @@ func TrainWordPiece(texts []string, opt WordPieceOptions) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train wordpiece: %w", err)
 	}
-	wordCounts := map[string]int64{}
-	charCounts := map[string]int64{}
+	wordCounts, charCounts := countWords(basic, cfg, texts)
+	if len(wordCounts) == 0 {
+		return nil, errors.New("train wordpiece: no words to train on")
+	}
+	chars := charsByCount(charCounts)
+	prefix := cfg.ContinuingPrefix
+	v := newVocabBuilder()
+	for _, c := range chars {
+		v.add(c.s)
+	}
+	for _, c := range chars {
+		v.add(prefix + c.s)
+	}
+	if len(v.vocab) > opt.VocabSize {
+		return nil, fmt.Errorf("train wordpiece: field %q: %d is too small for %d specials + 2×%d characters", "VocabSize", opt.VocabSize, len(BERTSpecials), len(chars))
+	}
+	words := sortedCounts(wordCounts)
+	m := newPairMerger(words, v, prefix)
+	merges := m.run(opt.VocabSize, opt.MinFreq)
+	fmt.Fprintf(opt.Log, "wordpiece: %d words, %d characters, %d merges, vocabulary %d\n", len(words), len(chars), merges, len(v.vocab))
+	return v.vocab, nil
+}
+
+// countWords counts the BasicTokenize words of texts (words longer than
+// cfg.MaxInputCharsPerWord runes skipped) and their characters.
+func countWords(basic *wordpiece.Tokenizer, cfg wordpiece.Config, texts []string) (words, chars map[string]int64) {
+	words = map[string]int64{}
+	chars = map[string]int64{}
 	for _, t := range texts {
 		for _, w := range basic.BasicTokenize(t) {
 			if utf8.RuneCountInString(w) > cfg.MaxInputCharsPerWord {
 				continue
 			}
-			wordCounts[w]++
+			words[w]++
 			for _, r := range w {
-				charCounts[string(r)]++
+				chars[string(r)]++
 			}
 		}
 	}
-	if len(wordCounts) == 0 {
-		return nil, errors.New("train wordpiece: no words to train on")
-	}
+	return words, chars
+}
+
+// charsByCount orders character counts by count descending, then code point.
+func charsByCount(charCounts map[string]int64) []count {
 	chars := sortedCounts(charCounts)
 	slices.SortStableFunc(chars, func(a, b count) int {
 		if a.n != b.n {
@@ -114,50 +142,51 @@ func TrainWordPiece(texts []string, opt WordPieceOptions) ([]string, error) {
 		rb, _ := utf8.DecodeRuneInString(b.s)
 		return cmp.Compare(ra, rb)
 	})
-	prefix := cfg.ContinuingPrefix
-	vocab := slices.Clone(BERTSpecials)
-	ids := map[string]int{}
-	add := func(tok string) int {
-		if id, ok := ids[tok]; ok {
-			return id
-		}
-		ids[tok] = len(vocab)
-		vocab = append(vocab, tok)
-		return len(vocab) - 1
-	}
+	return chars
+}
+
+// vocabBuilder is the growing vocabulary, BERTSpecials first.
+type vocabBuilder struct {
+	vocab []string
+	ids   map[string]int
+}
+
+func newVocabBuilder() *vocabBuilder {
+	v := &vocabBuilder{vocab: slices.Clone(BERTSpecials), ids: map[string]int{}}
 	for _, s := range BERTSpecials {
-		ids[s] = slices.Index(BERTSpecials, s)
+		v.ids[s] = slices.Index(BERTSpecials, s)
 	}
-	for _, c := range chars {
-		add(c.s)
+	return v
+}
+
+// add returns the id of tok, appending it when new.
+func (v *vocabBuilder) add(tok string) int {
+	if id, ok := v.ids[tok]; ok {
+		return id
 	}
-	for _, c := range chars {
-		add(prefix + c.s)
-	}
-	if len(vocab) > opt.VocabSize {
-		return nil, fmt.Errorf("train wordpiece: field %q: %d is too small for %d specials + 2×%d characters", "VocabSize", opt.VocabSize, len(BERTSpecials), len(chars))
-	}
-	words := sortedCounts(wordCounts)
-	type pair struct{ a, b int }
-	syms := make([][]int, len(words))
-	counts := map[pair]int64{}
-	where := map[pair]map[int]bool{}
-	addPairs := func(w int, sign int64) {
-		s := syms[w]
-		for i := 0; i+1 < len(s); i++ {
-			p := pair{s[i], s[i+1]}
-			counts[p] += sign * words[w].n
-			if sign > 0 {
-				if where[p] == nil {
-					where[p] = map[int]bool{}
-				}
-				where[p][w] = true
-			}
-			if counts[p] == 0 {
-				delete(counts, p)
-			}
-		}
-	}
+	v.ids[tok] = len(v.vocab)
+	v.vocab = append(v.vocab, tok)
+	return len(v.vocab) - 1
+}
+
+type tokenPair struct{ a, b int }
+
+// pairMerger holds each word's current token ids and the weighted count of
+// every adjacent pair, with the words each pair occurs in.
+type pairMerger struct {
+	v      *vocabBuilder
+	prefix string
+	words  []count
+	syms   [][]int
+	counts map[tokenPair]int64
+	where  map[tokenPair]map[int]bool
+}
+
+// newPairMerger splits each word into its first character and prefixed
+// continuation characters (all already in v) and counts their pairs.
+func newPairMerger(words []count, v *vocabBuilder, prefix string) *pairMerger {
+	m := &pairMerger{v: v, prefix: prefix, words: words, syms: make([][]int, len(words)),
+		counts: map[tokenPair]int64{}, where: map[tokenPair]map[int]bool{}}
 	for w, wc := range words {
 		first := true
 		for _, r := range wc.s {
@@ -166,48 +195,77 @@ func TrainWordPiece(texts []string, opt WordPieceOptions) ([]string, error) {
 				tok = prefix + tok
 			}
 			first = false
-			syms[w] = append(syms[w], ids[tok])
+			m.syms[w] = append(m.syms[w], v.ids[tok])
 		}
-		addPairs(w, 1)
+		m.addPairs(w, 1)
 	}
+	return m
+}
+
+// addPairs adds (sign 1) or removes (sign -1) the pairs of word w.
+func (m *pairMerger) addPairs(w int, sign int64) {
+	s := m.syms[w]
+	for i := 0; i+1 < len(s); i++ {
+		p := tokenPair{s[i], s[i+1]}
+		m.counts[p] += sign * m.words[w].n
+		if sign > 0 {
+			if m.where[p] == nil {
+				m.where[p] = map[int]bool{}
+			}
+			m.where[p][w] = true
+		}
+		if m.counts[p] == 0 {
+			delete(m.counts, p)
+		}
+	}
+}
+
+// run merges the most frequent pair until the vocabulary has vocabSize
+// tokens or the best pair occurs fewer than minFreq times, and returns the
+// number of merges.
+func (m *pairMerger) run(vocabSize, minFreq int) int {
 	merges := 0
-	for len(vocab) < opt.VocabSize && len(counts) > 0 {
-		var best pair
+	for len(m.v.vocab) < vocabSize && len(m.counts) > 0 {
+		var best tokenPair
 		var bestN int64 = -1
-		for p, n := range counts {
-			if n > bestN || (n == bestN && pairLess(vocab, p.a, p.b, best.a, best.b)) {
+		for p, n := range m.counts {
+			if n > bestN || (n == bestN && pairLess(m.v.vocab, p.a, p.b, best.a, best.b)) {
 				best, bestN = p, n
 			}
 		}
-		if bestN < int64(opt.MinFreq) {
+		if bestN < int64(minFreq) {
 			break
 		}
-		merged := add(vocab[best.a] + strings.TrimPrefix(vocab[best.b], prefix))
+		merged := m.v.add(m.v.vocab[best.a] + strings.TrimPrefix(m.v.vocab[best.b], m.prefix))
 		merges++
-		ws := make([]int, 0, len(where[best]))
-		for w := range where[best] {
-			ws = append(ws, w)
-		}
-		slices.Sort(ws)
-		delete(where, best)
-		for _, w := range ws {
-			addPairs(w, -1)
-			s := syms[w]
-			out := s[:0:0]
-			for i := 0; i < len(s); i++ {
-				if i+1 < len(s) && s[i] == best.a && s[i+1] == best.b {
-					out = append(out, merged)
-					i++
-					continue
-				}
-				out = append(out, s[i])
-			}
-			syms[w] = out
-			addPairs(w, 1)
-		}
+		m.merge(best, merged)
 	}
-	fmt.Fprintf(opt.Log, "wordpiece: %d words, %d characters, %d merges, vocabulary %d\n", len(words), len(chars), merges, len(vocab))
-	return vocab, nil
+	return merges
+}
+
+// merge replaces pair best by token merged in every word that has it.
+func (m *pairMerger) merge(best tokenPair, merged int) {
+	ws := make([]int, 0, len(m.where[best]))
+	for w := range m.where[best] {
+		ws = append(ws, w)
+	}
+	slices.Sort(ws)
+	delete(m.where, best)
+	for _, w := range ws {
+		m.addPairs(w, -1)
+		s := m.syms[w]
+		out := s[:0:0]
+		for i := 0; i < len(s); i++ {
+			if i+1 < len(s) && s[i] == best.a && s[i+1] == best.b {
+				out = append(out, merged)
+				i++
+				continue
+			}
+			out = append(out, s[i])
+		}
+		m.syms[w] = out
+		m.addPairs(w, 1)
+	}
 }
 
 // pairLess orders pairs by their left token text, then their right token text.
