@@ -1,6 +1,7 @@
 package label
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -196,7 +197,7 @@ func TestStoreExportImport(t *testing.T) {
 	// Importing the golden file and exporting it again gives the same bytes.
 	for _, golden := range []string{"examples.json", "examples.jsonl"} {
 		run := "import-" + golden
-		if _, err := s.Import(run, filepath.Join("testdata", golden)); err != nil {
+		if _, err := s.Import(run, filepath.Join(goldenDir, golden)); err != nil {
 			t.Fatal(err)
 		}
 		out := filepath.Join(dir, golden)
@@ -205,7 +206,7 @@ func TestStoreExportImport(t *testing.T) {
 			t.Fatalf("export %s: %d, %v", golden, n, err)
 		}
 		got, _ := os.ReadFile(out)
-		want, _ := os.ReadFile(filepath.Join("testdata", golden))
+		want, _ := os.ReadFile(filepath.Join(goldenDir, golden))
 		if string(got) != string(want) {
 			t.Errorf("%s: export differs from import\n got %s\nwant %s", golden, got, want)
 		}
@@ -307,4 +308,13 @@ func TestExportOrderIndependentOfStorageOrder(t *testing.T) {
 	if i, j := strings.Index(files[0], "q1#c1"), strings.Index(files[0], "q2#c1"); i < 0 || j < i {
 		t.Errorf("not in question order:\n%s", files[0])
 	}
+}
+
+// goldenDir holds the RAG² example files, beside their schema in models/filter.
+var goldenDir = filepath.Join("..", "models", "filter", "testdata")
+
+// quote is s as a JSON string.
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

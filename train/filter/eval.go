@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/ragforge/ragforge/label"
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
 )
@@ -187,18 +186,18 @@ type EvalReport struct {
 }
 
 // Report computes an EvalReport from per-example probabilities.
-func Report(examples []label.Example, p []float64, windows []int, threshold float64) *EvalReport {
+func Report(examples []mfilter.Example, p []float64, windows []int, threshold float64) *EvalReport {
 	gold := make([]bool, len(examples))
 	npos := 0
 	r := &EvalReport{N: len(examples), Threshold: threshold}
 	for i, ex := range examples {
-		gold[i] = ex.Answer == label.Helpful
+		gold[i] = ex.Answer == mfilter.Helpful
 		if gold[i] {
 			npos++
 		}
-		pred := label.NotHelpful
+		pred := mfilter.NotHelpful
 		if p[i] >= threshold {
-			pred = label.Helpful
+			pred = mfilter.Helpful
 		}
 		w := 0
 		if windows != nil {
@@ -210,7 +209,7 @@ func Report(examples []label.Example, p []float64, windows []int, threshold floa
 	c := Confuse(gold, p, threshold)
 	r.Confusion, r.Accuracy = c, c.Accuracy()
 	r.Precision, r.Recall, r.F1 = c.Precision(), c.Recall(), c.F1()
-	r.PerClass = map[string]float64{label.Helpful: ratio(c.TP, c.TP+c.FN), label.NotHelpful: ratio(c.TN, c.TN+c.FP)}
+	r.PerClass = map[string]float64{mfilter.Helpful: ratio(c.TP, c.TP+c.FN), mfilter.NotHelpful: ratio(c.TN, c.TN+c.FP)}
 	if auc, ok := ROCAUC(gold, p); ok {
 		r.ROCAUC = &auc
 	}
@@ -219,9 +218,9 @@ func Report(examples []label.Example, p []float64, windows []int, threshold floa
 		cc := Confuse(gold, p, t)
 		r.Sweep = append(r.Sweep, ThresholdPoint{t, cc.Accuracy(), cc.Precision(), cc.Recall(), cc.F1()})
 	}
-	r.MajorityClass, r.MajorityBaseline = label.Helpful, ratio(npos, len(examples))
+	r.MajorityClass, r.MajorityBaseline = mfilter.Helpful, ratio(npos, len(examples))
 	if len(examples)-npos > npos {
-		r.MajorityClass, r.MajorityBaseline = label.NotHelpful, ratio(len(examples)-npos, len(examples))
+		r.MajorityClass, r.MajorityBaseline = mfilter.NotHelpful, ratio(len(examples)-npos, len(examples))
 	}
 	return r
 }
@@ -233,9 +232,9 @@ func Report(examples []label.Example, p []float64, windows []int, threshold floa
 // aggregated per example (opt.Aggregate) and the example is [HELPFUL] when
 // P ≥ opt.Threshold. Errors: no examples, a checkpoint without the label
 // tokens (naming the directory and token), load or compute failures.
-func Evaluate(modelDir string, examples []label.Example, opt EvalOptions) (*EvalReport, error) {
+func Evaluate(modelDir string, examples []mfilter.Example, opt EvalOptions) (*EvalReport, error) {
 	if len(examples) == 0 {
-		return nil, fmt.Errorf("evaluate %s: %w", modelDir, label.ErrEmpty)
+		return nil, fmt.Errorf("evaluate %s: %w", modelDir, mfilter.ErrEmpty)
 	}
 	opt = opt.withDefaults()
 	if err := mfilter.CheckAggregate(opt.Aggregate); err != nil {
@@ -253,7 +252,7 @@ func Evaluate(modelDir string, examples []label.Example, opt EvalOptions) (*Eval
 	return r, nil
 }
 
-func (lm *labeled) evaluate(examples []label.Example, opt EvalOptions) (*EvalReport, error) {
+func (lm *labeled) evaluate(examples []mfilter.Example, opt EvalOptions) (*EvalReport, error) {
 	wins, err := Windows(lm.tok, examples, opt.MaxSeqLength, opt.DocStride)
 	if err != nil {
 		return nil, err
@@ -313,7 +312,7 @@ func (r *EvalReport) WriteRAG2Files(dir string) error {
 func (r *EvalReport) Metrics(prefix string) map[string]float64 {
 	m := map[string]float64{
 		prefix + "accuracy": r.Accuracy, prefix + "precision": r.Precision, prefix + "recall": r.Recall, prefix + "f1": r.F1,
-		prefix + "accuracy_helpful": r.PerClass[label.Helpful], prefix + "accuracy_not_helpful": r.PerClass[label.NotHelpful],
+		prefix + "accuracy_helpful": r.PerClass[mfilter.Helpful], prefix + "accuracy_not_helpful": r.PerClass[mfilter.NotHelpful],
 		prefix + "majority_baseline": r.MajorityBaseline,
 	}
 	if r.ROCAUC != nil && !math.IsNaN(*r.ROCAUC) {

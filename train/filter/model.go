@@ -10,7 +10,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/internal/catch"
-	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/t5"
@@ -47,7 +46,7 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64) (*lab
 	if err != nil {
 		return nil, err
 	}
-	ids := tok.AddTokens([]string{label.Helpful, label.NotHelpful})
+	ids := tok.AddTokens([]string{mfilter.Helpful, mfilter.NotHelpful})
 	if tok.Len() != m.Config.VocabSize {
 		if err := m.ResizeTokenEmbeddings(tok.Len()); err != nil {
 			return nil, fmt.Errorf("load %s: %w", dir, err)
@@ -79,7 +78,7 @@ func loadForEval(backendName, dir string) (*labeled, error) {
 	}
 	helpful, notHelpful, err := mfilter.LabelIDs(tok, cfg.VocabSize)
 	if err != nil {
-		return nil, fmt.Errorf("evaluate %s: %w (train one with `ragforge train filter`, which adds %s and %s)", dir, err, label.Helpful, label.NotHelpful)
+		return nil, fmt.Errorf("evaluate %s: %w (train one with `ragforge train filter`, which adds %s and %s)", dir, err, mfilter.Helpful, mfilter.NotHelpful)
 	}
 	m, err := t5.Load(be, dir)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/data/runs"
-	"github.com/ragforge/ragforge/label"
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -88,12 +88,12 @@ type Result struct {
 // kill would). Errors: invalid cfg, no training examples, an OutputDir that
 // already holds checkpoints without cfg.Resume, a checkpoint made with other
 // data or settings, load/compute/write failures.
-func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *runs.Run, progress func(Progress)) (*Result, error) {
+func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run *runs.Run, progress func(Progress)) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if len(train) == 0 {
-		return nil, fmt.Errorf("train filter: training set: %w", label.ErrEmpty)
+		return nil, fmt.Errorf("train filter: training set: %w", mfilter.ErrEmpty)
 	}
 	latest, err := CheckOutputDir(cfg)
 	if err != nil {
@@ -114,7 +114,7 @@ func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *r
 	target := make([]int, len(wins))
 	for i, w := range wins {
 		target[i] = lm.unhelpful
-		if train[w.Example].Answer == label.Helpful {
+		if train[w.Example].Answer == mfilter.Helpful {
 			target[i] = lm.helpful
 		}
 	}
@@ -355,7 +355,7 @@ func CheckOutputDir(cfg Config) (string, error) {
 }
 
 // dataHash fingerprints the training examples (id, answer, instruction) in order.
-func dataHash(examples []label.Example) string {
+func dataHash(examples []mfilter.Example) string {
 	h := sha256.New()
 	for _, ex := range examples {
 		fmt.Fprintf(h, "%d:%s%d:%s%d:%s", len(ex.ID), ex.ID, len(ex.Answer), ex.Answer, len(ex.Question), ex.Question)
