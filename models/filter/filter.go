@@ -27,17 +27,17 @@ const (
 
 // LabelIDs returns the ids of Helpful and NotHelpful in tok, checking that
 // each is one added token (encodes to itself alone) with an id below
-// vocabSize, the model's embedding rows. Errors name the token; callers add
-// the checkpoint directory.
+// vocabSize, the model's embedding rows. Errors wrap ErrNotFilter and name
+// the token; callers add the checkpoint directory.
 func LabelIDs(tok tokenizer.Tokenizer, vocabSize int) (helpful, notHelpful int, err error) {
 	var ids [2]int
 	for i, s := range []string{Helpful, NotHelpful} {
 		id, ok := tok.TokenToID(s)
 		if enc := tok.Encode(s, false); !ok || len(enc) != 1 || enc[0] != id {
-			return 0, 0, fmt.Errorf("tokenizer has no added token %q: not a RAG² filter checkpoint", s)
+			return 0, 0, fmt.Errorf("tokenizer has no added token %q: %w", s, ErrNotFilter)
 		}
 		if id >= vocabSize {
-			return 0, 0, fmt.Errorf("token %q has id %d, model vocab_size %d", s, id, vocabSize)
+			return 0, 0, fmt.Errorf("token %q has id %d, model vocab_size %d: %w", s, id, vocabSize, ErrNotFilter)
 		}
 		ids[i] = id
 	}

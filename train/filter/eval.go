@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -195,10 +196,7 @@ func Report(examples []mfilter.Example, p []float64, windows []int, threshold fl
 		if gold[i] {
 			npos++
 		}
-		pred := mfilter.NotHelpful
-		if p[i] >= threshold {
-			pred = mfilter.Helpful
-		}
+		pred := mfilter.LabelOf(p[i], threshold)
 		w := 0
 		if windows != nil {
 			w = windows[i]
@@ -240,11 +238,11 @@ func Evaluate(modelDir string, examples []mfilter.Example, opt EvalOptions) (*Ev
 	if err := mfilter.CheckAggregate(opt.Aggregate); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", modelDir, err)
 	}
-	lm, err := loadForEval(opt.Backend, modelDir)
+	p, err := loadForEval(opt.Backend, modelDir, opt.predictor())
 	if err != nil {
 		return nil, err
 	}
-	r, err := lm.evaluate(examples, opt)
+	r, err := evaluate(p, examples, opt.Threshold, opt.Progress)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", modelDir, err)
 	}
@@ -252,25 +250,26 @@ func Evaluate(modelDir string, examples []mfilter.Example, opt EvalOptions) (*Ev
 	return r, nil
 }
 
-func (lm *labeled) evaluate(examples []mfilter.Example, opt EvalOptions) (*EvalReport, error) {
-	wins, err := Windows(lm.tok, examples, opt.MaxSeqLength, opt.DocStride)
+// predictor is the models/filter configuration of o (after withDefaults).
+func (o EvalOptions) predictor() mfilter.Config {
+	return mfilter.Config{MaxSeqLength: o.MaxSeqLength, DocStride: o.DocStride, Aggregate: o.Aggregate, BatchSize: o.BatchSize}
+}
+
+// evaluate scores examples with p (windows, ScoreRows reporting progress,
+// aggregation by p.Config.Aggregate) and reports at threshold. It runs to
+// the end once started, as a checkpoint's validation must.
+func evaluate(p *mfilter.Predictor, examples []mfilter.Example, threshold float64, progress func(done, total int)) (*EvalReport, error) {
+	instr := make([]string, len(examples))
+	for i, ex := range examples {
+		instr[i] = ex.Question
+	}
+	score := func(ctx context.Context, rows [][]int) ([]float64, error) { return p.ScoreRows(ctx, rows, progress) }
+	probs, count, err := p.Predict(context.Background(), instr, score)
 	if err != nil {
 		return nil, err
 	}
-	rows := make([][]int, len(wins))
-	for i, w := range wins {
-		rows[i] = w.IDs
-	}
-	p, err := lm.scoreRows(rows, opt.BatchSize, opt.Progress)
-	if err != nil {
-		return nil, err
-	}
-	ex, count, err := mfilter.Aggregate(wins, p, len(examples), opt.Aggregate)
-	if err != nil {
-		return nil, err
-	}
-	r := Report(examples, ex, count, opt.Threshold)
-	r.Aggregate = opt.Aggregate
+	r := Report(examples, probs, count, threshold)
+	r.Aggregate = p.Config.Aggregate
 	return r, nil
 }
 

@@ -548,17 +548,17 @@ func TestTrainSkipNonFinite(t *testing.T) {
 func TestLabelRowsStartDistinct(t *testing.T) {
 	dir := smallModel(t, 0.1)
 	rows := func(seed int64) (emb, head [2][]float32) {
-		lm, err := loadForTraining(testBackend, dir, seed, 0)
+		lm, err := loadForTraining(testBackend, dir, seed, 0, DefaultConfig().predictor())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lm.m.Config.DropoutRate != 0 {
-			t.Errorf("dropout %g after override 0", lm.m.Config.DropoutRate)
+		if lm.Model.Config.DropoutRate != 0 {
+			t.Errorf("dropout %g after override 0", lm.Model.Config.DropoutRate)
 		}
-		d := lm.m.Config.DModel
+		d := lm.Model.Config.DModel
 		for i, name := range []string{"shared.weight", "lm_head.weight"} {
 			v := readParam(t, lm, name)
-			for k, id := range []int{lm.helpful, lm.unhelpful} {
+			for k, id := range []int{lm.Helpful, lm.NotHelpful} {
 				r := append([]float32(nil), v[id*d:(id+1)*d]...)
 				if i == 0 {
 					emb[k] = r
@@ -582,7 +582,7 @@ func TestLabelRowsStartDistinct(t *testing.T) {
 func readParam(t *testing.T, lm *labeled, name string) []float32 {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "m")
-	if err := lm.m.Save(dir); err != nil {
+	if err := lm.Model.Save(dir); err != nil {
 		t.Fatal(err)
 	}
 	return readWeights(t, filepath.Join(dir, t5.WeightsFile))[name]

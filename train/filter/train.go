@@ -103,19 +103,19 @@ func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run 
 	if latest != "" {
 		src = latest
 	}
-	lm, err := loadForTraining(cfg.Backend, src, cfg.Seed, cfg.Dropout)
+	lm, err := loadForTraining(cfg.Backend, src, cfg.Seed, cfg.Dropout, cfg.predictor())
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
-	wins, err := Windows(lm.tok, train, cfg.MaxSeqLength, cfg.DocStride)
+	wins, err := Windows(lm.Tokenizer, train, cfg.MaxSeqLength, cfg.DocStride)
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
 	target := make([]int, len(wins))
 	for i, w := range wins {
-		target[i] = lm.unhelpful
+		target[i] = lm.NotHelpful
 		if train[w.Example].Answer == mfilter.Helpful {
-			target[i] = lm.helpful
+			target[i] = lm.Helpful
 		}
 	}
 	B, A := cfg.BatchSize, cfg.GradAccumulation
@@ -126,7 +126,7 @@ func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run 
 		total = cfg.MaxSteps
 	}
 	epochs := (total + perEpoch - 1) / perEpoch
-	tr, err := trainer.New(lm.m.Backend, lm.m.Ctx, lm.lossFn, cfg.optim(total))
+	tr, err := trainer.New(lm.Model.Backend, lm.Model.Ctx, lm.lossFn, cfg.optim(total))
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
@@ -157,7 +157,7 @@ func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run 
 				return nil, fmt.Errorf("train filter: resume: %w", err)
 			}
 		}
-	} else if err := lm.m.Ctx.SetRNGStateFromSeed(cfg.Seed); err != nil {
+	} else if err := lm.Model.Ctx.SetRNGStateFromSeed(cfg.Seed); err != nil {
 		return nil, fmt.Errorf("train filter: seed: %w", err)
 	}
 	report := func(p Progress) {
@@ -177,8 +177,7 @@ func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run 
 		step := tr.GlobalStep()
 		improved := false
 		if len(valid) > 0 {
-			r, err := lm.evaluate(valid, EvalOptions{MaxSeqLength: cfg.MaxSeqLength, DocStride: cfg.DocStride,
-				BatchSize: cfg.EvalBatchSize, Aggregate: cfg.Aggregate, Threshold: 0.5})
+			r, err := evaluate(lm.Predictor, valid, 0.5, nil)
 			if err != nil {
 				return false, fmt.Errorf("validation at step %d: %w", step, err)
 			}
@@ -206,10 +205,10 @@ func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run 
 			st.BestModelCheckpoint = name
 		}
 		dir, err := trainer.WriteCheckpoint(cfg.OutputDir, step, func(dir string) error {
-			if err := lm.m.Save(dir); err != nil {
+			if err := lm.Model.Save(dir); err != nil {
 				return err
 			}
-			if err := lm.tok.Save(dir); err != nil {
+			if err := lm.Tokenizer.Save(dir); err != nil {
 				return err
 			}
 			if err := tr.SaveState(filepath.Join(dir, trainer.OptimizerFile)); err != nil {
@@ -266,7 +265,7 @@ loop:
 					tokens += len(wins[i].IDs)
 				}
 				rows += len(idx)
-				idT, maskT := encoderBatch(ids, B, lm.m.Config.PadTokenID)
+				idT, maskT := mfilter.EncoderBatch(ids, B, lm.Model.Config.PadTokenID)
 				decT, labT := lm.targetBatch(labels, B)
 				micro = append(micro, []*tensors.Tensor{idT, maskT, decT, labT})
 			}
