@@ -30,32 +30,23 @@ import (
 )
 
 // The RAG² filter schema (class tokens, Example, Instruction, JSON/JSONL
-// files) lives with the model in models/filter; these names keep the
-// labelers' callers on one import.
+// files) lives with the model in models/filter; these aliases keep the
+// labelers' existing callers (the CLI, the server's label API) compiling
+// until they import models/filter themselves.
 const (
-	Helpful     = filter.Helpful
-	NotHelpful  = filter.NotHelpful
-	FormatJSON  = filter.FormatJSON
-	FormatJSONL = filter.FormatJSONL
+	Helpful    = filter.Helpful
+	NotHelpful = filter.NotHelpful
 )
 
-type (
-	Example = filter.Example
-	Format  = filter.Format
-)
+// Example is a models/filter.Example (see above).
+type Example = filter.Example
 
 var (
-	ErrEmpty         = filter.ErrEmpty
-	ValidLabel       = filter.ValidLabel
-	Instruction      = filter.Instruction
-	ParseInstruction = filter.ParseInstruction
-	FormatOf         = filter.FormatOf
-	ReadExamples     = filter.ReadExamples
-	ParseExamples    = filter.ParseExamples
-	EncodeExamples   = filter.EncodeExamples
-	WriteExamples    = filter.WriteExamples
-	WriteJSON        = filter.WriteJSON
-	WriteJSONL       = filter.WriteJSONL
+	ValidLabel    = filter.ValidLabel
+	Instruction   = filter.Instruction
+	FormatOf      = filter.FormatOf
+	ReadExamples  = filter.ReadExamples
+	WriteExamples = filter.WriteExamples
 )
 
 // Label methods recorded as provenance.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragforge/ragforge/models/filter"
+
 	"github.com/ragforge/ragforge/data/sqlitedb"
 )
 
@@ -39,8 +41,8 @@ type Label struct {
 }
 
 // Example returns the RAG² record of l with its machine label.
-func (l Label) Example() Example {
-	return Example{ID: l.ExampleID, Question: Instruction(l.Snippet, l.Question), Answer: l.Label, DatasetName: l.DatasetName}
+func (l Label) Example() filter.Example {
+	return filter.Example{ID: l.ExampleID, Question: filter.Instruction(l.Snippet, l.Question), Answer: l.Label, DatasetName: l.DatasetName}
 }
 
 // Record is a stored label with its review state. Effective is the label of
@@ -56,7 +58,7 @@ type Record struct {
 }
 
 // Example returns the RAG² record of r with its effective label.
-func (r Record) Example() Example {
+func (r Record) Example() filter.Example {
 	ex := r.Label.Example()
 	ex.Answer = r.Effective
 	return ex

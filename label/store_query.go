@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 const recordCols = `id, run_id, example_key, example_id, query_id, question, target, snippet, chunk_id, dataset_name,
@@ -80,7 +82,7 @@ type Filter struct {
 // List returns the labels matching f, in id order (or by confidence, see
 // Filter.LowConfidence).
 func (s *Store) List(f Filter) ([]Record, error) {
-	if f.Class != "" && !ValidLabel(f.Class) {
+	if f.Class != "" && !filter.ValidLabel(f.Class) {
 		return nil, fmt.Errorf("list labels: class %q is neither %s nor %s", f.Class, Helpful, NotHelpful)
 	}
 	var where []string
@@ -130,7 +132,7 @@ func (s *Store) List(f Filter) ([]Record, error) {
 // Examples returns the RAG² examples of runID with their effective labels,
 // ordered by query id then example id (not storage order), so the export of
 // identical runs is identical.
-func (s *Store) Examples(runID string) ([]Example, error) {
+func (s *Store) Examples(runID string) ([]filter.Example, error) {
 	recs, err := s.List(Filter{RunID: runID})
 	if err != nil {
 		return nil, err
@@ -143,7 +145,7 @@ func (s *Store) Examples(runID string) ([]Example, error) {
 		}
 		return recs[i].ExampleID < recs[j].ExampleID
 	})
-	out := make([]Example, len(recs))
+	out := make([]filter.Example, len(recs))
 	for i, r := range recs {
 		out[i] = r.Example()
 	}
@@ -153,8 +155,8 @@ func (s *Store) Examples(runID string) ([]Example, error) {
 // Export writes the examples of runID (effective labels) to path in format
 // (see FormatOf; "" picks by extension) and returns how many it wrote. Errors:
 // a run without labels, or a write error (an existing file is then kept).
-func (s *Store) Export(runID, path string, format Format) (int, error) {
-	f, err := FormatOf(string(format), path)
+func (s *Store) Export(runID, path string, format filter.Format) (int, error) {
+	f, err := filter.FormatOf(string(format), path)
 	if err != nil {
 		return 0, fmt.Errorf("export run %q: %w", runID, err)
 	}
@@ -165,7 +167,7 @@ func (s *Store) Export(runID, path string, format Format) (int, error) {
 	if len(exs) == 0 {
 		return 0, fmt.Errorf("export run %q: no labels stored for this run", runID)
 	}
-	if err := WriteExamples(path, f, exs); err != nil {
+	if err := filter.WriteExamples(path, f, exs); err != nil {
 		return 0, fmt.Errorf("export run %q: %w", runID, err)
 	}
 	return len(exs), nil

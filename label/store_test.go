@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 func openTestStore(t *testing.T) *Store {
@@ -217,10 +219,10 @@ func TestStoreExportImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "flipped.jsonl")
-	if _, err := s.Export("import-examples.json", out, FormatJSONL); err != nil {
+	if _, err := s.Export("import-examples.json", out, filter.FormatJSONL); err != nil {
 		t.Fatal(err)
 	}
-	exs, err := ReadExamples(out)
+	exs, err := filter.ReadExamples(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,8 +235,8 @@ func TestStoreExportImport(t *testing.T) {
 	// A bad file stores nothing and loses nothing.
 	before := counts(t, s, "import-examples.json")
 	bad := filepath.Join(dir, "bad.jsonl")
-	os.WriteFile(bad, []byte(`{"id":"x","question":`+quote(Instruction("e", "q"))+`,"answer":"[HELPFUL]"}`+"\n"+
-		`{"id":"y","question":`+quote(Instruction("e2", "q"))+`,"answer":"maybe"}`+"\n"), 0o644)
+	os.WriteFile(bad, []byte(`{"id":"x","question":`+quote(filter.Instruction("e", "q"))+`,"answer":"[HELPFUL]"}`+"\n"+
+		`{"id":"y","question":`+quote(filter.Instruction("e2", "q"))+`,"answer":"maybe"}`+"\n"), 0o644)
 	_, err = s.Import("import-examples.json", bad)
 	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), `record 2 (line 2): field "answer"`) {
 		t.Fatalf("import of bad file: %v", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // Put stores labels in one transaction, replacing the machine fields of a
@@ -78,7 +80,7 @@ func checkLabel(l Label) error {
 		return fmt.Errorf("field %q: empty", "id")
 	case l.Method == "":
 		return fmt.Errorf("field %q: empty", "method")
-	case !ValidLabel(l.Label):
+	case !filter.ValidLabel(l.Label):
 		return fmt.Errorf("field %q: label %q is neither %s nor %s", "label", l.Label, Helpful, NotHelpful)
 	}
 	return nil
@@ -95,13 +97,13 @@ func (s *Store) Import(runID, path string) ([]Label, error) {
 // ImportContext is Import, storing nothing when ctx is cancelled before the
 // labels are committed (the error wraps ctx.Err()).
 func (s *Store) ImportContext(ctx context.Context, runID, path string) ([]Label, error) {
-	exs, err := ReadExamples(path)
+	exs, err := filter.ReadExamples(path)
 	if err != nil {
 		return nil, err
 	}
 	labels := make([]Label, len(exs))
 	for i, ex := range exs {
-		ev, q, _ := ParseInstruction(ex.Question) // validated by ReadExamples
+		ev, q, _ := filter.ParseInstruction(ex.Question) // validated by ReadExamples
 		labels[i] = Label{RunID: runID, Key: Key(q, "", ev), ExampleID: ex.ID, Question: q, Snippet: ev,
 			DatasetName: ex.DatasetName, Label: ex.Answer, Method: MethodImport, Scorer: path}
 	}
