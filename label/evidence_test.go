@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragforge/ragforge/models/filter"
+
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/runs"
 	"github.com/ragforge/ragforge/retrieval"
@@ -77,7 +79,7 @@ func TestEvidenceLabeler(t *testing.T) {
 			}
 			g := got[1]
 			if g.Method != MethodEvidence || g.Score != 8 || g.ExampleID != "q1#a#0" || g.Target != "1 minuto" || g.DatasetName != "ap_qa" ||
-				g.Example().Question != Instruction(evChunks["a#0"].Text, evQuery.Text) {
+				g.Example().Question != filter.Instruction(evChunks["a#0"].Text, evQuery.Text) {
 				t.Errorf("label %+v", g)
 			}
 		})

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ragforge/ragforge/models/filter"
+
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/chunk"
 	"github.com/ragforge/ragforge/retrieval"
@@ -48,7 +50,7 @@ type ICTOptions struct {
 // draw is reproducible from Seed and the chunk ids. Ids are
 // "ict:<chunk id>:<k>#<evidence chunk id>"; DatasetName is "ict".
 // Errors: fewer than two documents, a retriever error.
-func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]Example, error) {
+func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]filter.Example, error) {
 	if opt.PerChunk <= 0 {
 		opt.PerChunk = 2
 	}
@@ -73,7 +75,7 @@ func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]Ex
 			use[i] = chunks[j]
 		}
 	}
-	var out []Example
+	var out []filter.Example
 	for _, c := range use {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -119,8 +121,8 @@ func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]Ex
 			}
 			id := fmt.Sprintf("ict:%s:%d", c.ID, k)
 			out = append(out,
-				Example{ID: id + "#" + c.ID, Question: Instruction(strings.Join(rest, " "), q), Answer: Helpful, DatasetName: MethodICT},
-				Example{ID: id + "#" + chunks[neg].ID, Question: Instruction(chunks[neg].Text, q), Answer: NotHelpful, DatasetName: MethodICT})
+				filter.Example{ID: id + "#" + c.ID, Question: filter.Instruction(strings.Join(rest, " "), q), Answer: Helpful, DatasetName: MethodICT},
+				filter.Example{ID: id + "#" + chunks[neg].ID, Question: filter.Instruction(chunks[neg].Text, q), Answer: NotHelpful, DatasetName: MethodICT})
 		}
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragforge/ragforge/models/filter"
+
 	"github.com/ragforge/ragforge/data"
 )
 
@@ -25,11 +27,11 @@ func TestICTExamples(t *testing.T) {
 	}
 	for i := 0; i < len(ex); i += 2 {
 		pos, neg := ex[i], ex[i+1]
-		ev, q, err := ParseInstruction(pos.Question)
+		ev, q, err := filter.ParseInstruction(pos.Question)
 		if err != nil {
 			t.Fatal(err)
 		}
-		nev, nq, _ := ParseInstruction(neg.Question)
+		nev, nq, _ := filter.ParseInstruction(neg.Question)
 		own := strings.Split(strings.TrimPrefix(pos.ID, "ict:"), ":")[0]
 		switch {
 		case pos.Answer != Helpful || neg.Answer != NotHelpful:

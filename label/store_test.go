@@ -1,12 +1,15 @@
 package label
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 func openTestStore(t *testing.T) *Store {
@@ -196,7 +199,7 @@ func TestStoreExportImport(t *testing.T) {
 	// Importing the golden file and exporting it again gives the same bytes.
 	for _, golden := range []string{"examples.json", "examples.jsonl"} {
 		run := "import-" + golden
-		if _, err := s.Import(run, filepath.Join("testdata", golden)); err != nil {
+		if _, err := s.Import(run, filepath.Join(goldenDir, golden)); err != nil {
 			t.Fatal(err)
 		}
 		out := filepath.Join(dir, golden)
@@ -205,7 +208,7 @@ func TestStoreExportImport(t *testing.T) {
 			t.Fatalf("export %s: %d, %v", golden, n, err)
 		}
 		got, _ := os.ReadFile(out)
-		want, _ := os.ReadFile(filepath.Join("testdata", golden))
+		want, _ := os.ReadFile(filepath.Join(goldenDir, golden))
 		if string(got) != string(want) {
 			t.Errorf("%s: export differs from import\n got %s\nwant %s", golden, got, want)
 		}
@@ -216,10 +219,10 @@ func TestStoreExportImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "flipped.jsonl")
-	if _, err := s.Export("import-examples.json", out, FormatJSONL); err != nil {
+	if _, err := s.Export("import-examples.json", out, filter.FormatJSONL); err != nil {
 		t.Fatal(err)
 	}
-	exs, err := ReadExamples(out)
+	exs, err := filter.ReadExamples(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,8 +235,8 @@ func TestStoreExportImport(t *testing.T) {
 	// A bad file stores nothing and loses nothing.
 	before := counts(t, s, "import-examples.json")
 	bad := filepath.Join(dir, "bad.jsonl")
-	os.WriteFile(bad, []byte(`{"id":"x","question":`+quote(Instruction("e", "q"))+`,"answer":"[HELPFUL]"}`+"\n"+
-		`{"id":"y","question":`+quote(Instruction("e2", "q"))+`,"answer":"maybe"}`+"\n"), 0o644)
+	os.WriteFile(bad, []byte(`{"id":"x","question":`+quote(filter.Instruction("e", "q"))+`,"answer":"[HELPFUL]"}`+"\n"+
+		`{"id":"y","question":`+quote(filter.Instruction("e2", "q"))+`,"answer":"maybe"}`+"\n"), 0o644)
 	_, err = s.Import("import-examples.json", bad)
 	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), `record 2 (line 2): field "answer"`) {
 		t.Fatalf("import of bad file: %v", err)
@@ -307,4 +310,13 @@ func TestExportOrderIndependentOfStorageOrder(t *testing.T) {
 	if i, j := strings.Index(files[0], "q1#c1"), strings.Index(files[0], "q2#c1"); i < 0 || j < i {
 		t.Errorf("not in question order:\n%s", files[0])
 	}
+}
+
+// goldenDir holds the RAG² example files, beside their schema in models/filter.
+var goldenDir = filepath.Join("..", "models", "filter", "testdata")
+
+// quote is s as a JSON string.
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -2,14 +2,13 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/internal/progress"
-	"github.com/ragforge/ragforge/label"
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -27,20 +26,12 @@ func newTrainCmd(g *globals) *cobra.Command {
 }
 
 type trainFilterOptions struct {
-	Config    filter.Config
-	Recipe    string
-	Train     string
-	Valid     string
-	ValidFrac float64
-	Augment   string
+	Config filter.Config
+	Recipe string
+	Data   filter.Data
 }
 
-func newTrainFilterCmd(g *globals) *cobra.Command {
-	o := trainFilterOptions{Config: filter.DefaultConfig(), ValidFrac: 0.2}
-	cmd := &cobra.Command{
-		Use:   "filter",
-		Short: "Fine-tune a T5 checkpoint as the RAG² [HELPFUL]/[NOT_HELPFUL] filter",
-		Long: `Fine-tunes a T5 checkpoint (a real Flan-T5 or ` + "`models init`" + ` output) on
+const trainFilterLong = `Fine-tunes a T5 checkpoint (a real Flan-T5 or ` + "`models init`" + ` output) on
 RAG² filter examples (JSON list or JSONL with id, question, answer,
 dataset_name). [HELPFUL] and [NOT_HELPFUL] are added as tokens (embeddings
 resized); the target is the label token followed by </s>. Inputs longer than
@@ -62,122 +53,26 @@ Explicit --lr/--warmup-ratio/--epochs/--batch-size/--dropout override the
 recipe. When the two label tokens' embedding (or output) rows are identical —
 as adding them to a checkpoint gives (HF resize_token_embeddings puts the
 mean row in both) — they get N(0, 0.02²) noise seeded by --seed, because two
-identical rows are a symmetric start that training never separates.`,
+identical rows are a symmetric start that training never separates.`
+
+func newTrainFilterCmd(g *globals) *cobra.Command {
+	o := trainFilterOptions{Config: filter.DefaultConfig(), Data: filter.Data{ValidFrac: 0.2}}
+	cmd := &cobra.Command{
+		Use:     "filter",
+		Short:   "Fine-tune a T5 checkpoint as the RAG² [HELPFUL]/[NOT_HELPFUL] filter",
+		Long:    trainFilterLong,
 		Example: `  ragforge train filter --model work/t5-tiny --train ../shared/data/rag2_filter/medqa_llama3_cot_5pct-train.json --out work/filter --epochs 2`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			c := o.Config
-			c.Backend = g.Backend
-			if o.Train == "" || c.ModelDir == "" || c.OutputDir == "" {
-				return fmt.Errorf("--model, --train and --out are required")
-			}
-			if !trainer.ValidScheduler(c.LRScheduler) {
-				return fmt.Errorf("--lr-scheduler %q: want one of %s", c.LRScheduler, strings.Join(trainer.Schedulers, ", "))
-			}
-			if c.LoggingSteps < 1 {
-				return fmt.Errorf("--logging-steps %d: want >= 1", c.LoggingSteps)
-			}
-			recipe, err := resolveRecipe(o.Recipe, c.ModelDir)
-			if err != nil {
-				return err
-			}
-			r, err := filter.LookupRecipe(recipe)
-			if err != nil {
-				return err
-			}
-			r.Apply(&c)
-			x := o.Config
-			keepExplicit(cmd, map[string]func(){
-				"lr": func() { c.LearningRate = x.LearningRate }, "warmup-ratio": func() { c.WarmupRatio = x.WarmupRatio },
-				"epochs": func() { c.Epochs = x.Epochs }, "batch-size": func() { c.BatchSize = x.BatchSize },
-				"dropout": func() { c.Dropout = x.Dropout },
-			})
-			if err := c.Validate(); err != nil {
-				return err
-			}
-			examples, err := label.ReadExamples(o.Train)
-			if err != nil {
-				return err
-			}
-			train, valid := examples, []label.Example(nil)
-			if o.Valid != "" {
-				if valid, err = label.ReadExamples(o.Valid); err != nil {
-					return err
-				}
-			} else if o.ValidFrac > 0 {
-				if train, valid, err = filter.SplitByQuestion(examples, o.ValidFrac, c.Seed); err != nil {
-					return err
-				}
-			}
-			if o.Augment != "" {
-				extra, err := label.ReadExamples(o.Augment)
-				if err != nil {
-					return err
-				}
-				train = append(append([]label.Example{}, train...), extra...)
-			}
-			// Keep the split beside the checkpoints, so `eval filter --data
-			// OUT/valid.jsonl` evaluates exactly the held-out questions.
-			if !c.Resume && len(valid) > 0 {
-				if err := os.MkdirAll(c.OutputDir, 0o755); err != nil {
-					return err
-				}
-				if err := label.WriteExamples(filepath.Join(c.OutputDir, "train.jsonl"), label.FormatJSONL, train); err != nil {
-					return err
-				}
-				if err := label.WriteExamples(filepath.Join(c.OutputDir, "valid.jsonl"), label.FormatJSONL, valid); err != nil {
-					return err
-				}
-			}
-			if _, err := filter.CheckOutputDir(c); err != nil {
-				return err // before a run is started (and recorded in --out)
-			}
-			// --resume continues the run that wrote --out (its metrics go on from the checkpoint's step).
-			st, run, err := startOrResumeRun(g, "train-filter", map[string]any{"config": c, "recipe": recipe, "train": o.Train, "augment": o.Augment, "valid": o.Valid, "valid_frac": o.ValidFrac},
-				c.OutputDir, c.Resume)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			defer finishRun(run, &err)
-			bar := progress.New(g.Err, -1, "train filter")
-			res, err := filter.Train(cmdContext(cmd), c, train, valid, run, func(p filter.Progress) {
-				switch p.Phase {
-				case "train":
-					bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Epochs, p.Loss, p.LearningRate, p.TokensPerSec))
-					bar.Set(p.Step, p.Steps)
-				case "log", "eval":
-					bar.Println(g.Err, filterLogLine(p))
-				}
-			})
-			bar.Finish()
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, map[string]any{"run_id": run.ID, "recipe": recipe, "result": res})
-			}
-			fmt.Fprintf(g.Out, "run %s: %d steps (%s), final loss %.4f, %d train examples (%d windows), %d validation examples\n",
-				run.ID, res.GlobalStep, res.StopReason, res.FinalLoss, res.TrainExamples, res.TrainWindows, len(valid))
-			if c.SkipNonFinite || res.SkippedNonFinite > 0 {
-				fmt.Fprintf(g.Out, "%d updates skipped: loss or gradient not finite\n", res.SkippedNonFinite)
-			}
-			if res.BestAccuracy >= 0 {
-				fmt.Fprintf(g.Out, "best checkpoint %s (validation accuracy %.4f)\n", res.BestCheckpoint, res.BestAccuracy)
-			} else {
-				fmt.Fprintf(g.Out, "last checkpoint %s\n", res.LastCheckpoint)
-			}
-			return nil
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runTrainFilter(cmd, g, o) },
 	}
 	c := &o.Config
 	f := cmd.Flags()
 	f.StringVar(&c.ModelDir, "model", "", "starting T5 checkpoint directory (required)")
 	addRecipeFlag(cmd, &o.Recipe, "T5")
-	f.StringVar(&o.Train, "train", "", "training examples, RAG² filter schema (.json or .jsonl) (required)")
-	f.StringVar(&o.Valid, "valid", "", "validation examples (default: hold out --valid-frac of the questions)")
-	f.StringVar(&o.Augment, "augment", "", "extra training examples added after the split, never held out (e.g. `label ict` output)")
-	f.Float64Var(&o.ValidFrac, "valid-frac", o.ValidFrac, "fraction of questions held out for validation when --valid is not given (0: none)")
+	f.StringVar(&o.Data.Train, "train", "", "training examples, RAG² filter schema (.json or .jsonl) (required)")
+	f.StringVar(&o.Data.Valid, "valid", "", "validation examples (default: hold out --valid-frac of the questions)")
+	f.StringVar(&o.Data.Augment, "augment", "", "extra training examples added after the split, never held out (e.g. `label ict` output)")
+	f.Float64Var(&o.Data.ValidFrac, "valid-frac", o.Data.ValidFrac, "fraction of questions held out for validation when --valid is not given (0: none)")
 	f.StringVar(&c.OutputDir, "out", "", "output directory for checkpoints (required)")
 	f.IntVar(&c.MaxSeqLength, "max-seq-length", c.MaxSeqLength, "tokens per window (</s> included)")
 	f.IntVar(&c.DocStride, "doc-stride", c.DocStride, "tokens shared by consecutive windows")
@@ -199,6 +94,87 @@ identical rows are a symmetric start that training never separates.`,
 	f.IntVar(&c.EarlyStoppingPatience, "early-stopping", c.EarlyStoppingPatience, "stop after N validations without a better accuracy (0: off)")
 	f.BoolVar(&c.Resume, "resume", false, "continue from the newest checkpoint in --out")
 	return cmd
+}
+
+// trainFilterConfig is o.Config with the backend, the recipe's settings and
+// the explicitly given flags over them, validated; it returns the recipe's
+// name too.
+func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (filter.Config, string, error) {
+	c := o.Config
+	c.Backend = g.Backend
+	if o.Data.Train == "" || c.ModelDir == "" || c.OutputDir == "" {
+		return c, "", fmt.Errorf("--model, --train and --out are required")
+	}
+	if !trainer.ValidScheduler(c.LRScheduler) {
+		return c, "", fmt.Errorf("--lr-scheduler %q: want one of %s", c.LRScheduler, strings.Join(trainer.Schedulers, ", "))
+	}
+	if c.LoggingSteps < 1 {
+		return c, "", fmt.Errorf("--logging-steps %d: want >= 1", c.LoggingSteps)
+	}
+	recipe, err := resolveRecipe(o.Recipe, c.ModelDir)
+	if err != nil {
+		return c, "", err
+	}
+	r, err := filter.LookupRecipe(recipe)
+	if err != nil {
+		return c, "", err
+	}
+	r.Apply(&c)
+	x := o.Config
+	keepExplicit(cmd, map[string]func(){
+		"lr": func() { c.LearningRate = x.LearningRate }, "warmup-ratio": func() { c.WarmupRatio = x.WarmupRatio },
+		"epochs": func() { c.Epochs = x.Epochs }, "batch-size": func() { c.BatchSize = x.BatchSize },
+		"dropout": func() { c.Dropout = x.Dropout },
+	})
+	return c, recipe, c.Validate()
+}
+
+func runTrainFilter(cmd *cobra.Command, g *globals, o trainFilterOptions) (err error) {
+	c, recipe, err := trainFilterConfig(cmd, g, o)
+	if err != nil {
+		return err
+	}
+	// Before a run is started (and recorded in --out).
+	train, valid, err := filter.PrepareData(c, o.Data)
+	if err != nil {
+		return err
+	}
+	// --resume continues the run that wrote --out (its metrics go on from the checkpoint's step).
+	st, run, err := startOrResumeRun(g, "train-filter", map[string]any{"config": c, "recipe": recipe, "train": o.Data.Train, "augment": o.Data.Augment, "valid": o.Data.Valid, "valid_frac": o.Data.ValidFrac},
+		c.OutputDir, c.Resume)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer finishRun(run, &err)
+	bar := progress.New(g.Err, -1, "train filter")
+	res, err := filter.Train(cmdContext(cmd), c, train, valid, run, func(p filter.Progress) {
+		switch p.Phase {
+		case "train":
+			bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Epochs, p.Loss, p.LearningRate, p.TokensPerSec))
+			bar.Set(p.Step, p.Steps)
+		case "log", "eval":
+			bar.Println(g.Err, filterLogLine(p))
+		}
+	})
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, map[string]any{"run_id": run.ID, "recipe": recipe, "result": res})
+	}
+	fmt.Fprintf(g.Out, "run %s: %d steps (%s), final loss %.4f, %d train examples (%d windows), %d validation examples\n",
+		run.ID, res.GlobalStep, res.StopReason, res.FinalLoss, res.TrainExamples, res.TrainWindows, len(valid))
+	if c.SkipNonFinite || res.SkippedNonFinite > 0 {
+		fmt.Fprintf(g.Out, "%d updates skipped: loss or gradient not finite\n", res.SkippedNonFinite)
+	}
+	if res.BestAccuracy >= 0 {
+		fmt.Fprintf(g.Out, "best checkpoint %s (validation accuracy %.4f)\n", res.BestCheckpoint, res.BestAccuracy)
+	} else {
+		fmt.Fprintf(g.Out, "last checkpoint %s\n", res.LastCheckpoint)
+	}
+	return nil
 }
 
 // filterLogLine formats a "log" or "eval" progress report as HF Trainer's
@@ -241,7 +217,7 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 			if model, err = modelDir(g, "model", model); err != nil {
 				return err
 			}
-			examples, err := label.ReadExamples(dataPath)
+			examples, err := mfilter.ReadExamples(dataPath)
 			if err != nil {
 				return err
 			}

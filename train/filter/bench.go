@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/backend"
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -50,7 +52,7 @@ func BenchTrainStep(cfg t5.Config, batch, encLen, decLen, steps int) (BenchResul
 	if err := m.Ctx.SetRNGStateFromSeed(1); err != nil {
 		return BenchResult{}, err
 	}
-	lm := &labeled{m: m, helpful: cfg.VocabSize - 2, unhelpful: cfg.VocabSize - 1}
+	lm := &labeled{&mfilter.Predictor{Model: m, Helpful: cfg.VocabSize - 2, NotHelpful: cfg.VocabSize - 1, Config: mfilter.Config{BatchSize: batch}}}
 	oc := trainer.DefaultConfig()
 	oc.TotalSteps = steps + 1
 	tr, err := trainer.New(be, m.Ctx, lm.lossFn, oc)
@@ -71,7 +73,7 @@ func BenchTrainStep(cfg t5.Config, batch, encLen, decLen, steps int) (BenchResul
 			lab[b][j] = 2 + rng.IntN(cfg.VocabSize-2)
 		}
 	}
-	idT, maskT := encoderBatch(ids, batch, cfg.PadTokenID)
+	idT, maskT := mfilter.EncoderBatch(ids, batch, cfg.PadTokenID)
 	dec := t5.ShiftRight(lab, cfg.DecoderStartTokenID, cfg.PadTokenID)
 	toT := func(x [][]int) *tensors.Tensor {
 		v := make([]int32, 0, batch*decLen)
@@ -90,11 +92,12 @@ func BenchTrainStep(cfg t5.Config, batch, encLen, decLen, steps int) (BenchResul
 		return BenchResult{}, err
 	}
 	// Scoring changes no variable: compile it without running it.
-	if err := lm.compileScore(); err != nil {
+	score, err := lm.Compile()
+	if err != nil {
 		return BenchResult{}, err
 	}
 	if err := catch.Do(func() {
-		if err := lm.score.PreCompile(idT, maskT); err != nil {
+		if err := score.PreCompile(idT, maskT); err != nil {
 			panic(err)
 		}
 	}); err != nil {
@@ -117,7 +120,7 @@ func BenchTrainStep(cfg t5.Config, batch, encLen, decLen, steps int) (BenchResul
 	res.MsPerStepMedian = 1e3 * median(perStep)
 	t0 = time.Now()
 	for range steps {
-		if _, err := lm.scoreRows(ids, batch, nil); err != nil {
+		if _, err := lm.ScoreRows(context.Background(), ids, nil); err != nil {
 			return BenchResult{}, err
 		}
 	}

@@ -145,3 +145,9 @@ func (c Config) optim(total int) trainer.Config {
 	o.Scheduler, o.SkipNonFinite = c.LRScheduler, c.SkipNonFinite
 	return o
 }
+
+// predictor is the models/filter configuration of validation: windows as
+// in training, EvalBatchSize windows per call, c.Aggregate.
+func (c Config) predictor() mfilter.Config {
+	return mfilter.Config{MaxSeqLength: c.MaxSeqLength, DocStride: c.DocStride, Aggregate: c.Aggregate, BatchSize: c.EvalBatchSize}
+}

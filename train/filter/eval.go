@@ -1,13 +1,13 @@
 package filter
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 
-	"github.com/ragforge/ragforge/label"
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
 )
@@ -187,19 +187,16 @@ type EvalReport struct {
 }
 
 // Report computes an EvalReport from per-example probabilities.
-func Report(examples []label.Example, p []float64, windows []int, threshold float64) *EvalReport {
+func Report(examples []mfilter.Example, p []float64, windows []int, threshold float64) *EvalReport {
 	gold := make([]bool, len(examples))
 	npos := 0
 	r := &EvalReport{N: len(examples), Threshold: threshold}
 	for i, ex := range examples {
-		gold[i] = ex.Answer == label.Helpful
+		gold[i] = ex.Answer == mfilter.Helpful
 		if gold[i] {
 			npos++
 		}
-		pred := label.NotHelpful
-		if p[i] >= threshold {
-			pred = label.Helpful
-		}
+		pred := mfilter.LabelOf(p[i], threshold)
 		w := 0
 		if windows != nil {
 			w = windows[i]
@@ -210,7 +207,7 @@ func Report(examples []label.Example, p []float64, windows []int, threshold floa
 	c := Confuse(gold, p, threshold)
 	r.Confusion, r.Accuracy = c, c.Accuracy()
 	r.Precision, r.Recall, r.F1 = c.Precision(), c.Recall(), c.F1()
-	r.PerClass = map[string]float64{label.Helpful: ratio(c.TP, c.TP+c.FN), label.NotHelpful: ratio(c.TN, c.TN+c.FP)}
+	r.PerClass = map[string]float64{mfilter.Helpful: ratio(c.TP, c.TP+c.FN), mfilter.NotHelpful: ratio(c.TN, c.TN+c.FP)}
 	if auc, ok := ROCAUC(gold, p); ok {
 		r.ROCAUC = &auc
 	}
@@ -219,9 +216,9 @@ func Report(examples []label.Example, p []float64, windows []int, threshold floa
 		cc := Confuse(gold, p, t)
 		r.Sweep = append(r.Sweep, ThresholdPoint{t, cc.Accuracy(), cc.Precision(), cc.Recall(), cc.F1()})
 	}
-	r.MajorityClass, r.MajorityBaseline = label.Helpful, ratio(npos, len(examples))
+	r.MajorityClass, r.MajorityBaseline = mfilter.Helpful, ratio(npos, len(examples))
 	if len(examples)-npos > npos {
-		r.MajorityClass, r.MajorityBaseline = label.NotHelpful, ratio(len(examples)-npos, len(examples))
+		r.MajorityClass, r.MajorityBaseline = mfilter.NotHelpful, ratio(len(examples)-npos, len(examples))
 	}
 	return r
 }
@@ -233,19 +230,19 @@ func Report(examples []label.Example, p []float64, windows []int, threshold floa
 // aggregated per example (opt.Aggregate) and the example is [HELPFUL] when
 // P ≥ opt.Threshold. Errors: no examples, a checkpoint without the label
 // tokens (naming the directory and token), load or compute failures.
-func Evaluate(modelDir string, examples []label.Example, opt EvalOptions) (*EvalReport, error) {
+func Evaluate(modelDir string, examples []mfilter.Example, opt EvalOptions) (*EvalReport, error) {
 	if len(examples) == 0 {
-		return nil, fmt.Errorf("evaluate %s: %w", modelDir, label.ErrEmpty)
+		return nil, fmt.Errorf("evaluate %s: %w", modelDir, mfilter.ErrEmpty)
 	}
 	opt = opt.withDefaults()
 	if err := mfilter.CheckAggregate(opt.Aggregate); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", modelDir, err)
 	}
-	lm, err := loadForEval(opt.Backend, modelDir)
+	p, err := loadForEval(opt.Backend, modelDir, opt.predictor())
 	if err != nil {
 		return nil, err
 	}
-	r, err := lm.evaluate(examples, opt)
+	r, err := evaluate(p, examples, opt.Threshold, opt.Progress)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", modelDir, err)
 	}
@@ -253,25 +250,26 @@ func Evaluate(modelDir string, examples []label.Example, opt EvalOptions) (*Eval
 	return r, nil
 }
 
-func (lm *labeled) evaluate(examples []label.Example, opt EvalOptions) (*EvalReport, error) {
-	wins, err := Windows(lm.tok, examples, opt.MaxSeqLength, opt.DocStride)
+// predictor is the models/filter configuration of o (after withDefaults).
+func (o EvalOptions) predictor() mfilter.Config {
+	return mfilter.Config{MaxSeqLength: o.MaxSeqLength, DocStride: o.DocStride, Aggregate: o.Aggregate, BatchSize: o.BatchSize}
+}
+
+// evaluate scores examples with p (windows, ScoreRows reporting progress,
+// aggregation by p.Config.Aggregate) and reports at threshold. It runs to
+// the end once started, as a checkpoint's validation must.
+func evaluate(p *mfilter.Predictor, examples []mfilter.Example, threshold float64, progress func(done, total int)) (*EvalReport, error) {
+	instr := make([]string, len(examples))
+	for i, ex := range examples {
+		instr[i] = ex.Question
+	}
+	score := func(ctx context.Context, rows [][]int) ([]float64, error) { return p.ScoreRows(ctx, rows, progress) }
+	probs, count, err := p.Predict(context.Background(), instr, score)
 	if err != nil {
 		return nil, err
 	}
-	rows := make([][]int, len(wins))
-	for i, w := range wins {
-		rows[i] = w.IDs
-	}
-	p, err := lm.scoreRows(rows, opt.BatchSize, opt.Progress)
-	if err != nil {
-		return nil, err
-	}
-	ex, count, err := mfilter.Aggregate(wins, p, len(examples), opt.Aggregate)
-	if err != nil {
-		return nil, err
-	}
-	r := Report(examples, ex, count, opt.Threshold)
-	r.Aggregate = opt.Aggregate
+	r := Report(examples, probs, count, threshold)
+	r.Aggregate = p.Config.Aggregate
 	return r, nil
 }
 
@@ -313,7 +311,7 @@ func (r *EvalReport) WriteRAG2Files(dir string) error {
 func (r *EvalReport) Metrics(prefix string) map[string]float64 {
 	m := map[string]float64{
 		prefix + "accuracy": r.Accuracy, prefix + "precision": r.Precision, prefix + "recall": r.Recall, prefix + "f1": r.F1,
-		prefix + "accuracy_helpful": r.PerClass[label.Helpful], prefix + "accuracy_not_helpful": r.PerClass[label.NotHelpful],
+		prefix + "accuracy_helpful": r.PerClass[mfilter.Helpful], prefix + "accuracy_not_helpful": r.PerClass[mfilter.NotHelpful],
 		prefix + "majority_baseline": r.MajorityBaseline,
 	}
 	if r.ROCAUC != nil && !math.IsNaN(*r.ROCAUC) {

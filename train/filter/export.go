@@ -32,7 +32,7 @@ func Export(checkpointDir, outDir string) error {
 	if _, err := os.Lstat(outDir); err == nil {
 		return fmt.Errorf("export %s: %s already exists (not overwritten)", checkpointDir, outDir)
 	}
-	lb, err := loadForEval("", src)
+	lb, err := loadForEval("", src, EvalOptions{}.withDefaults().predictor())
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
@@ -62,7 +62,7 @@ func Export(checkpointDir, outDir string) error {
 	}
 	// Checkpoints written before ragforge saved them lack the fast
 	// tokenizer and the generation config; both derive from what was checked.
-	if sp, ok := lb.tok.(*sentencepiece.T5); ok {
+	if sp, ok := lb.Tokenizer.(*sentencepiece.T5); ok {
 		tj, err := sp.TokenizerJSON()
 		if err != nil {
 			return fmt.Errorf("export %s: %w", checkpointDir, err)
@@ -71,7 +71,7 @@ func Export(checkpointDir, outDir string) error {
 			return fmt.Errorf("export %s: %w", checkpointDir, err)
 		}
 	}
-	if err := lb.m.Config.WriteGenerationConfig(tmp); err != nil {
+	if err := lb.Model.Config.WriteGenerationConfig(tmp); err != nil {
 		return fmt.Errorf("export %s: %w", checkpointDir, err)
 	}
 	if err := os.Rename(tmp, outDir); err != nil {

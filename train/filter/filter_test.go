@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/safetensors"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
@@ -38,8 +38,8 @@ func fixtureModel(t testing.TB) string { return sharedDir(t, "fixtures/t5-flan-t
 // check runs the training fixtures through XLA with it).
 var testBackend = cmp.Or(os.Getenv(backend.TestEnvVar), "go:ops_sequential")
 
-func ex(id, answer, evidence, question string) label.Example {
-	return label.Example{ID: id, Answer: answer, Question: label.Instruction(evidence, question), DatasetName: "toy"}
+func ex(id, answer, evidence, question string) mfilter.Example {
+	return mfilter.Example{ID: id, Answer: answer, Question: mfilter.Instruction(evidence, question), DatasetName: "toy"}
 }
 
 func TestWindowsFollowHFOverflow(t *testing.T) {
@@ -48,7 +48,7 @@ func TestWindowsFollowHFOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("the patient presents with fever and cough after travel ", 30)
-	exs := []label.Example{ex("a", label.Helpful, "short evidence", "Which drug?"), ex("b", label.NotHelpful, long, "What is the diagnosis?")}
+	exs := []mfilter.Example{ex("a", mfilter.Helpful, "short evidence", "Which drug?"), ex("b", mfilter.NotHelpful, long, "What is the diagnosis?")}
 	const maxLen, stride = 128, 16
 	wins, err := Windows(tok, exs, maxLen, stride)
 	if err != nil {
@@ -80,13 +80,13 @@ func TestWindowsFollowHFOverflow(t *testing.T) {
 }
 
 func TestSplitByQuestion(t *testing.T) {
-	var exs []label.Example
+	var exs []mfilter.Example
 	for q, n := range []int{3, 2, 1, 2, 2} {
 		for i := range n {
-			exs = append(exs, ex(fmt.Sprintf("q%d-%d", q, i), label.Helpful, fmt.Sprintf("evidence %d", i), fmt.Sprintf("question %d?", q)))
+			exs = append(exs, ex(fmt.Sprintf("q%d-%d", q, i), mfilter.Helpful, fmt.Sprintf("evidence %d", i), fmt.Sprintf("question %d?", q)))
 		}
 	}
-	question := func(e label.Example) string { _, q, _ := label.ParseInstruction(e.Question); return q }
+	question := func(e mfilter.Example) string { _, q, _ := mfilter.ParseInstruction(e.Question); return q }
 	tr, va, err := SplitByQuestion(exs, 0.3, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -104,10 +104,10 @@ func TestSplitByQuestion(t *testing.T) {
 		}
 	}
 	// Input order kept within each split.
-	for _, split := range [][]label.Example{tr, va} {
+	for _, split := range [][]mfilter.Example{tr, va} {
 		last := -1
 		for _, e := range split {
-			i := slices.IndexFunc(exs, func(x label.Example) bool { return x.ID == e.ID })
+			i := slices.IndexFunc(exs, func(x mfilter.Example) bool { return x.ID == e.ID })
 			if i <= last {
 				t.Fatalf("order not kept: %s", e.ID)
 			}
@@ -121,7 +121,7 @@ func TestSplitByQuestion(t *testing.T) {
 	if tr, va, err := SplitByQuestion(exs, 0, 7); err != nil || len(tr) != len(exs) || va != nil {
 		t.Fatalf("validFrac 0: %d/%d, %v", len(tr), len(va), err)
 	}
-	bad := append(slices.Clone(exs), label.Example{ID: "broken", Question: "no header", Answer: label.Helpful})
+	bad := append(slices.Clone(exs), mfilter.Example{ID: "broken", Question: "no header", Answer: mfilter.Helpful})
 	if _, _, err := SplitByQuestion(bad, 0.3, 7); err == nil || !strings.Contains(err.Error(), `"broken"`) {
 		t.Fatalf("bad instruction: error %v does not name the example", err)
 	}
@@ -134,9 +134,9 @@ func TestSplitByQuestion(t *testing.T) {
 // At 0.5: TP 2 (0.9, 0.7), FP 1 (0.8), FN 1 (0.4), TN 1 (0.4).
 // AUC by pairs: (0.9>0.8) (0.9>0.4) (0.4<0.8) (0.4=0.4 → ½) (0.7<0.8) (0.7>0.4) = 3.5/6.
 func TestReportHand(t *testing.T) {
-	labels := []string{label.Helpful, label.NotHelpful, label.Helpful, label.NotHelpful, label.Helpful}
+	labels := []string{mfilter.Helpful, mfilter.NotHelpful, mfilter.Helpful, mfilter.NotHelpful, mfilter.Helpful}
 	p := []float64{0.9, 0.8, 0.4, 0.4, 0.7}
-	var exs []label.Example
+	var exs []mfilter.Example
 	for i, l := range labels {
 		exs = append(exs, ex(fmt.Sprintf("e%d", i), l, "ev", "q?"))
 	}
@@ -153,14 +153,14 @@ func TestReportHand(t *testing.T) {
 	near("precision", r.Precision, 2.0/3)
 	near("recall", r.Recall, 2.0/3)
 	near("f1", r.F1, 2.0/3)
-	near("acc[HELPFUL]", r.PerClass[label.Helpful], 2.0/3)
-	near("acc[NOT_HELPFUL]", r.PerClass[label.NotHelpful], 1.0/2)
+	near("acc[HELPFUL]", r.PerClass[mfilter.Helpful], 2.0/3)
+	near("acc[NOT_HELPFUL]", r.PerClass[mfilter.NotHelpful], 1.0/2)
 	if r.ROCAUC == nil {
 		t.Fatal("roc_auc undefined")
 	}
 	near("roc_auc", *r.ROCAUC, 3.5/6)
 	near("majority baseline", r.MajorityBaseline, 3.0/5)
-	if r.MajorityClass != label.Helpful || r.Windows != 8 {
+	if r.MajorityClass != mfilter.Helpful || r.Windows != 8 {
 		t.Errorf("majority %s, windows %d", r.MajorityClass, r.Windows)
 	}
 	// Sweep at 0.85: only 0.9 positive → TP 1, FP 0, FN 2, TN 2.
@@ -204,13 +204,13 @@ func TestReportHand(t *testing.T) {
 }
 
 // toySet is trivially separable: "aspirin" evidence is helpful, "granite" is not.
-func toySet(n int) []label.Example {
-	var out []label.Example
+func toySet(n int) []mfilter.Example {
+	var out []mfilter.Example
 	for i := range n {
 		if i%2 == 0 {
-			out = append(out, ex(fmt.Sprintf("h%d", i), label.Helpful, "aspirin reduces fever in adults", fmt.Sprintf("what reduces fever number %d?", i)))
+			out = append(out, ex(fmt.Sprintf("h%d", i), mfilter.Helpful, "aspirin reduces fever in adults", fmt.Sprintf("what reduces fever number %d?", i)))
 		} else {
-			out = append(out, ex(fmt.Sprintf("n%d", i), label.NotHelpful, "granite is an igneous rock", fmt.Sprintf("what reduces fever number %d?", i)))
+			out = append(out, ex(fmt.Sprintf("n%d", i), mfilter.NotHelpful, "granite is an igneous rock", fmt.Sprintf("what reduces fever number %d?", i)))
 		}
 	}
 	return out
@@ -406,22 +406,22 @@ func readWeights(t *testing.T, path string) map[string][]float32 {
 func TestErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(bad, []byte(`[{"id":"x1","answer":"[MAYBE]","question":"`+strings.ReplaceAll(label.Instruction("e", "q"), "\n", `\n`)+`"}]`), 0o644)
-	if _, err := label.ReadExamples(bad); err == nil || !strings.Contains(err.Error(), "record 1") || !strings.Contains(err.Error(), "[MAYBE]") {
+	os.WriteFile(bad, []byte(`[{"id":"x1","answer":"[MAYBE]","question":"`+strings.ReplaceAll(mfilter.Instruction("e", "q"), "\n", `\n`)+`"}]`), 0o644)
+	if _, err := mfilter.ReadExamples(bad); err == nil || !strings.Contains(err.Error(), "record 1") || !strings.Contains(err.Error(), "[MAYBE]") {
 		t.Errorf("other label: %v", err)
 	}
 	empty := filepath.Join(dir, "empty.json")
 	os.WriteFile(empty, nil, 0o644)
-	if _, err := label.ReadExamples(empty); !errors.Is(err, label.ErrEmpty) {
+	if _, err := mfilter.ReadExamples(empty); !errors.Is(err, mfilter.ErrEmpty) {
 		t.Errorf("empty file: %v", err)
 	}
 	cfg := tinyConfig(t, 0)
-	if _, err := Train(context.Background(), cfg, nil, nil, nil, nil); !errors.Is(err, label.ErrEmpty) {
+	if _, err := Train(context.Background(), cfg, nil, nil, nil, nil); !errors.Is(err, mfilter.ErrEmpty) {
 		t.Errorf("no training examples: %v", err)
 	}
 	// The base fixture has no label tokens: evaluation refuses it, naming both.
 	_, err := Evaluate(fixtureModel(t), toySet(2), EvalOptions{})
-	if err == nil || !strings.Contains(err.Error(), label.Helpful) || !strings.Contains(err.Error(), "t5-flan-tiny") {
+	if err == nil || !strings.Contains(err.Error(), mfilter.Helpful) || !strings.Contains(err.Error(), "t5-flan-tiny") {
 		t.Errorf("checkpoint without label tokens: %v", err)
 	}
 	if err := Export(fixtureModel(t), filepath.Join(dir, "x")); err == nil {
@@ -439,7 +439,7 @@ func TestRealRAG2File(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIP: one update on the real file")
 	}
-	exs, err := label.ReadExamples(sharedDir(t, "data/rag2_filter/medqa_llama3_cot_5pct-train.json"))
+	exs, err := mfilter.ReadExamples(sharedDir(t, "data/rag2_filter/medqa_llama3_cot_5pct-train.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,17 +548,17 @@ func TestTrainSkipNonFinite(t *testing.T) {
 func TestLabelRowsStartDistinct(t *testing.T) {
 	dir := smallModel(t, 0.1)
 	rows := func(seed int64) (emb, head [2][]float32) {
-		lm, err := loadForTraining(testBackend, dir, seed, 0)
+		lm, err := loadForTraining(testBackend, dir, seed, 0, DefaultConfig().predictor())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lm.m.Config.DropoutRate != 0 {
-			t.Errorf("dropout %g after override 0", lm.m.Config.DropoutRate)
+		if lm.Model.Config.DropoutRate != 0 {
+			t.Errorf("dropout %g after override 0", lm.Model.Config.DropoutRate)
 		}
-		d := lm.m.Config.DModel
+		d := lm.Model.Config.DModel
 		for i, name := range []string{"shared.weight", "lm_head.weight"} {
 			v := readParam(t, lm, name)
-			for k, id := range []int{lm.helpful, lm.unhelpful} {
+			for k, id := range []int{lm.Helpful, lm.NotHelpful} {
 				r := append([]float32(nil), v[id*d:(id+1)*d]...)
 				if i == 0 {
 					emb[k] = r
@@ -582,7 +582,7 @@ func TestLabelRowsStartDistinct(t *testing.T) {
 func readParam(t *testing.T, lm *labeled, name string) []float32 {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "m")
-	if err := lm.m.Save(dir); err != nil {
+	if err := lm.Model.Save(dir); err != nil {
 		t.Fatal(err)
 	}
 	return readWeights(t, filepath.Join(dir, t5.WeightsFile))[name]

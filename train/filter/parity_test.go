@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -21,21 +22,21 @@ import (
 // 2102), with dropout 0 and rows 2100–2101 set to init.safetensors' new_rows.
 func parityModel(t *testing.T, init *safetensors.File) *labeled {
 	t.Helper()
-	lm, err := loadForTraining(testBackend, fixtureModel(t), 42, 0) // rows 2100–2101 are overwritten below
+	lm, err := loadForTraining(testBackend, fixtureModel(t), 42, 0, DefaultConfig().predictor()) // rows 2100–2101 are overwritten below
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lm.helpful != 2100 || lm.unhelpful != 2101 || lm.m.Config.VocabSize != 2102 {
-		t.Fatalf("label ids %d, %d and vocab %d; the fixture has 2100, 2101 and 2102", lm.helpful, lm.unhelpful, lm.m.Config.VocabSize)
+	if lm.Helpful != 2100 || lm.NotHelpful != 2101 || lm.Model.Config.VocabSize != 2102 {
+		t.Fatalf("label ids %d, %d and vocab %d; the fixture has 2100, 2101 and 2102", lm.Helpful, lm.NotHelpful, lm.Model.Config.VocabSize)
 	}
-	lm.m.Config.DropoutRate = 0
-	d := lm.m.Config.DModel
+	lm.Model.Config.DropoutRate = 0
+	d := lm.Model.Config.DModel
 	for _, name := range []string{"shared", "lm_head"} {
 		rows, err := init.Tensors["new_rows."+name+".weight"].Float32()
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := lm.m.Ctx.GetVariableByScopeAndName("/"+name, "weight")
+		v := lm.Model.Ctx.GetVariableByScopeAndName("/"+name, "weight")
 		val, err := v.Value()
 		if err != nil {
 			t.Fatal(err)
@@ -44,7 +45,7 @@ func parityModel(t *testing.T, init *safetensors.File) *labeled {
 		copy(w[2100*d:], rows)
 		v.MustSetValue(tensors.FromFlatDataAndDimensions(w, 2102, d))
 	}
-	if err := lm.m.Ctx.SetRNGStateFromSeed(42); err != nil {
+	if err := lm.Model.Ctx.SetRNGStateFromSeed(42); err != nil {
 		t.Fatal(err)
 	}
 	return lm
@@ -92,7 +93,7 @@ func TestTrainingParityT5Filter(t *testing.T) {
 			groups [][]int
 		}{{"grad_init", all}, {"case_d.grad_init", fx.Cases["d"].MicroBatches}} {
 			lm := parityModel(t, init)
-			tr, err := trainer.New(lm.m.Backend, lm.m.Ctx, lm.lossFn, caseConfig(fx.Cases["a"]))
+			tr, err := trainer.New(lm.Model.Backend, lm.Model.Ctx, lm.lossFn, caseConfig(fx.Cases["a"]))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +108,7 @@ func TestTrainingParityT5Filter(t *testing.T) {
 		t.Run("case_"+c, func(t *testing.T) {
 			cs := fx.Cases[c]
 			lm := parityModel(t, init)
-			tr, err := trainer.New(lm.m.Backend, lm.m.Ctx, lm.lossFn, caseConfig(cs))
+			tr, err := trainer.New(lm.Model.Backend, lm.Model.Ctx, lm.lossFn, caseConfig(cs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +121,7 @@ func TestTrainingParityT5Filter(t *testing.T) {
 				fx.CheckScalars(t, c, s, r.Loss, r.GradNorm, r.LearningRate)
 				for _, rec := range cs.RecordedSteps {
 					if rec == s {
-						fx.CheckWeights(t, c, s, trainfix.ContextGetter(t, lm.m.Ctx), nil)
+						fx.CheckWeights(t, c, s, trainfix.ContextGetter(t, lm.Model.Ctx), nil)
 					}
 				}
 			}
@@ -140,7 +141,8 @@ func TestTrainingParityT5Filter(t *testing.T) {
 				}
 				rows = append(rows, row)
 			}
-			got, err := lm.scoreRows(rows, 6, nil)
+			lm.Config.BatchSize = 6
+			got, err := lm.ScoreRows(context.Background(), rows, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

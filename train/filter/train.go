@@ -14,7 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/data/runs"
-	"github.com/ragforge/ragforge/label"
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -88,12 +88,58 @@ type Result struct {
 // kill would). Errors: invalid cfg, no training examples, an OutputDir that
 // already holds checkpoints without cfg.Resume, a checkpoint made with other
 // data or settings, load/compute/write failures.
-func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *runs.Run, progress func(Progress)) (*Result, error) {
+func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run *runs.Run, progress func(Progress)) (*Result, error) {
+	r, err := newTrainRun(cfg, train, valid, run, progress)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.loop(ctx); err != nil {
+		return r.res, err
+	}
+	return r.finish()
+}
+
+// trainRun is one Train call: the model and its windows, the step plan, the
+// trainer and the state saved in every checkpoint.
+type trainRun struct {
+	cfg          Config
+	train, valid []mfilter.Example
+	run          *runs.Run
+	progress     func(Progress)
+
+	lm     *labeled
+	wins   []Window
+	target []int // label token id of each window
+	tr     *trainer.Trainer
+	// numMicro micro-batches of cfg.BatchSize windows make an epoch of
+	// perEpoch updates; total updates over epochs epochs.
+	numMicro, perEpoch, total, epochs int
+
+	st  trainer.State
+	res *Result
+	// unsaved: data consumed since the last checkpoint (updates, or skipped
+	// non-finite ones, which move the data position but not the step).
+	unsaved   bool
+	lastEpoch float64
+	log       logWindow
+}
+
+// logWindow sums the updates since the last "log" report (HF-style
+// logging: means over the updates since the previous log line).
+type logWindow struct {
+	loss, secs      float64
+	n, tokens, rows int
+}
+
+// newTrainRun validates cfg, loads the model (from the newest checkpoint
+// when resuming), cuts the windows, plans the steps and restores the state
+// of a resumed run.
+func newTrainRun(cfg Config, train, valid []mfilter.Example, run *runs.Run, progress func(Progress)) (*trainRun, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if len(train) == 0 {
-		return nil, fmt.Errorf("train filter: training set: %w", label.ErrEmpty)
+		return nil, fmt.Errorf("train filter: training set: %w", mfilter.ErrEmpty)
 	}
 	latest, err := CheckOutputDir(cfg)
 	if err != nil {
@@ -103,240 +149,302 @@ func Train(ctx context.Context, cfg Config, train, valid []label.Example, run *r
 	if latest != "" {
 		src = latest
 	}
-	lm, err := loadForTraining(cfg.Backend, src, cfg.Seed, cfg.Dropout)
+	lm, err := loadForTraining(cfg.Backend, src, cfg.Seed, cfg.Dropout, cfg.predictor())
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
-	wins, err := Windows(lm.tok, train, cfg.MaxSeqLength, cfg.DocStride)
+	wins, err := Windows(lm.Tokenizer, train, cfg.MaxSeqLength, cfg.DocStride)
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
-	target := make([]int, len(wins))
+	r := &trainRun{cfg: cfg, train: train, valid: valid, run: run, progress: progress, lm: lm, wins: wins}
+	r.target = make([]int, len(wins))
 	for i, w := range wins {
-		target[i] = lm.unhelpful
-		if train[w.Example].Answer == label.Helpful {
-			target[i] = lm.helpful
+		r.target[i] = lm.NotHelpful
+		if train[w.Example].Answer == mfilter.Helpful {
+			r.target[i] = lm.Helpful
 		}
 	}
 	B, A := cfg.BatchSize, cfg.GradAccumulation
-	numMicro := (len(wins) + B - 1) / B
-	perEpoch := (numMicro + A - 1) / A
-	total := cfg.Epochs * perEpoch
+	r.numMicro = (len(wins) + B - 1) / B
+	r.perEpoch = (r.numMicro + A - 1) / A
+	r.total = cfg.Epochs * r.perEpoch
 	if cfg.MaxSteps > 0 {
-		total = cfg.MaxSteps
+		r.total = cfg.MaxSteps
 	}
-	epochs := (total + perEpoch - 1) / perEpoch
-	tr, err := trainer.New(lm.m.Backend, lm.m.Ctx, lm.lossFn, cfg.optim(total))
-	if err != nil {
+	r.epochs = (r.total + r.perEpoch - 1) / r.perEpoch
+	if r.tr, err = trainer.New(lm.Model.Backend, lm.Model.Ctx, lm.lossFn, cfg.optim(r.total)); err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
-	st := trainer.State{Seed: cfg.Seed, DataHash: dataHash(train), ConfigHash: configHash(cfg), BestMetric: -1}
-	res := &Result{OutputDir: cfg.OutputDir, TotalSteps: total, TrainExamples: len(train), TrainWindows: len(wins), BestAccuracy: -1}
-	if latest != "" {
-		old, err := trainer.ReadState(latest)
-		if err != nil {
-			return nil, fmt.Errorf("train filter: resume: %w", err)
+	r.st = trainer.State{Seed: cfg.Seed, DataHash: dataHash(train), ConfigHash: configHash(cfg), BestMetric: -1}
+	r.res = &Result{OutputDir: cfg.OutputDir, TotalSteps: r.total, TrainExamples: len(train), TrainWindows: len(wins), BestAccuracy: -1}
+	if latest == "" {
+		if err := lm.Model.Ctx.SetRNGStateFromSeed(cfg.Seed); err != nil {
+			return nil, fmt.Errorf("train filter: seed: %w", err)
 		}
-		if old.DataHash != st.DataHash {
-			return nil, fmt.Errorf("train filter: resume %s: training data differ from the run's (data_hash %s, now %s)", latest, old.DataHash, st.DataHash)
-		}
-		if old.ConfigHash != st.ConfigHash {
-			return nil, fmt.Errorf("train filter: resume %s: settings differ from the run's (see its %s)", latest, ArgsFile)
-		}
-		if err := tr.LoadState(filepath.Join(latest, trainer.OptimizerFile)); err != nil {
-			return nil, fmt.Errorf("train filter: resume: %w", err)
-		}
-		if tr.GlobalStep() != old.GlobalStep {
-			return nil, fmt.Errorf("train filter: resume %s: optimizer step %d, trainer_state.json global_step %d", latest, tr.GlobalStep(), old.GlobalStep)
-		}
-		st = old
-		res.ResumedFrom, res.LastCheckpoint = latest, latest
-		if run != nil {
-			// The run goes on from the checkpoint: what was logged after it was lost work.
-			if err := run.TruncateMetrics(st.GlobalStep); err != nil {
-				return nil, fmt.Errorf("train filter: resume: %w", err)
-			}
-		}
-	} else if err := lm.m.Ctx.SetRNGStateFromSeed(cfg.Seed); err != nil {
-		return nil, fmt.Errorf("train filter: seed: %w", err)
+	} else if err := r.resume(latest); err != nil {
+		return nil, err
 	}
-	report := func(p Progress) {
-		if progress != nil {
-			p.Epochs, p.Steps = epochs, total
-			progress(p)
+	r.lastEpoch = float64(r.st.Epoch)
+	return r, nil
+}
+
+// resume restores the trainer and state of checkpoint latest, after
+// checking that it was made with the same data and settings.
+func (r *trainRun) resume(latest string) error {
+	old, err := trainer.ReadState(latest)
+	if err != nil {
+		return fmt.Errorf("train filter: resume: %w", err)
+	}
+	if old.DataHash != r.st.DataHash {
+		return fmt.Errorf("train filter: resume %s: training data differ from the run's (data_hash %s, now %s)", latest, old.DataHash, r.st.DataHash)
+	}
+	if old.ConfigHash != r.st.ConfigHash {
+		return fmt.Errorf("train filter: resume %s: settings differ from the run's (see its %s)", latest, ArgsFile)
+	}
+	if err := r.tr.LoadState(filepath.Join(latest, trainer.OptimizerFile)); err != nil {
+		return fmt.Errorf("train filter: resume: %w", err)
+	}
+	if r.tr.GlobalStep() != old.GlobalStep {
+		return fmt.Errorf("train filter: resume %s: optimizer step %d, trainer_state.json global_step %d", latest, r.tr.GlobalStep(), old.GlobalStep)
+	}
+	r.st = old
+	r.res.ResumedFrom, r.res.LastCheckpoint = latest, latest
+	if r.run != nil {
+		// The run goes on from the checkpoint: what was logged after it was lost work.
+		if err := r.run.TruncateMetrics(r.st.GlobalStep); err != nil {
+			return fmt.Errorf("train filter: resume: %w", err)
 		}
 	}
-	// unsaved: data consumed since the last checkpoint (updates, or skipped
-	// non-finite ones, which move the data position but not the step).
-	unsaved := false
-	// HF-style logging: means over the updates since the last log line.
-	var logLoss, logSecs float64
-	var logN, logTokens, logRows int
-	lastEpoch := float64(st.Epoch)
-	checkpoint := func(epochDone bool) (stop bool, err error) {
-		step := tr.GlobalStep()
-		improved := false
-		if len(valid) > 0 {
-			r, err := lm.evaluate(valid, EvalOptions{MaxSeqLength: cfg.MaxSeqLength, DocStride: cfg.DocStride,
-				BatchSize: cfg.EvalBatchSize, Aggregate: cfg.Aggregate, Threshold: 0.5})
-			if err != nil {
-				return false, fmt.Errorf("validation at step %d: %w", step, err)
-			}
-			if run != nil {
-				if err := run.LogMetrics(r.Metrics("valid/"), step); err != nil {
-					return false, err
-				}
-			}
-			st.LogHistory = append(st.LogHistory, trainer.LogEntry{Step: step, Epoch: float64(st.Epoch), EvalAccuracy: r.Accuracy})
-			report(Progress{Phase: "eval", Epoch: st.Epoch + 1, EpochFrac: lastEpoch, Step: step, ValidAccuracy: r.Accuracy,
-				Valid: r.Metrics(""), SkippedNonFinite: tr.SkippedNonFinite()})
-			if r.Accuracy > st.BestMetric {
-				st.BestMetric, improved, st.EvalsWithoutImprovement = r.Accuracy, true, 0
-			} else {
-				st.EvalsWithoutImprovement++
-			}
-		} else {
-			improved = true
+	return nil
+}
+
+func (r *trainRun) report(p Progress) {
+	if r.progress != nil {
+		p.Epochs, p.Steps = r.epochs, r.total
+		r.progress(p)
+	}
+}
+
+// loop runs the updates until the planned steps are done or early stopping
+// ends the run, setting res.StopReason. Each epoch shuffles the windows with
+// a permutation seeded by (cfg.Seed, epoch); ctx is checked before each
+// update.
+func (r *trainRun) loop(ctx context.Context) error {
+	r.res.StopReason = "completed"
+	for r.st.Epoch < r.epochs {
+		if r.tr.GlobalStep() >= r.total {
+			r.res.StopReason = "max_steps"
+			return nil
 		}
-		if epochDone {
-			st.Epoch, st.BatchInEpoch = st.Epoch+1, 0
+		perm := rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(r.st.Epoch))).Perm(len(r.wins))
+		for g := r.st.BatchInEpoch / r.cfg.GradAccumulation; g < r.perEpoch; g++ {
+			if err := ctx.Err(); err != nil {
+				r.res.GlobalStep = r.tr.GlobalStep()
+				return fmt.Errorf("train filter: stopped at step %d: %w", r.tr.GlobalStep(), err)
+			}
+			stop, err := r.update(g, perm)
+			if err != nil || stop {
+				return err
+			}
 		}
-		name := trainer.CheckpointName(step)
-		if improved {
-			st.BestModelCheckpoint = name
-		}
-		dir, err := trainer.WriteCheckpoint(cfg.OutputDir, step, func(dir string) error {
-			if err := lm.m.Save(dir); err != nil {
-				return err
-			}
-			if err := lm.tok.Save(dir); err != nil {
-				return err
-			}
-			if err := tr.SaveState(filepath.Join(dir, trainer.OptimizerFile)); err != nil {
-				return err
-			}
-			args, err := json.MarshalIndent(cfg, "", "  ")
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(dir, ArgsFile), append(args, '\n'), 0o644); err != nil {
-				return err
-			}
-			return trainer.WriteState(dir, st)
-		})
-		if err != nil {
+	}
+	return nil
+}
+
+// update runs update g of the epoch (micro-batches g·A … (g+1)·A−1 of perm),
+// logs it and writes the checkpoints due after it; stop is true when the
+// run ends here (max steps, early stopping).
+func (r *trainRun) update(g int, perm []int) (stop bool, err error) {
+	micro, tokens, rows := r.microBatches(g, perm)
+	t0 := time.Now()
+	sr, err := r.tr.Step(micro)
+	if err != nil {
+		return false, fmt.Errorf("train filter: epoch %d: %w", r.st.Epoch+1, err)
+	}
+	secs := time.Since(t0).Seconds()
+	r.unsaved = true
+	r.st.GlobalStep, r.st.BatchInEpoch = sr.Step, min((g+1)*r.cfg.GradAccumulation, r.numMicro)
+	ep := float64(r.st.Epoch) + float64(g+1)/float64(r.perEpoch)
+	r.lastEpoch = ep
+	if !sr.Skipped {
+		if err := r.logUpdate(sr, ep, tokens, rows, secs); err != nil {
 			return false, err
 		}
-		if improved {
-			if err := trainer.SetBest(cfg.OutputDir, name); err != nil {
-				return false, err
-			}
-		}
-		if run != nil {
-			if err := run.Artifact("checkpoint", filepath.Join(dir, "model.safetensors")); err != nil {
-				return false, err
-			}
-		}
-		unsaved, res.LastCheckpoint = false, dir
-		report(Progress{Phase: "checkpoint", Epoch: st.Epoch, Step: step, Checkpoint: dir})
-		return cfg.EarlyStoppingPatience > 0 && st.EvalsWithoutImprovement >= cfg.EarlyStoppingPatience, nil
 	}
+	last := g == r.perEpoch-1
+	if r.cfg.SaveSteps > 0 && !sr.Skipped && sr.Step%r.cfg.SaveSteps == 0 || r.cfg.SaveSteps == 0 && last {
+		stop, err := r.checkpoint(last)
+		if err != nil {
+			return false, fmt.Errorf("train filter: checkpoint: %w", err)
+		}
+		if stop {
+			r.res.StopReason = "early_stopping"
+			return true, nil
+		}
+	} else if last {
+		r.st.Epoch, r.st.BatchInEpoch = r.st.Epoch+1, 0
+	}
+	if sr.Step >= r.total {
+		if sr.Step < r.epochs*r.perEpoch {
+			r.res.StopReason = "max_steps"
+		}
+		return true, nil
+	}
+	return false, nil
+}
 
-	res.StopReason = "completed"
-loop:
-	for st.Epoch < epochs {
-		if tr.GlobalStep() >= total {
-			res.StopReason = "max_steps"
-			break
+// microBatches packs update g's micro-batches of perm as trainer inputs
+// (ids, mask, decoder ids, labels), each padded to cfg.BatchSize rows, and
+// counts their real tokens and rows.
+func (r *trainRun) microBatches(g int, perm []int) (micro [][]*tensors.Tensor, tokens, rows int) {
+	B, A := r.cfg.BatchSize, r.cfg.GradAccumulation
+	for mb := g * A; mb < min((g+1)*A, r.numMicro); mb++ {
+		idx := perm[mb*B : min((mb+1)*B, len(perm))]
+		ids := make([][]int, len(idx))
+		labels := make([]int, len(idx))
+		for k, i := range idx {
+			ids[k], labels[k] = r.wins[i].IDs, r.target[i]
+			tokens += len(r.wins[i].IDs)
 		}
-		perm := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(st.Epoch))).Perm(len(wins))
-		for g := st.BatchInEpoch / A; g < perEpoch; g++ {
-			if err := ctx.Err(); err != nil {
-				res.GlobalStep = tr.GlobalStep()
-				return res, fmt.Errorf("train filter: stopped at step %d: %w", tr.GlobalStep(), err)
-			}
-			var micro [][]*tensors.Tensor
-			tokens, rows := 0, 0
-			for mb := g * A; mb < min((g+1)*A, numMicro); mb++ {
-				idx := perm[mb*B : min((mb+1)*B, len(perm))]
-				ids := make([][]int, len(idx))
-				labels := make([]int, len(idx))
-				for k, i := range idx {
-					ids[k], labels[k] = wins[i].IDs, target[i]
-					tokens += len(wins[i].IDs)
-				}
-				rows += len(idx)
-				idT, maskT := encoderBatch(ids, B, lm.m.Config.PadTokenID)
-				decT, labT := lm.targetBatch(labels, B)
-				micro = append(micro, []*tensors.Tensor{idT, maskT, decT, labT})
-			}
-			t0 := time.Now()
-			sr, err := tr.Step(micro)
-			if err != nil {
-				return res, fmt.Errorf("train filter: epoch %d: %w", st.Epoch+1, err)
-			}
-			secs := time.Since(t0).Seconds()
-			unsaved = true
-			st.GlobalStep, st.BatchInEpoch = sr.Step, min((g+1)*A, numMicro)
-			ep := float64(st.Epoch) + float64(g+1)/float64(perEpoch)
-			lastEpoch = ep
-			if !sr.Skipped {
-				res.GlobalStep, res.FinalLoss = sr.Step, sr.Loss
-				st.LogHistory = append(st.LogHistory, trainer.LogEntry{Step: sr.Step, Epoch: ep, Loss: sr.Loss, LearningRate: sr.LearningRate, GradNorm: sr.GradNorm})
-				if run != nil {
-					if err := run.LogMetrics(map[string]float64{"train/loss": sr.Loss, "train/learning_rate": sr.LearningRate,
-						"train/grad_norm": sr.GradNorm, "train/tokens_per_second": float64(tokens) / secs,
-						"train/windows_per_second": float64(rows) / secs}, sr.Step); err != nil {
-						return res, fmt.Errorf("train filter: %w", err)
-					}
-				}
-				report(Progress{Phase: "train", Epoch: st.Epoch + 1, EpochFrac: ep, Step: sr.Step, Loss: sr.Loss, LearningRate: sr.LearningRate,
-					GradNorm: sr.GradNorm, TokensPerSec: float64(tokens) / secs, WindowsPerSec: float64(rows) / secs,
-					SkippedNonFinite: tr.SkippedNonFinite()})
-				logLoss, logN, logTokens, logRows, logSecs = logLoss+sr.Loss, logN+1, logTokens+tokens, logRows+rows, logSecs+secs
-				if sr.Step%cfg.LoggingSteps == 0 {
-					report(Progress{Phase: "log", Epoch: st.Epoch + 1, EpochFrac: ep, Step: sr.Step, Loss: logLoss / float64(logN),
-						LearningRate: sr.LearningRate, GradNorm: sr.GradNorm, TokensPerSec: float64(logTokens) / logSecs,
-						WindowsPerSec: float64(logRows) / logSecs, SkippedNonFinite: tr.SkippedNonFinite()})
-					logLoss, logN, logTokens, logRows, logSecs = 0, 0, 0, 0, 0
-				}
-			}
-			last := g == perEpoch-1
-			if cfg.SaveSteps > 0 && !sr.Skipped && sr.Step%cfg.SaveSteps == 0 || cfg.SaveSteps == 0 && last {
-				stop, err := checkpoint(last)
-				if err != nil {
-					return res, fmt.Errorf("train filter: checkpoint: %w", err)
-				}
-				if stop {
-					res.StopReason = "early_stopping"
-					break loop
-				}
-			} else if last {
-				st.Epoch, st.BatchInEpoch = st.Epoch+1, 0
-			}
-			if sr.Step >= total {
-				if sr.Step < epochs*perEpoch {
-					res.StopReason = "max_steps"
-				}
-				break loop
-			}
+		rows += len(idx)
+		idT, maskT := mfilter.EncoderBatch(ids, B, r.lm.Model.Config.PadTokenID)
+		decT, labT := r.lm.targetBatch(labels, B)
+		micro = append(micro, []*tensors.Tensor{idT, maskT, decT, labT})
+	}
+	return micro, tokens, rows
+}
+
+// logUpdate records a taken update: result fields, the state's history,
+// the run's train/* series and the "train" and (every LoggingSteps) "log"
+// reports.
+func (r *trainRun) logUpdate(sr trainer.StepResult, ep float64, tokens, rows int, secs float64) error {
+	r.res.GlobalStep, r.res.FinalLoss = sr.Step, sr.Loss
+	r.st.LogHistory = append(r.st.LogHistory, trainer.LogEntry{Step: sr.Step, Epoch: ep, Loss: sr.Loss, LearningRate: sr.LearningRate, GradNorm: sr.GradNorm})
+	if r.run != nil {
+		if err := r.run.LogMetrics(map[string]float64{"train/loss": sr.Loss, "train/learning_rate": sr.LearningRate,
+			"train/grad_norm": sr.GradNorm, "train/tokens_per_second": float64(tokens) / secs,
+			"train/windows_per_second": float64(rows) / secs}, sr.Step); err != nil {
+			return fmt.Errorf("train filter: %w", err)
 		}
 	}
-	if unsaved {
-		if _, err := checkpoint(false); err != nil {
+	r.report(Progress{Phase: "train", Epoch: r.st.Epoch + 1, EpochFrac: ep, Step: sr.Step, Loss: sr.Loss, LearningRate: sr.LearningRate,
+		GradNorm: sr.GradNorm, TokensPerSec: float64(tokens) / secs, WindowsPerSec: float64(rows) / secs,
+		SkippedNonFinite: r.tr.SkippedNonFinite()})
+	l := &r.log
+	l.loss, l.n, l.tokens, l.rows, l.secs = l.loss+sr.Loss, l.n+1, l.tokens+tokens, l.rows+rows, l.secs+secs
+	if sr.Step%r.cfg.LoggingSteps == 0 {
+		r.report(Progress{Phase: "log", Epoch: r.st.Epoch + 1, EpochFrac: ep, Step: sr.Step, Loss: l.loss / float64(l.n),
+			LearningRate: sr.LearningRate, GradNorm: sr.GradNorm, TokensPerSec: float64(l.tokens) / l.secs,
+			WindowsPerSec: float64(l.rows) / l.secs, SkippedNonFinite: r.tr.SkippedNonFinite()})
+		*l = logWindow{}
+	}
+	return nil
+}
+
+// checkpoint validates (when there is validation data), then writes
+// checkpoint-<step> and moves the best link when it improved; stop is true
+// when early stopping's patience has run out. epochDone marks the epoch
+// finished in the saved state.
+func (r *trainRun) checkpoint(epochDone bool) (stop bool, err error) {
+	step := r.tr.GlobalStep()
+	improved := true
+	if len(r.valid) > 0 {
+		if improved, err = r.validate(step); err != nil {
+			return false, err
+		}
+	}
+	if epochDone {
+		r.st.Epoch, r.st.BatchInEpoch = r.st.Epoch+1, 0
+	}
+	name := trainer.CheckpointName(step)
+	if improved {
+		r.st.BestModelCheckpoint = name
+	}
+	dir, err := trainer.WriteCheckpoint(r.cfg.OutputDir, step, r.save)
+	if err != nil {
+		return false, err
+	}
+	if improved {
+		if err := trainer.SetBest(r.cfg.OutputDir, name); err != nil {
+			return false, err
+		}
+	}
+	if r.run != nil {
+		if err := r.run.Artifact("checkpoint", filepath.Join(dir, "model.safetensors")); err != nil {
+			return false, err
+		}
+	}
+	r.unsaved, r.res.LastCheckpoint = false, dir
+	r.report(Progress{Phase: "checkpoint", Epoch: r.st.Epoch, Step: step, Checkpoint: dir})
+	return r.cfg.EarlyStoppingPatience > 0 && r.st.EvalsWithoutImprovement >= r.cfg.EarlyStoppingPatience, nil
+}
+
+// validate evaluates the model on the validation set at step (threshold
+// 0.5), logs valid/* and reports "eval"; improved is true when the accuracy
+// beats the best so far.
+func (r *trainRun) validate(step int) (improved bool, err error) {
+	ev, err := evaluate(r.lm.Predictor, r.valid, 0.5, nil)
+	if err != nil {
+		return false, fmt.Errorf("validation at step %d: %w", step, err)
+	}
+	if r.run != nil {
+		if err := r.run.LogMetrics(ev.Metrics("valid/"), step); err != nil {
+			return false, err
+		}
+	}
+	r.st.LogHistory = append(r.st.LogHistory, trainer.LogEntry{Step: step, Epoch: float64(r.st.Epoch), EvalAccuracy: ev.Accuracy})
+	r.report(Progress{Phase: "eval", Epoch: r.st.Epoch + 1, EpochFrac: r.lastEpoch, Step: step, ValidAccuracy: ev.Accuracy,
+		Valid: ev.Metrics(""), SkippedNonFinite: r.tr.SkippedNonFinite()})
+	if ev.Accuracy > r.st.BestMetric {
+		r.st.BestMetric, r.st.EvalsWithoutImprovement = ev.Accuracy, 0
+		return true, nil
+	}
+	r.st.EvalsWithoutImprovement++
+	return false, nil
+}
+
+// save writes the checkpoint files into dir: model, tokenizer, optimizer
+// state, training_args.json and trainer_state.json.
+func (r *trainRun) save(dir string) error {
+	if err := r.lm.Model.Save(dir); err != nil {
+		return err
+	}
+	if err := r.lm.Tokenizer.Save(dir); err != nil {
+		return err
+	}
+	if err := r.tr.SaveState(filepath.Join(dir, trainer.OptimizerFile)); err != nil {
+		return err
+	}
+	args, err := json.MarshalIndent(r.cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ArgsFile), append(args, '\n'), 0o644); err != nil {
+		return err
+	}
+	return trainer.WriteState(dir, r.st)
+}
+
+// finish writes the last checkpoint when data was consumed after the
+// previous one, logs train/skipped_nonfinite and fills the result.
+func (r *trainRun) finish() (*Result, error) {
+	res := r.res
+	if r.unsaved {
+		if _, err := r.checkpoint(false); err != nil {
 			return res, fmt.Errorf("train filter: checkpoint: %w", err)
 		}
 	}
-	res.GlobalStep = tr.GlobalStep()
-	res.SkippedNonFinite = tr.SkippedNonFinite()
-	if run != nil {
-		if err := run.LogMetrics(map[string]float64{"train/skipped_nonfinite": float64(res.SkippedNonFinite)}, res.GlobalStep); err != nil {
+	res.GlobalStep = r.tr.GlobalStep()
+	res.SkippedNonFinite = r.tr.SkippedNonFinite()
+	if r.run != nil {
+		if err := r.run.LogMetrics(map[string]float64{"train/skipped_nonfinite": float64(res.SkippedNonFinite)}, res.GlobalStep); err != nil {
 			return res, fmt.Errorf("train filter: %w", err)
 		}
 	}
-	res.BestCheckpoint = filepath.Join(cfg.OutputDir, st.BestModelCheckpoint)
-	res.BestAccuracy = st.BestMetric
-	res.History = st.LogHistory
+	res.BestCheckpoint = filepath.Join(r.cfg.OutputDir, r.st.BestModelCheckpoint)
+	res.BestAccuracy = r.st.BestMetric
+	res.History = r.st.LogHistory
 	return res, nil
 }
 
@@ -355,7 +463,7 @@ func CheckOutputDir(cfg Config) (string, error) {
 }
 
 // dataHash fingerprints the training examples (id, answer, instruction) in order.
-func dataHash(examples []label.Example) string {
+func dataHash(examples []mfilter.Example) string {
 	h := sha256.New()
 	for _, ex := range examples {
 		fmt.Fprintf(h, "%d:%s%d:%s%d:%s", len(ex.ID), ex.ID, len(ex.Answer), ex.Answer, len(ex.Question), ex.Question)

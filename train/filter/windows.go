@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/ragforge/ragforge/label"
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
@@ -15,7 +14,7 @@ type Window = mfilter.Window
 
 // Windows cuts each example's instruction (its Question) into model inputs
 // with models/filter.Windows; Window.Example indexes examples.
-func Windows(tok tokenizer.Tokenizer, examples []label.Example, maxLen, stride int) ([]Window, error) {
+func Windows(tok tokenizer.Tokenizer, examples []mfilter.Example, maxLen, stride int) ([]Window, error) {
 	texts := make([]string, len(examples))
 	for i, ex := range examples {
 		texts[i] = ex.Question
@@ -25,20 +24,20 @@ func Windows(tok tokenizer.Tokenizer, examples []label.Example, maxLen, stride i
 
 // SplitByQuestion splits examples into train and validation sets so that no
 // question is in both: examples are grouped by the question parsed from
-// their instruction (label.ParseInstruction), the groups are shuffled with
+// their instruction (mfilter.ParseInstruction), the groups are shuffled with
 // seed, and whole groups go to validation until it holds at least
 // round(validFrac·N) examples, never taking the last group. Both splits keep
 // the input order. validFrac 0 returns everything as train. Errors: validFrac
 // outside [0, 1), an instruction that does not parse (naming the example id),
 // or fewer than two questions when a validation set is asked for.
-func SplitByQuestion(examples []label.Example, validFrac float64, seed int64) (train, valid []label.Example, err error) {
+func SplitByQuestion(examples []mfilter.Example, validFrac float64, seed int64) (train, valid []mfilter.Example, err error) {
 	if validFrac < 0 || validFrac >= 1 {
 		return nil, nil, fmt.Errorf("split by question: validFrac %v outside [0, 1)", validFrac)
 	}
 	group := map[string]int{}
 	var members [][]int
 	for i, ex := range examples {
-		_, q, err := label.ParseInstruction(strings.TrimSpace(ex.Question))
+		_, q, err := mfilter.ParseInstruction(strings.TrimSpace(ex.Question))
 		if err != nil {
 			return nil, nil, fmt.Errorf("split by question: example %d (id %q): field %q: %w", i+1, ex.ID, "question", err)
 		}
@@ -53,7 +52,7 @@ func SplitByQuestion(examples []label.Example, validFrac float64, seed int64) (t
 	}
 	target := int(validFrac*float64(len(examples)) + 0.5)
 	if target == 0 {
-		return append([]label.Example(nil), examples...), nil, nil
+		return append([]mfilter.Example(nil), examples...), nil, nil
 	}
 	if len(members) < 2 {
 		return nil, nil, fmt.Errorf("split by question: %d distinct question(s); a validation split needs at least 2", len(members))

@@ -1,0 +1,92 @@
+package filter
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	mfilter "github.com/ragforge/ragforge/models/filter"
+)
+
+// Data names the example files of a training run (RAG² filter schema, JSON
+// list or JSONL; see models/filter.ReadExamples).
+type Data struct {
+	Train string // training examples (required)
+	// Valid holds the validation examples; "" holds out ValidFrac of
+	// Train's questions instead (SplitByQuestion).
+	Valid string
+	// ValidFrac is the fraction of examples, by whole questions, held out
+	// when Valid is empty, in [0, 1); 0: no validation.
+	ValidFrac float64
+	// Augment holds extra training examples added after the split, so they
+	// are never held out (e.g. `label ict` output); "" for none.
+	Augment string
+}
+
+// The split files PrepareData writes beside the checkpoints.
+const (
+	TrainSplitFile = "train.jsonl"
+	ValidSplitFile = "valid.jsonl"
+)
+
+// PrepareData reads d's files and returns the training and validation
+// examples: Valid's, or else ValidFrac of Train's questions held out with
+// cfg.Seed (SplitByQuestion); Augment's examples follow the training ones.
+// For a fresh run (not cfg.Resume) with validation examples it writes both
+// splits into cfg.OutputDir as TrainSplitFile and ValidSplitFile (JSONL), so
+// `eval filter --data OUT/valid.jsonl` evaluates exactly the held-out
+// questions. An OutputDir that holds checkpoints without cfg.Resume is
+// refused (CheckOutputDir) before anything is written. Errors: no Train,
+// ValidFrac outside [0, 1), the files' (naming file, record and field), a
+// split needing two questions, write failures.
+func PrepareData(cfg Config, d Data) (train, valid []mfilter.Example, err error) {
+	if d.Train == "" {
+		return nil, nil, fmt.Errorf("train filter data: no training file")
+	}
+	if d.ValidFrac < 0 || d.ValidFrac >= 1 {
+		return nil, nil, fmt.Errorf("train filter data: valid fraction %v outside [0, 1)", d.ValidFrac)
+	}
+	if train, err = mfilter.ReadExamples(d.Train); err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case d.Valid != "":
+		if valid, err = mfilter.ReadExamples(d.Valid); err != nil {
+			return nil, nil, err
+		}
+	case d.ValidFrac > 0:
+		if train, valid, err = SplitByQuestion(train, d.ValidFrac, cfg.Seed); err != nil {
+			return nil, nil, err
+		}
+	}
+	if d.Augment != "" {
+		extra, err := mfilter.ReadExamples(d.Augment)
+		if err != nil {
+			return nil, nil, err
+		}
+		train = append(append([]mfilter.Example{}, train...), extra...)
+	}
+	if _, err := CheckOutputDir(cfg); err != nil {
+		return nil, nil, err
+	}
+	if !cfg.Resume && len(valid) > 0 {
+		if err := writeSplit(cfg.OutputDir, train, valid); err != nil {
+			return nil, nil, err
+		}
+	}
+	return train, valid, nil
+}
+
+// writeSplit writes train and valid into dir (created if needed) as
+// TrainSplitFile and ValidSplitFile, each atomically.
+func writeSplit(dir string, train, valid []mfilter.Example) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("train filter data: %w", err)
+	}
+	for name, exs := range map[string][]mfilter.Example{TrainSplitFile: train, ValidSplitFile: valid} {
+		if err := mfilter.WriteExamples(filepath.Join(dir, name), mfilter.FormatJSONL, exs); err != nil {
+			return fmt.Errorf("train filter data: %w", err)
+		}
+	}
+	return nil
+}
