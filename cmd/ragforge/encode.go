@@ -15,8 +15,6 @@ import (
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
-func init() { register(newEncodeCmd) }
-
 type encodeOptions struct {
 	Corpus    corpusFlags
 	Encoder   string

@@ -19,15 +19,6 @@ import (
 	"github.com/ragforge/ragforge/retrieval/bm25"
 )
 
-func init() { register(newLabelCmd) }
-
-func newLabelCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "label", Short: "Make, review, export and compare RAG² [HELPFUL]/[NOT_HELPFUL] labels"}
-	cmd.AddCommand(newLabelEvidenceCmd(g), newLabelPerplexityCmd(g), newLabelReviewCmd(g),
-		newLabelExportCmd(g), newLabelCountsCmd(g), newLabelDiffCmd(g), newLabelImportCmd(g), newLabelICTCmd(g))
-	return cmd
-}
-
 // openLabels opens the run store and the label tables inside it.
 func openLabels(g *globals) (*runs.Store, *label.Store, error) {
 	st, err := openStore(g)

@@ -25,12 +25,6 @@ import (
 	"github.com/ragforge/ragforge/retrieval/dense"
 )
 
-func init() {
-	register(newPipelineCmd)
-	register(newServeCmd)
-	benchSubcommands = append(benchSubcommands, newBenchServeCmd)
-}
-
 type pipelineBuildOptions struct {
 	Corpora   []string    `json:"corpora"` // name=path or path
 	Chunk     corpusFlags `json:"chunk"`
@@ -46,8 +40,7 @@ type pipelineBuildOptions struct {
 	EfSearch  int         `json:"ef_search,omitempty"`
 }
 
-func newPipelineCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "pipeline", Short: "Assemble the directory `ragforge serve` loads (corpora, indexes, retriever, filter, generator)"}
+func newPipelineBuildCmd(g *globals) *cobra.Command {
 	var o pipelineBuildOptions
 	build := &cobra.Command{
 		Use:   "build",
@@ -64,8 +57,8 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
 		Example: `  ragforge pipeline build --corpus ../shared/data/ap_protocols --retriever work/selflearn/round-1/retriever \
     --filter work/filter-export --out work/pipeline`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			return buildPipeline(g, o)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPipelineBuild(cmd.Context(), g, o)
 		},
 	}
 	f := build.Flags()
@@ -85,11 +78,10 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
 	f.StringVar(&o.Out, "out", "", "pipeline directory to create (must not exist) (required)")
 	f.StringVar(&o.Factory, "faiss", "Flat", "FAISS index_factory string of the dense indexes (Flat, HNSW32, IVF256,Flat); needs --retriever")
 	addFAISSSearchFlags(build, &o.Nprobe, &o.EfSearch)
-	cmd.AddCommand(build)
-	return cmd
+	return build
 }
 
-func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
+func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (err error) {
 	if o.Out == "" || len(o.Corpora) == 0 {
 		return fmt.Errorf("--corpus and --out are required")
 	}
