@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"syscall"
@@ -12,19 +13,6 @@ import (
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/filter"
 )
-
-func init() { register(newBenchCmd) }
-
-var benchSubcommands []func(*globals) *cobra.Command
-
-func newBenchCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Measure model and server speed"}
-	cmd.AddCommand(newBenchModelsCmd(g))
-	for _, f := range benchSubcommands {
-		cmd.AddCommand(f(g))
-	}
-	return cmd
-}
 
 // benchModel is one configuration of `bench models`.
 type benchModel struct {
@@ -50,9 +38,14 @@ func peakRSS() int64 {
 	return ru.Maxrss * 1024 // Linux reports KiB
 }
 
+// benchModelsOptions are the flags of `bench models`.
+type benchModelsOptions struct {
+	Steps int    // timed steps per configuration
+	Only  string // mini | small | "" (both)
+}
+
 func newBenchModelsCmd(g *globals) *cobra.Command {
-	var steps int
-	var only string
+	var o benchModelsOptions
 	cmd := &cobra.Command{
 		Use:   "models",
 		Short: "Training tokens/s, ms/step, inference examples/s and peak RSS for T5 mini and small",
@@ -66,45 +59,49 @@ Training tokens/s counts encoder tokens. Peak RSS is the process's maximum
 resident set size so far (it only grows).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			be, err := backend.New(g.Backend)
-			if err != nil {
-				return err
-			}
-			if steps < 1 {
-				return fmt.Errorf("--steps %d: must be at least 1", steps)
-			}
-			configs := []benchModel{
-				{"mini", t5.MiniConfig(2100), 8, 256, 2},
-				{"small", t5.SmallConfig(32128), 4, 512, 2},
-			}
-			if only != "" && only != "mini" && only != "small" {
-				return fmt.Errorf("--only %q: want mini or small", only)
-			}
-			var results []benchModelResult
-			for _, c := range configs {
-				if only != "" && only != c.Name {
-					continue
-				}
-				fmt.Fprintf(g.Err, "bench %s: compiling and running %d steps...\n", c.Name, steps)
-				r, err := filter.BenchTrainStep(c.Config, c.Batch, c.EncLen, c.DecLen, steps)
-				if err != nil {
-					return fmt.Errorf("bench %s: %w", c.Name, err)
-				}
-				results = append(results, benchModelResult{Name: c.Name, Backend: backend.Describe(be), Result: r, PeakRSS: peakRSS(), Threads: runtime.GOMAXPROCS(0)})
-			}
-			if g.JSON {
-				return printJSON(g.Out, results)
-			}
-			tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "MODEL\tBATCH×ENC\tTRAIN TOK/S\tMS/STEP MIN\tMS/STEP MEDIAN\tINFER EX/S\tCOMPILE MS\tPEAK RSS MiB\tBACKEND")
-			for _, r := range results {
-				fmt.Fprintf(tw, "%s\t%d×%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.0f\t%s\n", r.Name, r.Result.BatchSize, r.Result.EncLength,
-					r.Result.TrainTokensPerSec, r.Result.MsPerStepMin, r.Result.MsPerStepMedian, r.Result.InferExamplesPerSec, r.Result.CompileMs, float64(r.PeakRSS)/(1<<20), r.Backend)
-			}
-			return tw.Flush()
+			return runBenchModels(cmd.Context(), g, o)
 		},
 	}
-	cmd.Flags().IntVar(&steps, "steps", 3, "timed steps per configuration, after one compile step (min and median are reported, as the PyTorch peer benchmark does)")
-	cmd.Flags().StringVar(&only, "only", "", "run only this configuration (mini or small)")
+	cmd.Flags().IntVar(&o.Steps, "steps", 3, "timed steps per configuration, after one compile step (min and median are reported, as the PyTorch peer benchmark does)")
+	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration (mini or small)")
 	return cmd
+}
+
+func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
+	be, err := backend.New(g.Backend)
+	if err != nil {
+		return err
+	}
+	if o.Steps < 1 {
+		return fmt.Errorf("--steps %d: must be at least 1", o.Steps)
+	}
+	configs := []benchModel{
+		{"mini", t5.MiniConfig(2100), 8, 256, 2},
+		{"small", t5.SmallConfig(32128), 4, 512, 2},
+	}
+	if o.Only != "" && o.Only != "mini" && o.Only != "small" {
+		return fmt.Errorf("--only %q: want mini or small", o.Only)
+	}
+	var results []benchModelResult
+	for _, c := range configs {
+		if o.Only != "" && o.Only != c.Name {
+			continue
+		}
+		fmt.Fprintf(g.Err, "bench %s: compiling and running %d steps...\n", c.Name, o.Steps)
+		r, err := filter.BenchTrainStep(g.Backend, c.Config, c.Batch, c.EncLen, c.DecLen, o.Steps)
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", c.Name, err)
+		}
+		results = append(results, benchModelResult{Name: c.Name, Backend: backend.Describe(be), Result: r, PeakRSS: peakRSS(), Threads: runtime.GOMAXPROCS(0)})
+	}
+	if g.JSON {
+		return printJSON(g.Out, results)
+	}
+	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tBATCH×ENC\tTRAIN TOK/S\tMS/STEP MIN\tMS/STEP MEDIAN\tINFER EX/S\tCOMPILE MS\tPEAK RSS MiB\tBACKEND")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d×%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.0f\t%s\n", r.Name, r.Result.BatchSize, r.Result.EncLength,
+			r.Result.TrainTokensPerSec, r.Result.MsPerStepMin, r.Result.MsPerStepMedian, r.Result.InferExamplesPerSec, r.Result.CompileMs, float64(r.PeakRSS)/(1<<20), r.Backend)
+	}
+	return tw.Flush()
 }

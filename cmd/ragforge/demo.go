@@ -15,8 +15,6 @@ import (
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
-func init() { register(newDemoCmd) }
-
 // demoOptions are the demo's flags; every stage reads what it needs.
 type demoOptions struct {
 	Corpus, QA string // default: the sample embedded in the binary
@@ -120,7 +118,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 			return nil, err
 		}
 	}
-	for _, s := range demoStages {
+	for _, s := range demoStages() {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
@@ -173,9 +171,6 @@ type stageFunc struct {
 	name string
 	run  func(ctx context.Context, st *demoState) (demoStage, error)
 }
-
-// demoStages run in order; later issues' stages append here.
-var demoStages []stageFunc
 
 func (st *demoState) printSummary() {
 	w := st.g.Out

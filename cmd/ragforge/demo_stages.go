@@ -13,23 +13,24 @@ import (
 	"time"
 )
 
-// The demo's stages. Each calls the same subcommand a user would run, so the
-// summary's commands reproduce the figures.
-func init() {
-	demoStages = append(demoStages,
-		stageFunc{"retrieval: BM25", demoEvalBM25},
-		stageFunc{"tokenizers", demoTokenizers},
-		stageFunc{"models init", demoModelsInit},
-		stageFunc{"retrieval: hybrid (base)", demoEvalHybrid},
-		stageFunc{"labels: evidence", demoLabels},
-		stageFunc{"labels: ICT (corpus only)", demoICTLabels},
-		stageFunc{"filter: train", demoTrainFilter},
-		stageFunc{"filter: eval", demoEvalFilter},
-		stageFunc{"selflearn: 1 round (ICT)", demoSelflearn},
-		stageFunc{"retrieval: hybrid (tuned)", demoEvalTuned},
-		stageFunc{"export", demoExport},
-		stageFunc{"serve + /v1/pipeline", demoServe},
-	)
+// demoStages are the demo's stages, run in order. Each calls the same
+// subcommand a user would run, so the summary's commands reproduce the
+// figures.
+func demoStages() []stageFunc {
+	return []stageFunc{
+		{"retrieval: BM25", demoEvalBM25},
+		{"tokenizers", demoTokenizers},
+		{"models init", demoModelsInit},
+		{"retrieval: hybrid (base)", demoEvalHybrid},
+		{"labels: evidence", demoLabels},
+		{"labels: ICT (corpus only)", demoICTLabels},
+		{"filter: train", demoTrainFilter},
+		{"filter: eval", demoEvalFilter},
+		{"selflearn: 1 round (ICT)", demoSelflearn},
+		{"retrieval: hybrid (tuned)", demoEvalTuned},
+		{"export", demoExport},
+		{"serve + /v1/pipeline", demoServe},
+	}
 }
 
 func (st *demoState) chunkArgs() []string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,6 @@ import (
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
-
-func init() { register(newEncodeCmd) }
 
 type encodeOptions struct {
 	Corpus    corpusFlags
@@ -58,7 +57,7 @@ encode only the queries, with the recorded settings.`,
     --qa ../shared/data/ap_protocols_qa/dev.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := runEncode(g, o)
+			res, err := runEncode(cmd.Context(), g, o)
 			if err != nil {
 				return err
 			}
@@ -81,7 +80,7 @@ encode only the queries, with the recorded settings.`,
 	return cmd
 }
 
-func runEncode(g *globals, o encodeOptions) (res *encodeResult, err error) {
+func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResult, err error) {
 	if o.Encoder == "" || o.Out == "" {
 		return nil, fmt.Errorf("--encoder and --out are required")
 	}

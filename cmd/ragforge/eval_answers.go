@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,9 +15,8 @@ import (
 	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/models/openai"
+	"github.com/ragforge/ragforge/retrieval"
 )
-
-func init() { evalSubcommands = append(evalSubcommands, newEvalAnswersCmd) }
 
 type evalAnswersOptions struct {
 	Corpus    corpusFlags    `json:"corpus"`
@@ -91,43 +91,13 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 	if err := o.Retriever.validate(); err != nil {
 		return err
 	}
-	var judge *answers.Judge
-	if o.Judge != "" {
-		url, model, _ := strings.Cut(o.Judge, "#")
-		client := openai.New(url, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})
-		// Before any work: a dead judge would otherwise cost every item its retries.
-		if err := client.Preflight(ctx); err != nil {
-			return fmt.Errorf("--judge %s: %w", o.Judge, err)
-		}
-		judge = &answers.Judge{Client: client}
-		if o.JudgeEnc != "" {
-			enc, err := retrieve.LoadBERTEncoder(o.JudgeEnc, g.Backend, "cls")
-			if err != nil {
-				return err
-			}
-			judge.Embedder = enc
-		}
-	}
-	var answerer answers.Answerer
-	kind, target, model, err := splitSpec(o.Answerer, "answerer")
+	judge, err := openJudge(ctx, g, o)
 	if err != nil {
 		return err
 	}
-	switch kind {
-	case "t5":
-		m, tok, err := loadT5(g, target)
-		if err != nil {
-			return err
-		}
-		answerer = &answers.T5Answerer{Model: m, Tokenizer: tok}
-	case "openai":
-		client := openai.New(target, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})
-		if err := client.Preflight(ctx); err != nil {
-			return fmt.Errorf("--answerer %s: %w", o.Answerer, err)
-		}
-		answerer = &answers.ChatAnswerer{Client: client}
-	default:
-		return fmt.Errorf("--answerer %q: want t5:DIR or openai:URL", o.Answerer)
+	answerer, err := openAnswerer(ctx, g, o)
+	if err != nil {
+		return err
 	}
 	queries, _, err := retrieve.Queries(o.QA, "")
 	if err != nil {
@@ -151,15 +121,71 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 		return err
 	}
 	defer closeR()
+	bar := progress.New(g.Err, len(queries)*len(ks), "answers")
+	rep, err := answers.Run(ctx, answers.Config{Ks: ks}, queries, contextsOf(r, chunks, slices.Max(ks)), answerer, judge, run, bar.Func())
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, map[string]any{"run_id": run.ID, "report": rep})
+	}
+	return printAnswersReport(g, run.ID, rep)
+}
+
+// openJudge connects to the --judge server (nil without one), with the
+// --judge-encoder for answer relevance.
+func openJudge(ctx context.Context, g *globals, o evalAnswersOptions) (*answers.Judge, error) {
+	if o.Judge == "" {
+		return nil, nil
+	}
+	url, model, _ := strings.Cut(o.Judge, "#")
+	client := openai.New(url, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})
+	// Before any work: a dead judge would otherwise cost every item its retries.
+	if err := client.Preflight(ctx); err != nil {
+		return nil, fmt.Errorf("--judge %s: %w", o.Judge, err)
+	}
+	judge := &answers.Judge{Client: client}
+	if o.JudgeEnc != "" {
+		enc, err := retrieve.LoadBERTEncoder(o.JudgeEnc, g.Backend, "cls")
+		if err != nil {
+			return nil, err
+		}
+		judge.Embedder = enc
+	}
+	return judge, nil
+}
+
+// openAnswerer loads or connects to the --answerer model.
+func openAnswerer(ctx context.Context, g *globals, o evalAnswersOptions) (answers.Answerer, error) {
+	kind, target, model, err := splitSpec(o.Answerer, "answerer")
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "t5":
+		m, tok, err := loadT5(g, target)
+		if err != nil {
+			return nil, err
+		}
+		return &answers.T5Answerer{Model: m, Tokenizer: tok}, nil
+	case "openai":
+		client := openai.New(target, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})
+		if err := client.Preflight(ctx); err != nil {
+			return nil, fmt.Errorf("--answerer %s: %w", o.Answerer, err)
+		}
+		return &answers.ChatAnswerer{Client: client}, nil
+	}
+	return nil, fmt.Errorf("--answerer %q: want t5:DIR or openai:URL", o.Answerer)
+}
+
+// contextsOf retrieves the texts of a question's top depth chunks with r.
+func contextsOf(r retrieval.Retriever, chunks []data.Chunk, depth int) func(context.Context, data.Query) ([]string, error) {
 	text := make(map[string]string, len(chunks))
 	for _, c := range chunks {
 		text[c.ID] = c.Text
 	}
-	depth := ks[len(ks)-1]
-	for _, k := range ks {
-		depth = max(depth, k)
-	}
-	retrieveFn := func(ctx context.Context, q data.Query) ([]string, error) {
+	return func(ctx context.Context, q data.Query) ([]string, error) {
 		hits, err := r.Search(q.Text, depth)
 		if err != nil {
 			return nil, err
@@ -170,16 +196,12 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 		}
 		return out, nil
 	}
-	bar := progress.New(g.Err, len(queries)*len(ks), "answers")
-	rep, err := answers.Run(ctx, answers.Config{Ks: ks}, queries, retrieveFn, answerer, judge, run, bar.Func())
-	bar.Finish()
-	if err != nil {
-		return err
-	}
-	if g.JSON {
-		return printJSON(g.Out, map[string]any{"run_id": run.ID, "report": rep})
-	}
-	fmt.Fprintf(g.Out, "run %s: %d questions\n\n", run.ID, rep.Queries)
+}
+
+// printAnswersReport prints one row of metric means per K, then the
+// errors by cause.
+func printAnswersReport(g *globals, runID string, rep *answers.Report) error {
+	fmt.Fprintf(g.Out, "run %s: %d questions\n\n", runID, rep.Queries)
 	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
 	metrics := []string{answers.MetricBLEU, answers.MetricSentenceBLEU, answers.MetricROUGE1, answers.MetricROUGE2, answers.MetricROUGEL, "faithfulness", "answer_relevance", "context_recall"}
 	fmt.Fprint(tw, "K")

@@ -18,19 +18,6 @@ import (
 	"github.com/ragforge/ragforge/retrieval/eval"
 )
 
-func init() { register(newEvalCmd) }
-
-var evalSubcommands []func(*globals) *cobra.Command
-
-func newEvalCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "eval", Short: "Evaluate retrieval, the filter and answers"}
-	cmd.AddCommand(newEvalRetrievalCmd(g))
-	for _, f := range evalSubcommands {
-		cmd.AddCommand(f(g))
-	}
-	return cmd
-}
-
 type evalRetrievalOptions struct {
 	Corpus    corpusFlags    `json:"corpus"`
 	Retriever retrieverFlags `json:"retriever"`

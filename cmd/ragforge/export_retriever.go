@@ -74,7 +74,7 @@ func (r *retrieverExportFlags) export(g *globals, out string) error {
 	if st.MaxSeqLength < 2 {
 		return fmt.Errorf("--max-length %d: want >= 2", st.MaxSeqLength)
 	}
-	if err := retriever.Export(r.Dir, out, st); err != nil {
+	if err := retriever.Export(r.Dir, out, g.Backend, st); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.Out, "exported %s to %s (sentence-transformers: %s pooling, normalize %v)\n", r.Dir, out, st.Pooling, st.Normalize)

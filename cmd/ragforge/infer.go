@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -12,14 +13,6 @@ import (
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
-
-func init() { register(newInferCmd) }
-
-func newInferCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "infer", Short: "Run a model once: generate, embed, score"}
-	cmd.AddCommand(newGenerateCmd(g), newEmbedCmd(g), newScoreCmd(g))
-	return cmd
-}
 
 // loadT5 loads a T5 model and its tokenizer from an HF directory.
 func loadT5(g *globals, dir string) (*t5.Model, tokenizer.Tokenizer, error) {
@@ -38,55 +31,71 @@ func loadT5(g *globals, dir string) (*t5.Model, tokenizer.Tokenizer, error) {
 	return m, tok, nil
 }
 
+// inferGenerateOptions are the flags of `infer generate`.
+type inferGenerateOptions struct {
+	Model, Input string
+	Generate     t5.GenerateOptions
+}
+
 func newGenerateCmd(g *globals) *cobra.Command {
-	var (
-		model, input string
-		opt          t5.GenerateOptions
-	)
+	var o inferGenerateOptions
 	cmd := &cobra.Command{
 		Use:     "generate",
 		Short:   "Generate text with a T5 model (greedy, or sampled with --sample)",
 		Example: `  ragforge infer generate --model work/t5-tiny --input "Which stain shows amyloid?"`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, tok, err := loadT5(g, model)
-			if err != nil {
-				return err
-			}
-			ids := tok.Encode(input, true)
-			mask := make([]int, len(ids))
-			for i := range mask {
-				mask[i] = 1
-			}
-			out, err := m.Generate([][]int{ids}, [][]int{mask}, opt)
-			if err != nil {
-				return err
-			}
-			text := tok.Decode(out[0], true)
-			if g.JSON {
-				return printJSON(g.Out, map[string]any{"text": text, "ids": out[0]})
-			}
-			fmt.Fprintln(g.Out, text)
-			return nil
+			return runInferGenerate(cmd.Context(), g, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&model, "model", "", "T5 model directory in HF layout (required)")
-	f.StringVar(&input, "input", "", "input text")
-	f.IntVar(&opt.MaxNewTokens, "max-new-tokens", 32, "maximum number of generated tokens")
-	f.BoolVar(&opt.DoSample, "sample", false, "sample instead of greedy decoding")
-	f.Float64Var(&opt.Temperature, "temperature", 0.7, "sampling temperature")
-	f.Float64Var(&opt.TopP, "top-p", 1.0, "nucleus sampling probability mass")
-	f.Int64Var(&opt.Seed, "seed", 0, "sampling seed")
+	f.StringVar(&o.Model, "model", "", "T5 model directory in HF layout (required)")
+	f.StringVar(&o.Input, "input", "", "input text")
+	f.IntVar(&o.Generate.MaxNewTokens, "max-new-tokens", 32, "maximum number of generated tokens")
+	f.BoolVar(&o.Generate.DoSample, "sample", false, "sample instead of greedy decoding")
+	f.Float64Var(&o.Generate.Temperature, "temperature", 0.7, "sampling temperature")
+	f.Float64Var(&o.Generate.TopP, "top-p", 1.0, "nucleus sampling probability mass")
+	f.Int64Var(&o.Generate.Seed, "seed", 0, "sampling seed")
 	cmd.MarkFlagRequired("model")
 	return cmd
 }
 
+func runInferGenerate(_ context.Context, g *globals, o inferGenerateOptions) error {
+	m, tok, err := loadT5(g, o.Model)
+	if err != nil {
+		return err
+	}
+	ids := tok.Encode(o.Input, true)
+	out, err := m.Generate([][]int{ids}, [][]int{ones(len(ids))}, o.Generate)
+	if err != nil {
+		return err
+	}
+	text := tok.Decode(out[0], true)
+	if g.JSON {
+		return printJSON(g.Out, map[string]any{"text": text, "ids": out[0]})
+	}
+	fmt.Fprintln(g.Out, text)
+	return nil
+}
+
+// ones is the attention mask of n real tokens.
+func ones(n int) []int {
+	mask := make([]int, n)
+	for i := range mask {
+		mask[i] = 1
+	}
+	return mask
+}
+
+// inferEmbedOptions are the flags of `infer embed`.
+type inferEmbedOptions struct {
+	Model, Input, Pooling string
+	InputType             string // document | query
+	Encoder               encoderOptions
+}
+
 func newEmbedCmd(g *globals) *cobra.Command {
-	var (
-		model, input, pooling, inputType string
-		opt                              encoderOptions
-	)
+	var o inferEmbedOptions
 	cmd := &cobra.Command{
 		Use:   "embed",
 		Short: "Embed text with a BERT encoder as the server's /v1/embeddings does (truncation, pooling, prefixes, L2 normalization)",
@@ -99,56 +108,60 @@ L2-normalized.`,
 		Example: `  ragforge infer embed --model work/bert-tiny --input "HER2 scoring" --pooling cls`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if input == "" {
-				return fmt.Errorf("--input is required: the text to embed")
-			}
-			if err := opt.validate(); err != nil {
-				return err
-			}
-			mt, err := hf.ModelType(model)
-			if err != nil {
-				return err
-			}
-			if mt != "bert" {
-				return fmt.Errorf("infer embed: %s is a %q model; embeddings need a BERT encoder", model, mt)
-			}
-			enc, err := retrieve.LoadBERTEncoder(model, g.Backend, pooling)
-			if err != nil {
-				return fmt.Errorf("--pooling/--model: %w", err)
-			}
-			opt.apply(enc)
-			var vecs [][]float32
-			switch inputType {
-			case "document":
-				vecs, err = enc.EncodeDocs([]string{input})
-			case "query":
-				vecs, err = enc.EncodeQueries([]string{input})
-			default:
-				return fmt.Errorf("--input-type %q: want document or query", inputType)
-			}
-			if err != nil {
-				return err
-			}
-			ids, err := enc.Tokenize([]string{input})
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, map[string]any{"dim": len(vecs[0]), "embedding": vecs[0]})
-			}
-			fmt.Fprintf(g.Err, "%d tokens (limit %d)\n", len(ids[0]), enc.MaxTokens())
-			fmt.Fprintf(g.Out, "dim %d: %v\n", len(vecs[0]), vecs[0])
-			return nil
+			return runInferEmbed(cmd.Context(), g, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&model, "model", "", "BERT model directory in HF layout (required)")
-	f.StringVar(&input, "input", "", "input text (required)")
-	f.StringVar(&pooling, "pooling", "cls", "pooling: cls (BGE) | mean (sentence-transformers mean pooling)")
-	f.StringVar(&inputType, "input-type", "document", "document (adds --passage-prefix) | query (adds --query-prefix), as /v1/embeddings' input_type")
-	opt.add(cmd)
+	f.StringVar(&o.Model, "model", "", "BERT model directory in HF layout (required)")
+	f.StringVar(&o.Input, "input", "", "input text (required)")
+	f.StringVar(&o.Pooling, "pooling", "cls", "pooling: cls (BGE) | mean (sentence-transformers mean pooling)")
+	f.StringVar(&o.InputType, "input-type", "document", "document (adds --passage-prefix) | query (adds --query-prefix), as /v1/embeddings' input_type")
+	o.Encoder.add(cmd)
 	cmd.MarkFlagRequired("model")
 	return cmd
+}
+
+func runInferEmbed(_ context.Context, g *globals, o inferEmbedOptions) error {
+	if o.Input == "" {
+		return fmt.Errorf("--input is required: the text to embed")
+	}
+	if err := o.Encoder.validate(); err != nil {
+		return err
+	}
+	mt, err := hf.ModelType(o.Model)
+	if err != nil {
+		return err
+	}
+	if mt != "bert" {
+		return fmt.Errorf("infer embed: %s is a %q model; embeddings need a BERT encoder", o.Model, mt)
+	}
+	enc, err := retrieve.LoadBERTEncoder(o.Model, g.Backend, o.Pooling)
+	if err != nil {
+		return fmt.Errorf("--pooling/--model: %w", err)
+	}
+	o.Encoder.apply(enc)
+	var vecs [][]float32
+	switch o.InputType {
+	case "document":
+		vecs, err = enc.EncodeDocs([]string{o.Input})
+	case "query":
+		vecs, err = enc.EncodeQueries([]string{o.Input})
+	default:
+		return fmt.Errorf("--input-type %q: want document or query", o.InputType)
+	}
+	if err != nil {
+		return err
+	}
+	ids, err := enc.Tokenize([]string{o.Input})
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, map[string]any{"dim": len(vecs[0]), "embedding": vecs[0]})
+	}
+	fmt.Fprintf(g.Err, "%d tokens (limit %d)\n", len(ids[0]), enc.MaxTokens())
+	fmt.Fprintf(g.Out, "dim %d: %v\n", len(vecs[0]), vecs[0])
+	return nil
 }
 
 // scoreResult is the teacher-forced likelihood of a target.
@@ -159,8 +172,13 @@ type scoreResult struct {
 	LogProbs   []float32 `json:"logprobs"`
 }
 
+// inferScoreOptions are the flags of `infer score`.
+type inferScoreOptions struct {
+	Model, Input, Target string
+}
+
 func newScoreCmd(g *globals) *cobra.Command {
-	var model, input, target string
+	var o inferScoreOptions
 	cmd := &cobra.Command{
 		Use:   "score",
 		Short: "Teacher-forced mean negative log-likelihood and perplexity of --target given --input (T5)",
@@ -170,40 +188,40 @@ NLL), the quantity RAG²'s perplexity labels compare.`,
 		Example: `  ragforge infer score --model work/t5-tiny --input "question: ..." --target "answer ..."`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, tok, err := loadT5(g, model)
-			if err != nil {
-				return err
-			}
-			ids := tok.Encode(input, true)
-			mask := make([]int, len(ids))
-			for i := range mask {
-				mask[i] = 1
-			}
-			labels := tok.Encode(target, true)
-			lps, err := m.TokenLogProbs([][]int{ids}, [][]int{mask}, [][]int{labels})
-			if err != nil {
-				return err
-			}
-			var sum float64
-			for _, lp := range lps[0] {
-				sum -= float64(lp)
-			}
-			res := scoreResult{Tokens: len(lps[0]), LogProbs: lps[0]}
-			if res.Tokens > 0 {
-				res.MeanNLL = sum / float64(res.Tokens)
-				res.Perplexity = math.Exp(res.MeanNLL)
-			}
-			if g.JSON {
-				return printJSON(g.Out, res)
-			}
-			fmt.Fprintf(g.Out, "tokens %d  mean NLL %.4f nats  perplexity %.4f\n", res.Tokens, res.MeanNLL, res.Perplexity)
-			return nil
+			return runInferScore(cmd.Context(), g, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&model, "model", "", "T5 model directory in HF layout (required)")
-	f.StringVar(&input, "input", "", "encoder input text")
-	f.StringVar(&target, "target", "", "target text to score")
+	f.StringVar(&o.Model, "model", "", "T5 model directory in HF layout (required)")
+	f.StringVar(&o.Input, "input", "", "encoder input text")
+	f.StringVar(&o.Target, "target", "", "target text to score")
 	cmd.MarkFlagRequired("model")
 	return cmd
+}
+
+func runInferScore(_ context.Context, g *globals, o inferScoreOptions) error {
+	m, tok, err := loadT5(g, o.Model)
+	if err != nil {
+		return err
+	}
+	ids := tok.Encode(o.Input, true)
+	labels := tok.Encode(o.Target, true)
+	lps, err := m.TokenLogProbs([][]int{ids}, [][]int{ones(len(ids))}, [][]int{labels})
+	if err != nil {
+		return err
+	}
+	var sum float64
+	for _, lp := range lps[0] {
+		sum -= float64(lp)
+	}
+	res := scoreResult{Tokens: len(lps[0]), LogProbs: lps[0]}
+	if res.Tokens > 0 {
+		res.MeanNLL = sum / float64(res.Tokens)
+		res.Perplexity = math.Exp(res.MeanNLL)
+	}
+	if g.JSON {
+		return printJSON(g.Out, res)
+	}
+	fmt.Fprintf(g.Out, "tokens %d  mean NLL %.4f nats  perplexity %.4f\n", res.Tokens, res.MeanNLL, res.Perplexity)
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,15 +17,6 @@ import (
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 )
-
-func init() { register(newLabelCmd) }
-
-func newLabelCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "label", Short: "Make, review, export and compare RAG² [HELPFUL]/[NOT_HELPFUL] labels"}
-	cmd.AddCommand(newLabelEvidenceCmd(g), newLabelPerplexityCmd(g), newLabelReviewCmd(g),
-		newLabelExportCmd(g), newLabelCountsCmd(g), newLabelDiffCmd(g), newLabelImportCmd(g), newLabelICTCmd(g))
-	return cmd
-}
 
 // openLabels opens the run store and the label tables inside it.
 func openLabels(g *globals) (*runs.Store, *label.Store, error) {
@@ -147,14 +137,17 @@ func finishLabels(g *globals, run *runs.Run, ls *label.Store, out string, n int)
 	return labelResult{RunID: run.ID, Labels: stored, Merged: max(n-stored, 0), Counts: counts, Out: out}, nil
 }
 
+// labelEvidenceOptions are the flags of `label evidence`.
+type labelEvidenceOptions struct {
+	Candidates  candidateFlags
+	Negatives   int // [NOT_HELPFUL] kept per question; 0 = all
+	Balanced    bool
+	Seed        uint64
+	DatasetName string
+}
+
 func newLabelEvidenceCmd(g *globals) *cobra.Command {
-	var (
-		c          candidateFlags
-		negatives  int
-		balanced   bool
-		seed       uint64
-		datasetNam string
-	)
+	var o labelEvidenceOptions
 	cmd := &cobra.Command{
 		Use:   "evidence",
 		Short: "Label BM25 top-N candidates [HELPFUL] when they contain the question's reference context",
@@ -164,48 +157,53 @@ normalized context is a substring of the chunk or shares >= 5 consecutive
 tokens), or, for BEIR data, when qrels judge its document relevant.`,
 		Example: `  ragforge label evidence --corpus ../shared/data/ap_protocols --qa ../shared/data/ap_protocols_qa/dev.csv --top-n 10 --out labels.jsonl`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			queries, qrels, idx, err := c.load(g)
-			if err != nil {
-				return err
-			}
-			defer idx.Close()
-			st, run, err := startRun(g, "label-evidence", map[string]any{"flags": c, "negatives": negatives, "balanced": balanced, "seed": seed})
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			defer finishRun(run, &err)
-			ls, err := label.NewStore(st.DB())
-			if err != nil {
-				return err
-			}
-			bar := progress.New(g.Err, len(queries), "evidence labels")
-			l := &label.EvidenceLabeler{Retriever: idx, Lookup: idx.Doc, TopN: c.TopN, NegativesPerQuestion: negatives, Balanced: balanced,
-				Seed: seed, DatasetName: datasetName(datasetNam, c.Corpus.Path), Store: ls, RunID: run.ID, Progress: label.Progress(bar.Func())}
-			if qrels != nil {
-				l.Qrels = qrels
-			}
-			labels, err := l.Label(cmdContext(cmd), queries)
-			bar.Finish()
-			if err != nil {
-				return err
-			}
-			res, err := finishLabels(g, run, ls, c.Out, len(labels))
-			if err != nil {
-				return err
-			}
-			return res.print(g)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLabelEvidence(cmdContext(cmd), g, o)
 		},
 	}
-	c.add(cmd)
+	o.Candidates.add(cmd)
 	f := cmd.Flags()
-	f.IntVar(&negatives, "negatives", 0, "keep at most N [NOT_HELPFUL] candidates per question (0 = all)")
-	f.BoolVar(&balanced, "balanced", false, "keep as many negatives as positives per question")
+	f.IntVar(&o.Negatives, "negatives", 0, "keep at most N [NOT_HELPFUL] candidates per question (0 = all)")
+	f.BoolVar(&o.Balanced, "balanced", false, "keep as many negatives as positives per question")
 	minInt(f, 0, "negatives")
-	f.Uint64Var(&seed, "seed", 42, "negative sampling seed")
-	f.StringVar(&datasetNam, "dataset-name", "", "dataset_name written to each example (default: the corpus name, e.g. ap_protocols for .../ap_protocols)")
+	f.Uint64Var(&o.Seed, "seed", 42, "negative sampling seed")
+	f.StringVar(&o.DatasetName, "dataset-name", "", "dataset_name written to each example (default: the corpus name, e.g. ap_protocols for .../ap_protocols)")
 	return cmd
+}
+
+func runLabelEvidence(ctx context.Context, g *globals, o labelEvidenceOptions) (err error) {
+	c := o.Candidates
+	queries, qrels, idx, err := c.load(g)
+	if err != nil {
+		return err
+	}
+	defer idx.Close()
+	st, run, err := startRun(g, "label-evidence", map[string]any{"flags": c, "negatives": o.Negatives, "balanced": o.Balanced, "seed": o.Seed})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer finishRun(run, &err)
+	ls, err := label.NewStore(st.DB())
+	if err != nil {
+		return err
+	}
+	bar := progress.New(g.Err, len(queries), "evidence labels")
+	l := &label.EvidenceLabeler{Retriever: idx, Lookup: idx.Doc, TopN: c.TopN, NegativesPerQuestion: o.Negatives, Balanced: o.Balanced,
+		Seed: o.Seed, DatasetName: datasetName(o.DatasetName, c.Corpus.Path), Store: ls, RunID: run.ID, Progress: label.Progress(bar.Func())}
+	if qrels != nil {
+		l.Qrels = qrels
+	}
+	labels, err := l.Label(ctx, queries)
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	res, err := finishLabels(g, run, ls, c.Out, len(labels))
+	if err != nil {
+		return err
+	}
+	return res.print(g)
 }
 
 func cmdContext(cmd *cobra.Command) context.Context {
@@ -240,18 +238,21 @@ func newScorer(g *globals, spec string, timeout time.Duration, retries, concurre
 	return nil, fmt.Errorf("--scorer %q: want t5:DIR or openai:URL[#model]", spec)
 }
 
+// labelPerplexityOptions are the flags of `label perplexity`.
+type labelPerplexityOptions struct {
+	Candidates  candidateFlags
+	Scorer      string // t5:DIR | openai:URL[#model]
+	Margin      float64
+	Relative    bool
+	Timeout     time.Duration
+	Retries     int
+	Concurrency int
+	Resume      string // run id to continue
+	DatasetName string
+}
+
 func newLabelPerplexityCmd(g *globals) *cobra.Command {
-	var (
-		c           candidateFlags
-		scorer      string
-		margin      float64
-		relative    bool
-		timeout     time.Duration
-		retries     int
-		concurrency int
-		resume      string
-		datasetNam  string
-	)
+	var o labelPerplexityOptions
 	cmd := &cobra.Command{
 		Use:   "perplexity",
 		Short: "Label BM25 candidates by whether they lower the scorer's perplexity of the reference answer (RAG²)",
@@ -267,292 +268,95 @@ Scores are cached in the run database, so --resume RUN continues an
 interrupted run without rescoring finished pairs.`,
 		Example: `  ragforge label perplexity --corpus ../shared/data/ap_protocols --qa ../shared/data/ap_protocols_qa/dev.csv --scorer t5:work/t5-tiny --limit 10`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			if scorer == "" {
-				return fmt.Errorf("--scorer is required")
-			}
-			sc, err := newScorer(g, scorer, timeout, retries, concurrency)
-			if err != nil {
-				return err
-			}
-			queries, _, idx, err := c.load(g)
-			if err != nil {
-				return err
-			}
-			defer idx.Close()
-			var tasks []label.Task
-			for _, q := range queries {
-				if strings.TrimSpace(q.Answer) == "" {
-					return fmt.Errorf("%s: question %s: field %q: empty (perplexity labels need a reference answer)", c.QA, q.ID, "Ground_Truth")
-				}
-				hits, err := idx.Search(q.Text, c.TopN)
-				if err != nil {
-					return err
-				}
-				t := label.Task{QueryID: q.ID, Question: q.Text, Target: q.Answer}
-				for _, h := range hits {
-					if ch, ok := idx.Doc(h.ID); ok {
-						t.Candidates = append(t.Candidates, ch)
-					}
-				}
-				tasks = append(tasks, t)
-			}
-			var st *runs.Store
-			var run *runs.Run
-			if resume != "" {
-				if st, err = openStore(g); err != nil {
-					return err
-				}
-				if run, err = st.Resume(resume); err != nil { // running again, owned by this process
-					st.Close()
-					return err
-				}
-			} else if st, run, err = startRun(g, "label-perplexity", map[string]any{"flags": c, "scorer": sc.Name(), "margin": margin, "relative": relative}); err != nil {
-				return err
-			}
-			defer st.Close()
-			defer finishRun(run, &err)
-			ls, err := label.NewStore(st.DB())
-			if err != nil {
-				return err
-			}
-			bar := progress.New(g.Err, -1, "perplexity labels")
-			l := &label.PerplexityLabeler{Scorer: sc, Margin: margin, Relative: relative, DatasetName: datasetName(datasetNam, c.Corpus.Path),
-				Concurrency: concurrency, Store: ls, RunID: run.ID, Progress: label.Progress(bar.Func())}
-			labels, err := l.Label(cmdContext(cmd), tasks)
-			bar.Finish()
-			if err != nil {
-				return err
-			}
-			res, err := finishLabels(g, run, ls, c.Out, len(labels))
-			if err != nil {
-				return err
-			}
-			return res.print(g)
-		},
-	}
-	c.add(cmd)
-	f := cmd.Flags()
-	f.StringVar(&scorer, "scorer", "", "scorer LM: t5:DIR or openai:URL[#model] (required)")
-	f.Float64Var(&margin, "margin", 0, "minimum perplexity reduction for [HELPFUL]")
-	f.BoolVar(&relative, "relative", false, "margin is relative: (ppl_without - ppl_with) / ppl_without")
-	f.DurationVar(&timeout, "timeout", 120*time.Second, "per-request timeout (HTTP scorer)")
-	f.IntVar(&retries, "retries", 3, "retries with exponential backoff (HTTP scorer)")
-	f.IntVar(&concurrency, "concurrency", 4, "pairs scored at once")
-	minInt(f, 1, "concurrency")
-	f.StringVar(&resume, "resume", "", "continue the labeling run with this id (finished pairs come from the score cache)")
-	f.StringVar(&datasetNam, "dataset-name", "", "dataset_name written to each example (default: the corpus name, e.g. ap_protocols for .../ap_protocols)")
-	return cmd
-}
-
-func newLabelReviewCmd(g *globals) *cobra.Command {
-	var (
-		f        label.Filter
-		reviewer string
-		flip     int64
-		confirm  int64
-		undo     int64
-	)
-	cmd := &cobra.Command{
-		Use:   "review",
-		Short: "List labels, or flip/confirm/undo one (stored with provenance human; the machine label is kept)",
-		Example: `  ragforge label review --run RUN --class "[HELPFUL]" --limit 20
-  ragforge label review --flip 17 --reviewer ana
-  ragforge label review --undo 17`,
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, ls, err := openLabels(g)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			var rec label.Record
-			switch {
-			case flip > 0:
-				rec, err = ls.Review(flip, label.ReviewFlip, reviewer)
-			case confirm > 0:
-				rec, err = ls.Review(confirm, label.ReviewConfirm, reviewer)
-			case undo > 0:
-				rec, err = ls.Undo(undo)
-			default:
-				recs, err := ls.List(f)
-				if err != nil {
-					return err
-				}
-				if g.JSON {
-					return printJSON(g.Out, recs)
-				}
-				tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tLABEL\tMACHINE\tMETHOD\tPPL w/o→with\tQUESTION\tSNIPPET")
-				for _, r := range recs {
-					ppl := "-"
-					if r.Method == label.MethodPerplexity {
-						ppl = fmt.Sprintf("%.2f→%.2f", r.PPLWithout, r.PPLWith)
-					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Effective, r.Label.Label, r.Method, ppl, clip(r.Question, 50), clip(r.Snippet, 60))
-				}
-				return tw.Flush()
-			}
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, rec)
-			}
-			fmt.Fprintf(g.Out, "label %d: %s (machine %s, provenance %s)\n", rec.ID, rec.Effective, rec.Label.Label, rec.Provenance)
-			return nil
+			return runLabelPerplexity(cmdContext(cmd), g, o)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&f.RunID, "run", "", "only labels of this run")
-	fl.StringVar(&f.Class, "class", "", "only this effective label ([HELPFUL] or [NOT_HELPFUL])")
-	fl.StringVar(&f.Method, "method", "", "only this method (perplexity, evidence, import)")
-	fl.BoolVar(&f.Disagreement, "disagreement", false, "only pairs where perplexity and evidence labels differ")
-	fl.Float64Var(&f.LowConfidence, "low-confidence", 0, "only perplexity labels with |ppl_with - ppl_without| below this")
-	fl.IntVar(&f.Limit, "limit", 50, "at most this many labels")
-	minInt(fl, 0, "limit")
-	fl.StringVar(&reviewer, "reviewer", "", "reviewer name stored with the change")
-	fl.Int64Var(&flip, "flip", 0, "flip label ID")
-	fl.Int64Var(&confirm, "confirm", 0, "confirm label ID")
-	fl.Int64Var(&undo, "undo", 0, "undo the latest human review of label ID")
+	o.Candidates.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.Scorer, "scorer", "", "scorer LM: t5:DIR or openai:URL[#model] (required)")
+	f.Float64Var(&o.Margin, "margin", 0, "minimum perplexity reduction for [HELPFUL]")
+	f.BoolVar(&o.Relative, "relative", false, "margin is relative: (ppl_without - ppl_with) / ppl_without")
+	f.DurationVar(&o.Timeout, "timeout", 120*time.Second, "per-request timeout (HTTP scorer)")
+	f.IntVar(&o.Retries, "retries", 3, "retries with exponential backoff (HTTP scorer)")
+	f.IntVar(&o.Concurrency, "concurrency", 4, "pairs scored at once")
+	minInt(f, 1, "concurrency")
+	f.StringVar(&o.Resume, "resume", "", "continue the labeling run with this id (finished pairs come from the score cache)")
+	f.StringVar(&o.DatasetName, "dataset-name", "", "dataset_name written to each example (default: the corpus name, e.g. ap_protocols for .../ap_protocols)")
 	return cmd
 }
 
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+func runLabelPerplexity(ctx context.Context, g *globals, o labelPerplexityOptions) (err error) {
+	if o.Scorer == "" {
+		return fmt.Errorf("--scorer is required")
 	}
-	return string(r[:n-1]) + "…"
-}
-
-func newLabelExportCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:     "export RUN FILE",
-		Short:   "Write a run's effective labels in the RAG² filter schema (.json list or .jsonl)",
-		Example: `  ragforge label export 20261129-170000-label-evidence-ab12 train.jsonl`,
-		Args:    cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, ls, err := openLabels(g)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			id, err := resolveRun(st, args[0])
-			if err != nil {
-				return err
-			}
-			format, err := label.FormatOf("", args[1])
-			if err != nil {
-				return err
-			}
-			n, err := ls.Export(id, args[1], format)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(g.Out, "wrote %d examples to %s\n", n, args[1])
-			return nil
-		},
-	}
-}
-
-func resolveRun(st *runs.Store, id string) (string, error) {
-	d, err := st.Get(id)
+	sc, err := newScorer(g, o.Scorer, o.Timeout, o.Retries, o.Concurrency)
 	if err != nil {
-		return "", err
+		return err
 	}
-	return d.ID, nil
+	c := o.Candidates
+	tasks, err := perplexityTasks(g, c)
+	if err != nil {
+		return err
+	}
+	var st *runs.Store
+	var run *runs.Run
+	if o.Resume != "" {
+		if st, err = openStore(g); err != nil {
+			return err
+		}
+		if run, err = st.Resume(o.Resume); err != nil { // running again, owned by this process
+			st.Close()
+			return err
+		}
+	} else if st, run, err = startRun(g, "label-perplexity", map[string]any{"flags": c, "scorer": sc.Name(), "margin": o.Margin, "relative": o.Relative}); err != nil {
+		return err
+	}
+	defer st.Close()
+	defer finishRun(run, &err)
+	ls, err := label.NewStore(st.DB())
+	if err != nil {
+		return err
+	}
+	bar := progress.New(g.Err, -1, "perplexity labels")
+	l := &label.PerplexityLabeler{Scorer: sc, Margin: o.Margin, Relative: o.Relative, DatasetName: datasetName(o.DatasetName, c.Corpus.Path),
+		Concurrency: o.Concurrency, Store: ls, RunID: run.ID, Progress: label.Progress(bar.Func())}
+	labels, err := l.Label(ctx, tasks)
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	res, err := finishLabels(g, run, ls, c.Out, len(labels))
+	if err != nil {
+		return err
+	}
+	return res.print(g)
 }
 
-func newLabelCountsCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "counts RUN",
-		Short: "Count a run's effective labels by class",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, ls, err := openLabels(g)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			id, err := resolveRun(st, args[0])
-			if err != nil {
-				return err
-			}
-			counts, err := ls.Counts(id)
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, counts)
-			}
-			for _, k := range sortedKeys(counts) {
-				fmt.Fprintf(g.Out, "%-14s %d\n", k, counts[k])
-			}
-			return nil
-		},
+// perplexityTasks pairs each question and its reference answer with its
+// BM25 top-N candidates.
+func perplexityTasks(g *globals, c candidateFlags) ([]label.Task, error) {
+	queries, _, idx, err := c.load(g)
+	if err != nil {
+		return nil, err
 	}
-}
-
-func newLabelDiffCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "diff RUN_A RUN_B",
-		Short: "Compare two label runs by (question, snippet): changed, only in A, only in B",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, ls, err := openLabels(g)
-			if err != nil {
-				return err
+	defer idx.Close()
+	var tasks []label.Task
+	for _, q := range queries {
+		if strings.TrimSpace(q.Answer) == "" {
+			return nil, fmt.Errorf("%s: question %s: field %q: empty (perplexity labels need a reference answer)", c.QA, q.ID, "Ground_Truth")
+		}
+		hits, err := idx.Search(q.Text, c.TopN)
+		if err != nil {
+			return nil, err
+		}
+		t := label.Task{QueryID: q.ID, Question: q.Text, Target: q.Answer}
+		for _, h := range hits {
+			if ch, ok := idx.Doc(h.ID); ok {
+				t.Candidates = append(t.Candidates, ch)
 			}
-			defer st.Close()
-			a, err := resolveRun(st, args[0])
-			if err != nil {
-				return err
-			}
-			b, err := resolveRun(st, args[1])
-			if err != nil {
-				return err
-			}
-			d, err := ls.Diff(a, b)
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, d)
-			}
-			fmt.Fprintf(g.Out, "same %d, changed %d, only in A %d, only in B %d\n", d.Same, len(d.Changed), len(d.OnlyA), len(d.OnlyB))
-			return nil
-		},
+		}
+		tasks = append(tasks, t)
 	}
-}
-
-func newLabelImportCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:     "import FILE",
-		Short:   "Store labels from a RAG² filter file (.json or .jsonl) as a new run (method import)",
-		Example: `  ragforge label import ../shared/data/rag2_filter/medqa_llama3_cot_5pct-train.json`,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, run, err := startRun(g, "label-import", map[string]string{"file": args[0]})
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			defer finishRun(run, &err)
-			ls, err := label.NewStore(st.DB())
-			if err != nil {
-				return err
-			}
-			labels, err := ls.ImportContext(cmdContext(cmd), run.ID, args[0])
-			if err != nil {
-				return err
-			}
-			res, err := finishLabels(g, run, ls, "", len(labels))
-			if err != nil {
-				return err
-			}
-			return res.print(g)
-		},
-	}
+	return tasks, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,13 +10,16 @@ import (
 	"github.com/ragforge/ragforge/retrieval/bm25"
 )
 
+// labelICTOptions are the flags of `label ict`.
+type labelICTOptions struct {
+	Corpus          corpusFlags
+	ICT             label.ICTOptions
+	Out             string
+	RandomNegatives bool
+}
+
 func newLabelICTCmd(g *globals) *cobra.Command {
-	var (
-		corpus corpusFlags
-		opt    label.ICTOptions
-		out    string
-		random bool
-	)
+	var o labelICTOptions
 	cmd := &cobra.Command{
 		Use:   "ict",
 		Short: "Make self-supervised filter examples from the corpus alone (inverse cloze: a sentence is the question)",
@@ -29,62 +33,66 @@ initialised filter from memorising which chunks were helpful. No relevance
 labels are used.`,
 		Example: `  ragforge label ict --corpus ../shared/data/ap_protocols --per-chunk 2 --out work/labels-ict.jsonl`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			if out == "" {
-				return fmt.Errorf("--out is required")
-			}
-			format, err := label.FormatOf("", out)
-			if err != nil {
-				return err
-			}
-			_, chunks, err := corpus.load(g)
-			if err != nil {
-				return err
-			}
-			if !random {
-				idx, err := bm25.NewMemory(chunks, bm25.DefaultConfig())
-				if err != nil {
-					return err
-				}
-				defer idx.Close()
-				opt.Negatives = idx
-			}
-			st, run, err := startRun(g, "label-ict", map[string]any{"corpus": corpus, "per_chunk": opt.PerChunk, "max_chunks": opt.MaxChunks, "min_words": opt.MinWords,
-				"random_negatives": random, "seed": opt.Seed, "out": out})
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			defer finishRun(run, &err)
-			ex, err := label.ICTExamples(cmdContext(cmd), chunks, opt)
-			if err != nil {
-				return err
-			}
-			if err := label.WriteExamples(out, format, ex); err != nil {
-				return err
-			}
-			if err := run.Artifact("labels", out); err != nil {
-				return err
-			}
-			counts := map[string]int{}
-			for _, e := range ex {
-				counts[e.Answer]++
-			}
-			for k, v := range counts {
-				if err := run.Metric("labels_"+map[string]string{label.Helpful: "helpful", label.NotHelpful: "not_helpful"}[k], 0, float64(v)); err != nil {
-					return err
-				}
-			}
-			return labelResult{RunID: run.ID, Labels: len(ex), Counts: counts, Out: out}.print(g)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLabelICT(cmdContext(cmd), g, o)
 		},
 	}
-	corpus.add(cmd)
+	o.Corpus.add(cmd)
 	f := cmd.Flags()
-	f.IntVar(&opt.PerChunk, "per-chunk", 2, "pseudo-questions per chunk")
-	f.IntVar(&opt.MaxChunks, "max-chunks", 0, "draw pseudo-questions from this many sampled chunks only (0 = all)")
-	f.IntVar(&opt.MinWords, "min-words", 4, "shortest sentence (words) used as a pseudo-question")
-	f.BoolVar(&random, "random-negatives", false, "negative evidence: a random chunk of another document instead of the best BM25 hit")
-	f.Uint64Var(&opt.Seed, "seed", 42, "sampling seed")
-	f.StringVar(&out, "out", "", "output file in the RAG² filter schema (.json or .jsonl) (required)")
+	f.IntVar(&o.ICT.PerChunk, "per-chunk", 2, "pseudo-questions per chunk")
+	f.IntVar(&o.ICT.MaxChunks, "max-chunks", 0, "draw pseudo-questions from this many sampled chunks only (0 = all)")
+	f.IntVar(&o.ICT.MinWords, "min-words", 4, "shortest sentence (words) used as a pseudo-question")
+	f.BoolVar(&o.RandomNegatives, "random-negatives", false, "negative evidence: a random chunk of another document instead of the best BM25 hit")
+	f.Uint64Var(&o.ICT.Seed, "seed", 42, "sampling seed")
+	f.StringVar(&o.Out, "out", "", "output file in the RAG² filter schema (.json or .jsonl) (required)")
 	return cmd
+}
+
+func runLabelICT(ctx context.Context, g *globals, o labelICTOptions) (err error) {
+	if o.Out == "" {
+		return fmt.Errorf("--out is required")
+	}
+	format, err := label.FormatOf("", o.Out)
+	if err != nil {
+		return err
+	}
+	_, chunks, err := o.Corpus.load(g)
+	if err != nil {
+		return err
+	}
+	if !o.RandomNegatives {
+		idx, err := bm25.NewMemory(chunks, bm25.DefaultConfig())
+		if err != nil {
+			return err
+		}
+		defer idx.Close()
+		o.ICT.Negatives = idx
+	}
+	st, run, err := startRun(g, "label-ict", map[string]any{"corpus": o.Corpus, "per_chunk": o.ICT.PerChunk, "max_chunks": o.ICT.MaxChunks, "min_words": o.ICT.MinWords,
+		"random_negatives": o.RandomNegatives, "seed": o.ICT.Seed, "out": o.Out})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer finishRun(run, &err)
+	ex, err := label.ICTExamples(ctx, chunks, o.ICT)
+	if err != nil {
+		return err
+	}
+	if err := label.WriteExamples(o.Out, format, ex); err != nil {
+		return err
+	}
+	if err := run.Artifact("labels", o.Out); err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	for _, e := range ex {
+		counts[e.Answer]++
+	}
+	for k, v := range counts {
+		if err := run.Metric("labels_"+map[string]string{label.Helpful: "helpful", label.NotHelpful: "not_helpful"}[k], 0, float64(v)); err != nil {
+			return err
+		}
+	}
+	return labelResult{RunID: run.ID, Labels: len(ex), Counts: counts, Out: o.Out}.print(g)
 }

@@ -160,3 +160,13 @@ func TestXLAWithoutPluginFailsFast(t *testing.T) {
 		t.Fatalf("want a message naming PJRT_PLUGIN_LIBRARY_PATH, got %q", stderr)
 	}
 }
+
+// --backend is configuration passed to the model loads, not a change of the
+// process environment that later code would read.
+func TestBackendFlagLeavesEnvironment(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "")
+	run(t, "--backend", "go", "runs", "list", "--db", filepath.Join(t.TempDir(), "x.db"))
+	if v := os.Getenv("GOMLX_BACKEND"); v != "" {
+		t.Fatalf("GOMLX_BACKEND = %q after --backend go, want it unchanged (empty)", v)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,14 +18,6 @@ import (
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
-
-func init() { register(newModelsCmd) }
-
-func newModelsCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "models", Short: "Create and inspect models in Hugging Face layout"}
-	cmd.AddCommand(newModelsInitCmd(g), newModelsInspectCmd(g))
-	return cmd
-}
 
 type modelsInitOptions struct {
 	Arch, Size, Tokenizer, Out string
@@ -60,16 +53,7 @@ the scratch recipe.`,
 			if o.Arch == "t5" && !cmd.Flags().Changed("add-tokens") {
 				o.AddTokens = []string{label.Helpful, label.NotHelpful}
 			}
-			info, err := modelsInit(g, o)
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, info)
-			}
-			fmt.Fprintf(g.Out, "wrote %s %s model to %s: %d parameters, vocab %d, tokenizer %s\n",
-				o.Size, o.Arch, o.Out, info.Parameters, info.TokenizerLen, info.Tokenizer)
-			return nil
+			return runModelsInit(cmd.Context(), g, o)
 		},
 	}
 	f := cmd.Flags()
@@ -81,6 +65,19 @@ the scratch recipe.`,
 	f.BoolVar(&o.Classifier, "classifier", false, "bert: add a 1-label sequence-classification head (cross-encoder)")
 	f.StringSliceVar(&o.AddTokens, "add-tokens", nil, "tokens to add before sizing the vocabulary (t5 default: [HELPFUL],[NOT_HELPFUL]; '' for none)")
 	return cmd
+}
+
+func runModelsInit(_ context.Context, g *globals, o modelsInitOptions) error {
+	info, err := modelsInit(g, o)
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, info)
+	}
+	fmt.Fprintf(g.Out, "wrote %s %s model to %s: %d parameters, vocab %d, tokenizer %s\n",
+		o.Size, o.Arch, o.Out, info.Parameters, info.TokenizerLen, info.Tokenizer)
+	return nil
 }
 
 // tokenizerDir accepts a tokenizer file or a directory holding one.
@@ -198,34 +195,43 @@ func newModelsInspectCmd(g *globals) *cobra.Command {
 		Short: "Show a model directory's architecture, parameter count, dtypes, tokenizer and added tokens",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := inspect.Dir(args[0])
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, info)
-			}
-			fmt.Fprintf(g.Out, "dir           %s\nmodel_type    %s\narchitectures %s\nparameters    %d (%.2fM)\ntensors       %d\n",
-				info.Dir, info.ModelType, orDash(joinAny(info.Architectures)), info.Parameters, float64(info.Parameters)/1e6, info.Tensors)
-			fmt.Fprint(g.Out, "dtypes       ")
-			for _, d := range info.SortedDTypes() {
-				fmt.Fprintf(g.Out, " %s×%d", d, info.DTypes[d])
-			}
-			fmt.Fprintf(g.Out, "\ntokenizer     %s (len %d)\n", orDash(info.Tokenizer), info.TokenizerLen)
-			if len(info.AddedTokens) > 0 {
-				toks := make([]string, 0, len(info.AddedTokens))
-				for t := range info.AddedTokens {
-					toks = append(toks, t)
-				}
-				sort.Slice(toks, func(i, j int) bool { return info.AddedTokens[toks[i]] < info.AddedTokens[toks[j]] })
-				for i, t := range toks {
-					toks[i] = fmt.Sprintf("%s (id %d)", t, info.AddedTokens[t])
-				}
-				fmt.Fprintf(g.Out, "added tokens  %s\n", strings.Join(toks, ", "))
-			}
-			return nil
+			return runModelsInspect(cmd.Context(), g, modelsInspectOptions{Dir: args[0]})
 		},
 	}
+}
+
+// modelsInspectOptions are the arguments of `models inspect`.
+type modelsInspectOptions struct {
+	Dir string
+}
+
+func runModelsInspect(_ context.Context, g *globals, o modelsInspectOptions) error {
+	info, err := inspect.Dir(o.Dir)
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, info)
+	}
+	fmt.Fprintf(g.Out, "dir           %s\nmodel_type    %s\narchitectures %s\nparameters    %d (%.2fM)\ntensors       %d\n",
+		info.Dir, info.ModelType, orDash(joinAny(info.Architectures)), info.Parameters, float64(info.Parameters)/1e6, info.Tensors)
+	fmt.Fprint(g.Out, "dtypes       ")
+	for _, d := range info.SortedDTypes() {
+		fmt.Fprintf(g.Out, " %s×%d", d, info.DTypes[d])
+	}
+	fmt.Fprintf(g.Out, "\ntokenizer     %s (len %d)\n", orDash(info.Tokenizer), info.TokenizerLen)
+	if len(info.AddedTokens) > 0 {
+		toks := make([]string, 0, len(info.AddedTokens))
+		for t := range info.AddedTokens {
+			toks = append(toks, t)
+		}
+		sort.Slice(toks, func(i, j int) bool { return info.AddedTokens[toks[i]] < info.AddedTokens[toks[j]] })
+		for i, t := range toks {
+			toks[i] = fmt.Sprintf("%s (id %d)", t, info.AddedTokens[t])
+		}
+		fmt.Fprintf(g.Out, "added tokens  %s\n", strings.Join(toks, ", "))
+	}
+	return nil
 }
 
 // joinAny joins config.json list values ("architectures") with ", ".

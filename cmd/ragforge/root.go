@@ -45,27 +45,58 @@ func newRoot(g *globals) *cobra.Command {
 		if err := checkFlags(cmd); err != nil {
 			return err
 		}
-		// Every later backend.New("") follows the flag; an unusable XLA fails here, fast.
+		// g.Backend is passed to every model load; an unusable XLA fails
+		// here, fast, rather than after the data is read.
 		if g.Backend != "" {
 			if _, err := backend.New(g.Backend); err != nil {
 				return err
 			}
-			return os.Setenv(backend.EnvVar, g.Backend)
 		}
 		return nil
 	}
 	root.SetOut(g.Out)
 	root.SetErr(g.Err)
-	for _, add := range commands {
-		root.AddCommand(add(g))
-	}
+	addCommands(root, g)
 	return root
 }
 
-// commands are registered by each command file's init, so each stays in its own file.
-var commands []func(*globals) *cobra.Command
+// addCommands builds the command tree: every command of ragforge is added
+// here, each built by its file's newXCmd(g) from its options struct.
+func addCommands(root *cobra.Command, g *globals) {
+	root.AddCommand(
+		group("bench", "Measure model and server speed",
+			newBenchModelsCmd(g), newBenchServeCmd(g)),
+		newDemoCmd(g),
+		newEncodeCmd(g),
+		group("eval", "Evaluate retrieval, the filter and answers",
+			newEvalRetrievalCmd(g), newEvalFilterCmd(g), newEvalAnswersCmd(g), newEvalSensitivityCmd(g)),
+		newExportCmd(g),
+		group("infer", "Run a model once: generate, embed, score",
+			newGenerateCmd(g), newEmbedCmd(g), newScoreCmd(g)),
+		group("label", "Make, review, export and compare RAG² [HELPFUL]/[NOT_HELPFUL] labels",
+			newLabelEvidenceCmd(g), newLabelPerplexityCmd(g), newLabelReviewCmd(g), newLabelExportCmd(g),
+			newLabelCountsCmd(g), newLabelDiffCmd(g), newLabelImportCmd(g), newLabelICTCmd(g)),
+		group("models", "Create and inspect models in Hugging Face layout",
+			newModelsInitCmd(g), newModelsInspectCmd(g)),
+		group("pipeline", "Assemble the directory `ragforge serve` loads (corpora, indexes, retriever, filter, generator)",
+			newPipelineBuildCmd(g)),
+		group("runs", "List, show and compare runs stored in the run database",
+			newRunsListCmd(g), newRunsShowCmd(g), newRunsCompareCmd(g), newRunsMarkCmd(g), newRunsGCCmd(g)),
+		newSelflearnCmd(g),
+		newServeCmd(g),
+		group("tokenizer", "Train tokenizers on a corpus",
+			newTokenizerTrainCmd(g)),
+		group("train", "Train the RAG² filter (the SL-HyDE retriever trains inside `ragforge selflearn`)",
+			newTrainFilterCmd(g)),
+	)
+}
 
-func register(f func(*globals) *cobra.Command) { commands = append(commands, f) }
+// group is a command that only holds subcommands.
+func group(use, short string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short}
+	cmd.AddCommand(subs...)
+	return cmd
+}
 
 func execute(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := life.watch(context.Background(), stderr)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,133 +13,168 @@ import (
 	"github.com/ragforge/ragforge/data/runs"
 )
 
-func init() { register(newRunsCmd) }
+// runsListOptions are the flags of `runs list`.
+type runsListOptions struct {
+	runs.ListOptions
+	Quiet bool // ids only
+}
 
-func newRunsCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "runs", Short: "List, show and compare runs stored in the run database"}
-	var opt runs.ListOptions
-	var quiet bool
-	list := &cobra.Command{
+func newRunsListCmd(g *globals) *cobra.Command {
+	var o runsListOptions
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStoreRead(g)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			rs, err := st.List(opt)
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, rs)
-			}
-			if quiet {
-				for _, r := range rs {
-					fmt.Fprintln(g.Out, r.ID)
-				}
-				return nil
-			}
-			tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tSTARTED\tDURATION\tBACKEND")
-			for _, r := range rs {
-				dur := "-"
-				if r.FinishedAt != nil {
-					dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, r.Status, r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Backend)
-			}
-			return tw.Flush()
+			return runRunsList(cmd.Context(), g, o)
 		},
 	}
-	list.Flags().StringVar(&opt.Kind, "kind", "", "only runs of this kind (e.g. eval-retrieval, train-filter, selflearn)")
-	list.Flags().StringVar(&opt.Status, "status", "", "only runs with this status ("+strings.Join(runs.Statuses, ", ")+"; stale: running, but its process is gone)")
-	list.Flags().IntVar(&opt.Limit, "limit", 0, "at most this many runs (0 = all)")
-	minInt(list.Flags(), 0, "limit")
-	list.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only run ids, newest first (for scripts: RUN=$(ragforge runs list --kind label-evidence --limit 1 -q))")
+	cmd.Flags().StringVar(&o.Kind, "kind", "", "only runs of this kind (e.g. eval-retrieval, train-filter, selflearn)")
+	cmd.Flags().StringVar(&o.Status, "status", "", "only runs with this status ("+strings.Join(runs.Statuses, ", ")+"; stale: running, but its process is gone)")
+	cmd.Flags().IntVar(&o.Limit, "limit", 0, "at most this many runs (0 = all)")
+	minInt(cmd.Flags(), 0, "limit")
+	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "print only run ids, newest first (for scripts: RUN=$(ragforge runs list --kind label-evidence --limit 1 -q))")
+	return cmd
+}
 
-	show := &cobra.Command{
+func runRunsList(_ context.Context, g *globals, o runsListOptions) error {
+	st, err := openStoreRead(g)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rs, err := st.List(o.ListOptions)
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, rs)
+	}
+	if o.Quiet {
+		for _, r := range rs {
+			fmt.Fprintln(g.Out, r.ID)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tSTARTED\tDURATION\tBACKEND")
+	for _, r := range rs {
+		dur := "-"
+		if r.FinishedAt != nil {
+			dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, r.Status, r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Backend)
+	}
+	return tw.Flush()
+}
+
+// runsShowOptions are the arguments of `runs show`.
+type runsShowOptions struct {
+	ID string // a run id or a unique prefix
+}
+
+func newRunsShowCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one run: config, status, last value of each metric, artifacts (ID may be a unique prefix)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStoreRead(g)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			d, err := st.Get(args[0])
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, d)
-			}
-			fmt.Fprintf(g.Out, "run      %s\nkind     %s\nstatus   %s\nbackend  %s\nversion  %s\nstarted  %s\n", d.ID, d.Kind, d.Status, d.Backend, d.Version, d.StartedAt.Local().Format(time.RFC3339))
-			if d.FinishedAt != nil {
-				fmt.Fprintf(g.Out, "finished %s (%s)\n", d.FinishedAt.Local().Format(time.RFC3339), d.FinishedAt.Sub(d.StartedAt).Round(time.Millisecond))
-			}
-			if d.Error != "" {
-				fmt.Fprintf(g.Out, "error    %s\n", d.Error)
-			}
-			fmt.Fprintf(g.Out, "config   %s\n", d.Config)
-			last := lastMetrics(d.Metrics)
-			if len(last) > 0 {
-				fmt.Fprintln(g.Out, "\nmetrics (last value):")
-				tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-				for _, name := range sortedKeys(last) {
-					fmt.Fprintf(tw, "  %s\t%s\tstep %d\n", name, fmtNum(last[name].Value, 4, false), last[name].Step)
-				}
-				tw.Flush()
-			}
-			printVersus(g.Out, runBaselines(d.Kind, d.Metrics))
-			if len(d.Artifacts) > 0 {
-				fmt.Fprintln(g.Out, "\nartifacts:")
-				for _, a := range d.Artifacts {
-					fmt.Fprintf(g.Out, "  %-12s %s (%d bytes, sha256 %.12s)\n", a.Kind, a.Path, a.Bytes, a.SHA256)
-				}
-			}
-			return nil
+			return runRunsShow(cmd.Context(), g, runsShowOptions{ID: args[0]})
 		},
 	}
-	compare := &cobra.Command{
+}
+
+func runRunsShow(_ context.Context, g *globals, o runsShowOptions) error {
+	st, err := openStoreRead(g)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	d, err := st.Get(o.ID)
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, d)
+	}
+	fmt.Fprintf(g.Out, "run      %s\nkind     %s\nstatus   %s\nbackend  %s\nversion  %s\nstarted  %s\n", d.ID, d.Kind, d.Status, d.Backend, d.Version, d.StartedAt.Local().Format(time.RFC3339))
+	if d.FinishedAt != nil {
+		fmt.Fprintf(g.Out, "finished %s (%s)\n", d.FinishedAt.Local().Format(time.RFC3339), d.FinishedAt.Sub(d.StartedAt).Round(time.Millisecond))
+	}
+	if d.Error != "" {
+		fmt.Fprintf(g.Out, "error    %s\n", d.Error)
+	}
+	fmt.Fprintf(g.Out, "config   %s\n", d.Config)
+	last := lastMetrics(d.Metrics)
+	if len(last) > 0 {
+		fmt.Fprintln(g.Out, "\nmetrics (last value):")
+		tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+		for _, name := range sortedKeys(last) {
+			fmt.Fprintf(tw, "  %s\t%s\tstep %d\n", name, fmtNum(last[name].Value, 4, false), last[name].Step)
+		}
+		tw.Flush()
+	}
+	printVersus(g.Out, runBaselines(d.Kind, d.Metrics))
+	if len(d.Artifacts) > 0 {
+		fmt.Fprintln(g.Out, "\nartifacts:")
+		for _, a := range d.Artifacts {
+			fmt.Fprintf(g.Out, "  %-12s %s (%d bytes, sha256 %.12s)\n", a.Kind, a.Path, a.Bytes, a.SHA256)
+		}
+	}
+	return nil
+}
+
+// runsCompareOptions are the arguments of `runs compare`.
+type runsCompareOptions struct {
+	A, B string // run ids or unique prefixes
+}
+
+func newRunsCompareCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare the last value of each metric of two runs",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStoreRead(g)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			diffs, err := st.Compare(args[0], args[1])
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, diffs)
-			}
-			tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "METRIC\tA\tB\tB-A")
-			for _, d := range diffs {
-				diff := "-"
-				if d.HasA && d.HasB {
-					diff = fmtNum(d.Diff, 4, true)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, fmtOpt(d.A, d.HasA), fmtOpt(d.B, d.HasB), diff)
-			}
-			return tw.Flush()
+			return runRunsCompare(cmd.Context(), g, runsCompareOptions{A: args[0], B: args[1]})
 		},
 	}
-	cmd.AddCommand(list, show, compare, newRunsMarkCmd(g), newRunsGCCmd(g))
-	return cmd
+}
+
+func runRunsCompare(_ context.Context, g *globals, o runsCompareOptions) error {
+	st, err := openStoreRead(g)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	diffs, err := st.Compare(o.A, o.B)
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, diffs)
+	}
+	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "METRIC\tA\tB\tB-A")
+	for _, d := range diffs {
+		diff := "-"
+		if d.HasA && d.HasB {
+			diff = fmtNum(d.Diff, 4, true)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, fmtOpt(d.A, d.HasA), fmtOpt(d.B, d.HasB), diff)
+	}
+	return tw.Flush()
+}
+
+// runsMarkOptions are the argument and flags of `runs mark`.
+type runsMarkOptions struct {
+	ID      string
+	Status  string // failed, interrupted or done
+	Message string // "" = "marked STATUS by runs mark" (except done)
+	Force   bool
 }
 
 func newRunsMarkCmd(g *globals) *cobra.Command {
-	var status, message string
-	var force bool
+	var o runsMarkOptions
 	cmd := &cobra.Command{
 		Use:   "mark ID --status failed|interrupted|done",
 		Short: "Close a run by hand, e.g. a stale one whose process is gone (ID may be a unique prefix)",
@@ -148,32 +184,37 @@ this one cannot check its process), is refused unless --force.`,
 		Example: `  ragforge runs mark 20261129-171500-train-filter-ab12 --status failed --message "killed by the OOM killer"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if status == "" {
-				return fmt.Errorf("--status is required (failed, interrupted or done)")
-			}
-			if message == "" && status != runs.StatusDone {
-				message = "marked " + status + " by runs mark"
-			}
-			st, err := openStore(g)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			id, err := st.MarkRun(args[0], status, message, force)
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, map[string]string{"id": id, "status": status})
-			}
-			fmt.Fprintf(g.Out, "run %s marked %s\n", id, status)
-			return nil
+			o.ID = args[0]
+			return runRunsMark(cmd.Context(), g, o)
 		},
 	}
-	cmd.Flags().StringVar(&status, "status", "", "new status: failed, interrupted or done (required)")
-	cmd.Flags().StringVar(&message, "message", "", `error text stored with the run (default "marked STATUS by runs mark")`)
-	cmd.Flags().BoolVar(&force, "force", false, "mark a run even though its process is alive or on another host")
+	cmd.Flags().StringVar(&o.Status, "status", "", "new status: failed, interrupted or done (required)")
+	cmd.Flags().StringVar(&o.Message, "message", "", `error text stored with the run (default "marked STATUS by runs mark")`)
+	cmd.Flags().BoolVar(&o.Force, "force", false, "mark a run even though its process is alive or on another host")
 	return cmd
+}
+
+func runRunsMark(_ context.Context, g *globals, o runsMarkOptions) error {
+	if o.Status == "" {
+		return fmt.Errorf("--status is required (failed, interrupted or done)")
+	}
+	if o.Message == "" && o.Status != runs.StatusDone {
+		o.Message = "marked " + o.Status + " by runs mark"
+	}
+	st, err := openStore(g)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	id, err := st.MarkRun(o.ID, o.Status, o.Message, o.Force)
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, map[string]string{"id": id, "status": o.Status})
+	}
+	fmt.Fprintf(g.Out, "run %s marked %s\n", id, o.Status)
+	return nil
 }
 
 func newRunsGCCmd(g *globals) *cobra.Command {
@@ -186,25 +227,30 @@ process). Runs of other hosts are left alone. Nothing is deleted: labels and
 reviews refer to runs by id.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(g)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			ids, err := st.MarkStale()
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, map[string]any{"marked_failed": append([]string{}, ids...)})
-			}
-			for _, id := range ids {
-				fmt.Fprintf(g.Out, "run %s: stale, marked failed\n", id)
-			}
-			fmt.Fprintf(g.Out, "%d stale runs marked failed\n", len(ids))
-			return nil
+			return runRunsGC(cmd.Context(), g)
 		},
 	}
+}
+
+// runRunsGC marks the stale runs failed (the command has no options).
+func runRunsGC(_ context.Context, g *globals) error {
+	st, err := openStore(g)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ids, err := st.MarkStale()
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, map[string]any{"marked_failed": append([]string{}, ids...)})
+	}
+	for _, id := range ids {
+		fmt.Fprintf(g.Out, "run %s: stale, marked failed\n", id)
+	}
+	fmt.Fprintf(g.Out, "%d stale runs marked failed\n", len(ids))
+	return nil
 }
 
 // openStore opens the run store for a command that writes, and registers it

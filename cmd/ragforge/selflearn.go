@@ -12,8 +12,6 @@ import (
 	"github.com/ragforge/ragforge/train/selflearn"
 )
 
-func init() { register(newSelflearnCmd) }
-
 type selflearnOptions struct {
 	Corpus  corpusFlags
 	Config  selflearn.Config

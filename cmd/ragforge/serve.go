@@ -25,12 +25,6 @@ import (
 	"github.com/ragforge/ragforge/retrieval/dense"
 )
 
-func init() {
-	register(newPipelineCmd)
-	register(newServeCmd)
-	benchSubcommands = append(benchSubcommands, newBenchServeCmd)
-}
-
 type pipelineBuildOptions struct {
 	Corpora   []string    `json:"corpora"` // name=path or path
 	Chunk     corpusFlags `json:"chunk"`
@@ -46,8 +40,7 @@ type pipelineBuildOptions struct {
 	EfSearch  int         `json:"ef_search,omitempty"`
 }
 
-func newPipelineCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "pipeline", Short: "Assemble the directory `ragforge serve` loads (corpora, indexes, retriever, filter, generator)"}
+func newPipelineBuildCmd(g *globals) *cobra.Command {
 	var o pipelineBuildOptions
 	build := &cobra.Command{
 		Use:   "build",
@@ -64,8 +57,8 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
 		Example: `  ragforge pipeline build --corpus ../shared/data/ap_protocols --retriever work/selflearn/round-1/retriever \
     --filter work/filter-export --out work/pipeline`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			return buildPipeline(g, o)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPipelineBuild(cmd.Context(), g, o)
 		},
 	}
 	f := build.Flags()
@@ -85,11 +78,10 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
 	f.StringVar(&o.Out, "out", "", "pipeline directory to create (must not exist) (required)")
 	f.StringVar(&o.Factory, "faiss", "Flat", "FAISS index_factory string of the dense indexes (Flat, HNSW32, IVF256,Flat); needs --retriever")
 	addFAISSSearchFlags(build, &o.Nprobe, &o.EfSearch)
-	cmd.AddCommand(build)
-	return cmd
+	return build
 }
 
-func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
+func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (err error) {
 	if o.Out == "" || len(o.Corpora) == 0 {
 		return fmt.Errorf("--corpus and --out are required")
 	}
@@ -302,9 +294,14 @@ func runServe(ctx context.Context, g *globals, o serveOptions, ready chan<- stri
 	return s.Serve(ctx, ln)
 }
 
+// benchServeOptions are the flags of `bench serve`.
+type benchServeOptions struct {
+	Load      loadtest.Options
+	Endpoints string // comma-separated: retrieve, filter
+}
+
 func newBenchServeCmd(g *globals) *cobra.Command {
-	var o loadtest.Options
-	var endpoints string
+	var o benchServeOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Load a running ragforge server from this process: throughput, p50/p95/p99 latency, errors, server RSS",
@@ -312,39 +309,43 @@ func newBenchServeCmd(g *globals) *cobra.Command {
   ragforge bench serve --url http://127.0.0.1:8080 --duration 30s --concurrency 32`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			want := map[string]bool{}
-			for _, e := range strings.Split(endpoints, ",") {
-				want[strings.TrimSpace(e)] = true
-			}
-			for _, e := range loadtest.DefaultEndpoints() {
-				if want[e.Name] {
-					o.Endpoints = append(o.Endpoints, e)
-					delete(want, e.Name)
-				}
-			}
-			for e := range want {
-				if e != "" {
-					return fmt.Errorf("--endpoints: unknown endpoint %q (want retrieve, filter)", e)
-				}
-			}
-			rep, err := loadtest.Run(cmdContext(cmd), o)
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return printJSON(g.Out, rep)
-			}
-			return printLoadReport(g, rep)
+			return runBenchServe(cmdContext(cmd), g, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.BaseURL, "url", "http://127.0.0.1:8080", "server base URL (loopback)")
-	f.DurationVar(&o.Duration, "duration", 30*time.Second, "how long to send requests")
-	f.IntVar(&o.Concurrency, "concurrency", 32, "concurrent clients")
+	f.StringVar(&o.Load.BaseURL, "url", "http://127.0.0.1:8080", "server base URL (loopback)")
+	f.DurationVar(&o.Load.Duration, "duration", 30*time.Second, "how long to send requests")
+	f.IntVar(&o.Load.Concurrency, "concurrency", 32, "concurrent clients")
 	minInt(f, 1, "concurrency")
-	f.StringVar(&endpoints, "endpoints", "retrieve,filter", "endpoints to load: retrieve, filter")
-	f.StringVar(&o.Token, "token", os.Getenv("RAGFORGE_TOKEN"), "bearer token, when the server needs one for reads")
+	f.StringVar(&o.Endpoints, "endpoints", "retrieve,filter", "endpoints to load: retrieve, filter")
+	f.StringVar(&o.Load.Token, "token", os.Getenv("RAGFORGE_TOKEN"), "bearer token, when the server needs one for reads")
 	return cmd
+}
+
+func runBenchServe(ctx context.Context, g *globals, o benchServeOptions) error {
+	want := map[string]bool{}
+	for _, e := range strings.Split(o.Endpoints, ",") {
+		want[strings.TrimSpace(e)] = true
+	}
+	for _, e := range loadtest.DefaultEndpoints() {
+		if want[e.Name] {
+			o.Load.Endpoints = append(o.Load.Endpoints, e)
+			delete(want, e.Name)
+		}
+	}
+	for e := range want {
+		if e != "" {
+			return fmt.Errorf("--endpoints: unknown endpoint %q (want retrieve, filter)", e)
+		}
+	}
+	rep, err := loadtest.Run(ctx, o.Load)
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, rep)
+	}
+	return printLoadReport(g, rep)
 }
 
 func printLoadReport(g *globals, rep *loadtest.Report) error {

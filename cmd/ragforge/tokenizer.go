@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,16 +9,17 @@ import (
 	tktrain "github.com/ragforge/ragforge/models/tokenizer/train"
 )
 
-func init() { register(newTokenizerCmd) }
+// tokenizerTrainOptions are the flags of `tokenizer train`.
+type tokenizerTrainOptions struct {
+	Corpus    corpusFlags
+	Kind      string // unigram | wordpiece
+	VocabSize int
+	Out       string
+}
 
-func newTokenizerCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "tokenizer", Short: "Train tokenizers on a corpus"}
-	var (
-		corpus    corpusFlags
-		kind, out string
-		vocab     int
-	)
-	train := &cobra.Command{
+func newTokenizerTrainCmd(g *globals) *cobra.Command {
+	var o tokenizerTrainOptions
+	cmd := &cobra.Command{
 		Use:   "train",
 		Short: "Train a SentencePiece Unigram (T5) or WordPiece (BERT) tokenizer on a corpus and write it in HF layout",
 		Long: `Trains on the corpus documents' text (no chunking):
@@ -30,48 +32,53 @@ The vocabulary may come out smaller than --vocab-size on a small corpus.`,
 		Example: `  ragforge tokenizer train --corpus ../shared/data/ap_protocols --kind unigram --vocab-size 4000 --out work/spm-ap`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return fmt.Errorf("--out is required")
-			}
-			corpus.ChunkSize = 0
-			docs, _, err := corpus.load(g)
-			if err != nil {
-				return err
-			}
-			texts := make([]string, len(docs))
-			for i, d := range docs {
-				texts[i] = d.Text
-			}
-			switch kind {
-			case "unigram":
-				m, err := tktrain.TrainUnigram(texts, tktrain.UnigramOptions{VocabSize: vocab})
-				if err != nil {
-					return err
-				}
-				if err := tktrain.WriteT5Dir(out, m); err != nil {
-					return err
-				}
-				fmt.Fprintf(g.Out, "wrote a %d-piece Unigram tokenizer (+100 sentinels) to %s\n", m.Size(), out)
-			case "wordpiece":
-				v, err := tktrain.TrainWordPiece(texts, tktrain.WordPieceOptions{VocabSize: vocab})
-				if err != nil {
-					return err
-				}
-				if err := tktrain.WriteBERTDir(out, v, true); err != nil {
-					return err
-				}
-				fmt.Fprintf(g.Out, "wrote a %d-token WordPiece vocabulary to %s\n", len(v), out)
-			default:
-				return fmt.Errorf("--kind %q: want unigram or wordpiece", kind)
-			}
-			return nil
+			return runTokenizerTrain(cmd.Context(), g, o)
 		},
 	}
-	corpus.add(train)
-	f := train.Flags()
-	f.StringVar(&kind, "kind", "unigram", "tokenizer: unigram (T5) | wordpiece (BERT)")
-	f.IntVar(&vocab, "vocab-size", 2000, "vocabulary size (specials included)")
-	f.StringVar(&out, "out", "", "output directory (required)")
-	cmd.AddCommand(train)
+	o.Corpus.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.Kind, "kind", "unigram", "tokenizer: unigram (T5) | wordpiece (BERT)")
+	f.IntVar(&o.VocabSize, "vocab-size", 2000, "vocabulary size (specials included)")
+	f.StringVar(&o.Out, "out", "", "output directory (required)")
 	return cmd
+}
+
+// runTokenizerTrain trains a tokenizer on the corpus documents' text and
+// writes it in HF layout to o.Out.
+func runTokenizerTrain(_ context.Context, g *globals, o tokenizerTrainOptions) error {
+	if o.Out == "" {
+		return fmt.Errorf("--out is required")
+	}
+	o.Corpus.ChunkSize = 0
+	docs, _, err := o.Corpus.load(g)
+	if err != nil {
+		return err
+	}
+	texts := make([]string, len(docs))
+	for i, d := range docs {
+		texts[i] = d.Text
+	}
+	switch o.Kind {
+	case "unigram":
+		m, err := tktrain.TrainUnigram(texts, tktrain.UnigramOptions{VocabSize: o.VocabSize})
+		if err != nil {
+			return err
+		}
+		if err := tktrain.WriteT5Dir(o.Out, m); err != nil {
+			return err
+		}
+		fmt.Fprintf(g.Out, "wrote a %d-piece Unigram tokenizer (+100 sentinels) to %s\n", m.Size(), o.Out)
+	case "wordpiece":
+		v, err := tktrain.TrainWordPiece(texts, tktrain.WordPieceOptions{VocabSize: o.VocabSize})
+		if err != nil {
+			return err
+		}
+		if err := tktrain.WriteBERTDir(o.Out, v, true); err != nil {
+			return err
+		}
+		fmt.Fprintf(g.Out, "wrote a %d-token WordPiece vocabulary to %s\n", len(v), o.Out)
+	default:
+		return fmt.Errorf("--kind %q: want unigram or wordpiece", o.Kind)
+	}
+	return nil
 }

@@ -13,18 +13,6 @@ import (
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
-func init() {
-	register(newTrainCmd)
-	evalSubcommands = append(evalSubcommands, newEvalFilterCmd)
-	register(newExportCmd)
-}
-
-func newTrainCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "train", Short: "Train the RAG² filter (the SL-HyDE retriever trains inside `ragforge selflearn`)"}
-	cmd.AddCommand(newTrainFilterCmd(g))
-	return cmd
-}
-
 type trainFilterOptions struct {
 	Config filter.Config
 	Recipe string

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/infer/labelapi"
 	"github.com/ragforge/ragforge/label"
 )
 
@@ -75,11 +76,10 @@ type LabelList struct {
 	Counts map[string]int `json:"counts,omitempty"`
 }
 
-// ReviewRequest is the body of POST /api/labels/{id}/review.
-type ReviewRequest struct {
-	Action   string `json:"action"`   // label.ReviewConfirm, label.ReviewFlip, label.Helpful or label.NotHelpful
-	Reviewer string `json:"reviewer"` // free text; default "web"
-}
+// ReviewRequest is the body of POST /api/labels/{id}/review: action
+// label.ReviewConfirm, label.ReviewFlip, label.Helpful or label.NotHelpful,
+// and a reviewer (free text; default "web").
+type ReviewRequest = labelapi.ReviewRequest
 
 func (s *server) runStore() (*runs.Store, error) {
 	if s.opt.Runs == nil {
@@ -106,19 +106,6 @@ func intParam(r *http.Request, name string, def int) (int, error) {
 		return 0, errStatus(http.StatusBadRequest, "query parameter %q: %q is not a non-negative integer", name, v)
 	}
 	return n, nil
-}
-
-// boolParam parses a boolean query parameter (strconv.ParseBool, plus "" = unset).
-func boolParam(r *http.Request, name string) (val, set bool, err error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return false, false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, false, errStatus(http.StatusBadRequest, "query parameter %q: %q is not a boolean", name, v)
-	}
-	return b, true, nil
 }
 
 // runErr maps run store lookup errors to 404 (unknown) and 400 (ambiguous prefix).
@@ -255,24 +242,9 @@ func (s *server) listLabels(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := r.URL.Query()
-	f := label.Filter{RunID: q.Get("run"), Class: q.Get("class"), Method: q.Get("method")}
-	if f.Class != "" && !label.ValidLabel(f.Class) {
-		return nil, errStatus(http.StatusBadRequest, "query parameter %q: %q is neither %s nor %s", "class", f.Class, label.Helpful, label.NotHelpful)
-	}
-	if f.Disagreement, _, err = boolParam(r, "disagreement"); err != nil {
-		return nil, err
-	}
-	if v := q.Get("low_confidence"); v != "" {
-		f.LowConfidence, err = strconv.ParseFloat(v, 64)
-		if err != nil || !(f.LowConfidence >= 0) || f.LowConfidence > 1e300 {
-			return nil, errStatus(http.StatusBadRequest, "query parameter %q: %q is not a non-negative number (perplexity units)", "low_confidence", v)
-		}
-	}
-	if rv, set, err := boolParam(r, "reviewed"); err != nil {
-		return nil, err
-	} else if set {
-		f.Reviewed = &rv
+	f, err := labelapi.ParseFilter(r.URL.Query())
+	if err != nil {
+		return nil, labelErr(err)
 	}
 	if f.Limit, err = intParam(r, "limit", s.opt.LabelListLimit); err != nil {
 		return nil, err
@@ -293,36 +265,34 @@ func (s *server) listLabels(r *http.Request) (any, error) {
 	return out, nil
 }
 
-// labelID parses the {id} path segment.
-func labelID(r *http.Request) (int64, error) {
-	v := r.PathValue("id")
-	id, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || id <= 0 {
-		return 0, errStatus(http.StatusBadRequest, "label id %q is not a positive integer", v)
-	}
-	return id, nil
-}
-
-// labelErr maps label.ErrNotFound to 404.
+// labelErr gives a labelapi.Error its status; other errors are server
+// errors.
 func labelErr(err error) error {
-	if errors.Is(err, label.ErrNotFound) {
-		return &httpError{status: http.StatusNotFound, err: err}
+	var le *labelapi.Error
+	if errors.As(err, &le) {
+		return &httpError{status: le.Status, err: le}
 	}
 	return err
 }
 
-func (s *server) getLabel(r *http.Request) (any, error) {
+// labelRequest returns the store and the {id} of a request on one label.
+func (s *server) labelRequest(r *http.Request) (*label.Store, int64, error) {
 	st, err := s.labelStore()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	id, err := labelID(r)
+	id, err := labelapi.ParseID(r.PathValue("id"))
+	return st, id, labelErr(err)
+}
+
+func (s *server) getLabel(r *http.Request) (any, error) {
+	st, id, err := s.labelRequest(r)
 	if err != nil {
 		return nil, err
 	}
 	rec, err := st.Get(id)
 	if err != nil {
-		return nil, labelErr(err)
+		return nil, labelErr(labelapi.StoreErr(err))
 	}
 	return s.view(rec), nil
 }
@@ -353,11 +323,7 @@ func decodeBody(r *http.Request, v any) error {
 }
 
 func (s *server) review(r *http.Request) (any, error) {
-	st, err := s.labelStore()
-	if err != nil {
-		return nil, err
-	}
-	id, err := labelID(r)
+	st, id, err := s.labelRequest(r)
 	if err != nil {
 		return nil, err
 	}
@@ -365,17 +331,7 @@ func (s *server) review(r *http.Request) (any, error) {
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
 	}
-	switch req.Action {
-	case label.ReviewConfirm, label.ReviewFlip, label.Helpful, label.NotHelpful:
-	default:
-		return nil, errStatus(http.StatusBadRequest, "request body: field %q: %q is not %q, %q, %s or %s",
-			"action", req.Action, label.ReviewConfirm, label.ReviewFlip, label.Helpful, label.NotHelpful)
-	}
-	reviewer := strings.TrimSpace(req.Reviewer)
-	if reviewer == "" {
-		reviewer = "web"
-	}
-	rec, err := st.Review(id, req.Action, reviewer)
+	rec, err := labelapi.Review(st, id, req, "web")
 	if err != nil {
 		return nil, labelErr(err)
 	}
@@ -383,22 +339,11 @@ func (s *server) review(r *http.Request) (any, error) {
 }
 
 func (s *server) undo(r *http.Request) (any, error) {
-	st, err := s.labelStore()
+	st, id, err := s.labelRequest(r)
 	if err != nil {
 		return nil, err
 	}
-	id, err := labelID(r)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := st.Get(id)
-	if err != nil {
-		return nil, labelErr(err)
-	}
-	if rec.Reviews == 0 {
-		return nil, errStatus(http.StatusConflict, "undo label %d: the label has no review", id)
-	}
-	rec, err = st.Undo(id)
+	rec, err := labelapi.Undo(st, id)
 	if err != nil {
 		return nil, labelErr(err)
 	}

@@ -33,15 +33,15 @@ type BenchResult struct {
 }
 
 // BenchTrainStep measures training and scoring speed of a randomly
-// initialised T5 of shape cfg on the default backend ($GOMLX_BACKEND, which
-// --backend sets, else pure Go): batch rows of encLen random tokens, decLen target tokens; one
-// warm-up step compiles the executables, then steps updates and steps
+// initialised T5 of shape cfg on the backend backendName (see
+// models/backend.New; "" = $GOMLX_BACKEND, else pure Go): batch rows of
+// encLen random tokens, decLen target tokens; one warm-up step compiles the executables, then steps updates and steps
 // scoring batches are timed. Errors: invalid sizes or config, compute failures.
-func BenchTrainStep(cfg t5.Config, batch, encLen, decLen, steps int) (BenchResult, error) {
+func BenchTrainStep(backendName string, cfg t5.Config, batch, encLen, decLen, steps int) (BenchResult, error) {
 	if batch < 1 || encLen < 1 || decLen < 1 || steps < 1 {
 		return BenchResult{}, fmt.Errorf("bench train step: batch %d, encLen %d, decLen %d, steps %d must all be >= 1", batch, encLen, decLen, steps)
 	}
-	be, err := backend.New("")
+	be, err := backend.New(backendName)
 	if err != nil {
 		return BenchResult{}, err
 	}

@@ -459,7 +459,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	if _, err := backend.New(""); err != nil {
 		b.Fatal(err)
 	}
-	r, err := BenchTrainStep(t5.MiniConfig(2100), 8, 256, 2, max(1, b.N))
+	r, err := BenchTrainStep("", t5.MiniConfig(2100), 8, 256, 2, max(1, b.N))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func BenchmarkTrainStepTiny(b *testing.B) {
 	if _, err := backend.New(""); err != nil {
 		b.Fatal(err)
 	}
-	r, err := BenchTrainStep(t5.TinyConfig(2100), 8, 192, 2, max(1, b.N))
+	r, err := BenchTrainStep("", t5.TinyConfig(2100), 8, 192, 2, max(1, b.N))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -490,14 +490,14 @@ func TestBenchTrainStepTiny(t *testing.T) {
 	t.Setenv(backend.EnvVar, testBackend)
 	c := t5.TinyConfig(300)
 	c.NumLayers, c.NumDecoderLayers = 1, 1
-	r, err := BenchTrainStep(c, 2, 16, 2, 1)
+	r, err := BenchTrainStep("", c, 2, 16, 2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !(r.TrainTokensPerSec > 0 && r.MsPerStep > 0 && r.InferExamplesPerSec > 0) || r.BatchSize != 2 || r.EncLength != 16 {
 		t.Fatalf("result %+v", r)
 	}
-	if _, err := BenchTrainStep(c, 0, 16, 2, 1); err == nil {
+	if _, err := BenchTrainStep("", c, 0, 16, 2, 1); err == nil {
 		t.Fatal("batch 0: no error")
 	}
 }

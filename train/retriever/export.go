@@ -25,14 +25,15 @@ func SentenceTransformer(cfg Config, mc bert.Config) hf.SentenceTransformer {
 
 // Export copies the BERT bi-encoder in srcDir (a checkpoint or a trained
 // retriever: config.json, weights, tokenizer files) to outDir and makes it a
-// sentence-transformers directory described by st (hf.WriteSentenceTransformer):
+// sentence-transformers directory described by st (hf.WriteSentenceTransformer),
+// loading the model on the GoMLX backend backendName (models/backend.New):
 // st.Dim is taken from the model, st.MaxSeqLength is clamped to its
 // max_position_embeddings, and tokenizer_config.json's model_max_length is
 // set to it. Optimizer and trainer state are left out. The model is loaded
 // first (it must be a BERT checkpoint with a tokenizer); outDir is written
 // through a temporary sibling and renamed, so it is complete or absent.
 // Errors: outDir exists, srcDir does not load, an invalid st, I/O errors.
-func Export(srcDir, outDir string, st hf.SentenceTransformer) error {
+func Export(srcDir, outDir, backendName string, st hf.SentenceTransformer) error {
 	src, err := filepath.EvalSymlinks(srcDir)
 	if err != nil {
 		return fmt.Errorf("export retriever %s: %w", srcDir, err)
@@ -40,7 +41,7 @@ func Export(srcDir, outDir string, st hf.SentenceTransformer) error {
 	if _, err := os.Lstat(outDir); err == nil {
 		return fmt.Errorf("export retriever %s: %s already exists (not overwritten)", srcDir, outDir)
 	}
-	be, err := backend.New("")
+	be, err := backend.New(backendName)
 	if err != nil {
 		return fmt.Errorf("export retriever %s: %w", srcDir, err)
 	}

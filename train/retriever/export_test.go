@@ -76,7 +76,7 @@ func TestExportSentenceTransformers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "st")
-			if err := Export(src, out, tt.st); err != nil {
+			if err := Export(src, out, "", tt.st); err != nil {
 				t.Fatal(err)
 			}
 			wantLen := float64(min(tt.st.MaxSeqLength, 128)) // bert-tiny: max_position_embeddings 128
@@ -160,7 +160,7 @@ func TestExportSentenceTransformers(t *testing.T) {
 			}
 		})
 	}
-	if err := Export(src, filepath.Join(t.TempDir(), "x"), hf.SentenceTransformer{Pooling: "max", MaxSeqLength: 8}); err == nil || !strings.Contains(err.Error(), "Pooling") {
+	if err := Export(src, filepath.Join(t.TempDir(), "x"), "", hf.SentenceTransformer{Pooling: "max", MaxSeqLength: 8}); err == nil || !strings.Contains(err.Error(), "Pooling") {
 		t.Errorf("pooling max: err = %v", err)
 	}
 }

@@ -1,0 +1,120 @@
+package serve
+
+import (
+	"fmt"
+
+	"github.com/ragforge/ragforge/infer/pipeline"
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/models/openai"
+	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/retrieval/dense"
+	"github.com/ragforge/ragforge/retrieval/encode"
+	"github.com/ragforge/ragforge/retrieval/rerank"
+)
+
+// Components are the loaded models and indexes a Server uses. Only Pipeline
+// is required; a nil part turns its endpoints or stages off (404 with a
+// message, or the stage skipped in /v1/pipeline).
+type Components struct {
+	Pipeline *pipeline.Pipeline
+	Encoder  encode.Encoder       // query/document encoder of the dense indexes
+	Filter   Filter               // RAG² filter
+	Reranker *rerank.CrossEncoder // cross-encoder of /v1/pipeline
+	LLM      LLM                  // rationale, answer and HyDE documents
+	Local    *LocalLM             // /v1/completions and /v1/chat/completions
+}
+
+// Config is what Run needs: the HTTP options, where the pipeline is, and
+// how to reach the LLM.
+type Config struct {
+	Options
+	PipelineDir string
+	Backend     string // GoMLX backend ("" = default, see models/backend)
+	// LLM is the answering model: "openai:<url>[#model]" (Ollama, llama.cpp
+	// server, vLLM), "t5:<dir>", or "" for the pipeline's generator/ (none
+	// when absent).
+	LLM        string
+	LLMOptions openai.Options
+	// LabelsDB is the SQLite file of the label store (data/runs' database);
+	// "" serves no labels unless Options.Labels is set.
+	LabelsDB string
+	// Search overrides, field by field when non-zero, the pipeline's
+	// faiss search settings (pipeline.json faiss_search: nprobe, efSearch).
+	Search dense.SearchParams
+}
+
+// Load opens cfg.PipelineDir and loads its models on cfg.Backend: the
+// retriever as an encode.BERTEncoder, the filter, the reranker
+// (rerank.CrossEncoder with the manifest's TopN/K) and the generator, plus
+// the LLM of cfg.LLM, with cfg.Search applied to the dense indexes. Errors
+// name the part that failed.
+func Load(cfg Config) (*Components, error) {
+	p, err := pipeline.Load(cfg.PipelineDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Components{Pipeline: p}
+	fail := func(err error) (*Components, error) {
+		p.Close()
+		return nil, err
+	}
+	if err := p.SetSearch(cfg.Search); err != nil {
+		return fail(err)
+	}
+	m := p.Manifest
+	if p.Retriever != "" {
+		if c.Encoder, err = pipeline.LoadEncoder(p.Retriever, cfg.Backend, m.Retrieval); err != nil {
+			return fail(err)
+		}
+	}
+	if p.Filter != "" {
+		if c.Filter, err = LoadT5Filter(p.Filter, cfg.Backend, m.Filter); err != nil {
+			return fail(err)
+		}
+	}
+	if p.Reranker != "" {
+		be, err := backend.New(cfg.Backend)
+		if err != nil {
+			return fail(err)
+		}
+		bm, err := bert.Load(be, p.Reranker)
+		if err != nil {
+			return fail(fmt.Errorf("load reranker: %w", err))
+		}
+		tok, err := tokenizer.Load(p.Reranker)
+		if err != nil {
+			return fail(fmt.Errorf("load reranker: %w", err))
+		}
+		c.Reranker = &rerank.CrossEncoder{Model: bm, Tokenizer: tok, TopN: m.Rerank.TopN, K: m.Rerank.K}
+	}
+	if p.Generator != "" {
+		if c.Local, err = LoadLocalLM(p.Generator, cfg.Backend); err != nil {
+			return fail(err)
+		}
+		c.LLM = c.Local
+	}
+	if cfg.LLM != "" {
+		spec, err := generate.ParseGeneratorSpec(cfg.LLM)
+		if err != nil {
+			return fail(err)
+		}
+		switch spec.Kind {
+		case "t5":
+			if c.Local, err = LoadLocalLM(spec.Dir, cfg.Backend); err != nil {
+				return fail(err)
+			}
+			c.LLM = c.Local
+		case "openai":
+			g, err := generate.Open(spec, cfg.Backend, cfg.LLMOptions)
+			if err != nil {
+				return fail(err)
+			}
+			c.LLM = GeneratorLLM{G: g}
+		default:
+			return fail(fmt.Errorf("llm %q: want openai:<url>[#model] or t5:<dir>", cfg.LLM))
+		}
+	}
+	return c, nil
+}
