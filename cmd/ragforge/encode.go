@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -108,7 +107,7 @@ func runEncode(g *globals, o encodeOptions) (res *encodeResult, err error) {
 	if pre := o.Corpus.encoded; pre != nil && o.Name == "" {
 		name = pre.Name
 	}
-	enc, err := retrieve.LoadBERTEncoder(o.Encoder, g.Backend, o.Pooling)
+	enc, err := encode.LoadBERT(o.Encoder, g.Backend, o.Pooling)
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/infer/answers"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/models/openai"
+	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
 func init() { evalSubcommands = append(evalSubcommands, newEvalAnswersCmd) }
@@ -101,7 +101,7 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 		}
 		judge = &answers.Judge{Client: client}
 		if o.JudgeEnc != "" {
-			enc, err := retrieve.LoadBERTEncoder(o.JudgeEnc, g.Backend, "cls")
+			enc, err := encode.LoadBERT(o.JudgeEnc, g.Backend, "cls")
 			if err != nil {
 				return err
 			}
@@ -129,7 +129,7 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 	default:
 		return fmt.Errorf("--answerer %q: want t5:DIR or openai:URL", o.Answerer)
 	}
-	queries, _, err := retrieve.Queries(o.QA, "")
+	queries, _, err := data.OpenQueries(o.QA, "")
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/runs"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval/eval"
+	"github.com/ragforge/ragforge/retrieval/pipeline"
 )
 
 func init() { register(newEvalCmd) }
@@ -156,7 +156,7 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 		return nil, fmt.Errorf("--relevance span needs the source documents; a pre-encoded corpus (%s) holds only chunks (use contains)", o.Corpus.Path)
 	}
 	o.Retriever.pre = o.Corpus.encoded
-	queries, qrels, err := retrieve.Queries(o.QA, o.Split)
+	queries, qrels, err := data.OpenQueries(o.QA, o.Split)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	}
 	defer closeR()
 	bar := progress.New(g.Err, len(queries), "search")
-	runHits, err := retrieve.RunQueries(ctx, r, queries, o.Depth, bar.Func())
+	runHits, err := eval.RunQueries(ctx, r, queries, o.Depth, bar.Func())
 	bar.Finish()
 	if err != nil {
 		return nil, err
@@ -208,7 +208,7 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	// any chunk → document mapping).
 	fill := eval.NewFill(runHits, maxK, len(chunks))
 	if relevance == "qrels" && o.Corpus.ChunkSize > 0 {
-		runHits = retrieve.DocRun(runHits, chunks)
+		runHits = eval.DocRun(runHits, chunks)
 	}
 	rep, err := eval.EvaluateOptions(runHits, qrels, ks, eval.Options{Queries: queryIDs})
 	if err != nil {
@@ -233,7 +233,7 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 		Relevance: relevance, Ks: rep.Ks, Depth: o.Depth, Shortfall: len(fill.Short()), Qrels: check,
 		Metrics: rep.Mean, Files: files, Seconds: time.Since(start).Seconds(),
 	}
-	if o.Retriever.Mode == retrieve.ModeHybrid {
+	if o.Retriever.Mode == string(pipeline.Hybrid) {
 		res.DenseWeight, res.BM25Weight, res.WeightsFrom = o.Retriever.DenseWeight, o.Retriever.BM25Weight, o.Retriever.WeightsFrom
 		if err := run.LogMetrics(map[string]float64{"hybrid/dense_weight": res.DenseWeight, "hybrid/bm25_weight": res.BM25Weight}, 0); err != nil {
 			return nil, err
@@ -242,7 +242,7 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	if !g.JSON {
 		fmt.Fprintf(g.Out, "run %s: %s over %d chunks, %d questions (%d without relevant chunks skipped), relevance %s\n",
 			run.ID, o.Retriever.Mode, len(chunks), len(rep.Queries), len(rep.Skipped), relevance)
-		if o.Retriever.Mode == retrieve.ModeHybrid {
+		if o.Retriever.Mode == string(pipeline.Hybrid) {
 			from := "flags/defaults"
 			if res.WeightsFrom != "" {
 				from = res.WeightsFrom

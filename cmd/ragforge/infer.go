@@ -6,11 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragforge/ragforge/infer/retrieve"
-	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
 func init() { register(newInferCmd) }
@@ -23,19 +22,7 @@ func newInferCmd(g *globals) *cobra.Command {
 
 // loadT5 loads a T5 model and its tokenizer from an HF directory.
 func loadT5(g *globals, dir string) (*t5.Model, tokenizer.Tokenizer, error) {
-	be, err := backend.New(g.Backend)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := t5.Load(be, dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	tok, err := tokenizer.LoadFor(dir, m.Config.VocabSize)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, tok, nil
+	return t5.LoadWithTokenizer(dir, g.Backend)
 }
 
 func newGenerateCmd(g *globals) *cobra.Command {
@@ -112,7 +99,7 @@ L2-normalized.`,
 			if mt != "bert" {
 				return fmt.Errorf("infer embed: %s is a %q model; embeddings need a BERT encoder", model, mt)
 			}
-			enc, err := retrieve.LoadBERTEncoder(model, g.Backend, pooling)
+			enc, err := encode.LoadBERT(model, g.Backend, pooling)
 			if err != nil {
 				return fmt.Errorf("--pooling/--model: %w", err)
 			}

@@ -150,3 +150,43 @@ func TestRetriever(t *testing.T) {
 		t.Errorf("generator error not returned: %v", err)
 	}
 }
+
+// EncodeBatch gives each query the vector Encode gives it alone, with one
+// query call and one document call for the whole batch; a document-only
+// query without documents falls back to its own embedding.
+func TestEncodeBatch(t *testing.T) {
+	queries := []string{"aa", "b", "ccc"}
+	hypos := [][]string{{"bbb", "cc", "dropped"}, nil, {"a"}}
+	for _, mode := range []Mode{ModeFusion, ModeDocOnly, ModeConcat} {
+		cfg := Config{Mode: mode, N: 2, Normalize: true}
+		enc := &bagEncoder{}
+		got, err := EncodeBatch(enc, cfg, queries, hypos)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		calls := len(enc.queries) + len(enc.docs)
+		for i, q := range queries {
+			want, err := Encode(&bagEncoder{}, cfg, q, hypos[i])
+			if err != nil {
+				t.Fatalf("%s: query %d: %v", mode, i, err)
+			}
+			if !close32(got[i], want, 1e-6) {
+				t.Errorf("%s: query %d: batch %v, alone %v", mode, i, got[i], want)
+			}
+		}
+		if mode == ModeDocOnly {
+			if !close32(got[1], []float32{0, 1, 0}, 1e-6) {
+				t.Errorf("doc only without documents: %v, want the query's own (normalised) vector", got[1])
+			}
+			if len(enc.queries) != 1 || enc.queries[0] != "b" || len(enc.docs) != 3 {
+				t.Errorf("doc only: encoded queries %q, docs %q", enc.queries, enc.docs)
+			}
+		}
+		if calls == 0 {
+			t.Errorf("%s: nothing encoded", mode)
+		}
+	}
+	if _, err := EncodeBatch(&bagEncoder{}, DefaultConfig(), queries, hypos[:1]); err == nil {
+		t.Error("mismatched lengths: no error")
+	}
+}
