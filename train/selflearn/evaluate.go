@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/bm25"
-	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/retrieval/eval"
 	"github.com/ragforge/ragforge/retrieval/fusion"
 	"github.com/ragforge/ragforge/retrieval/hyde"
+	"github.com/ragforge/ragforge/retrieval/pipeline"
 )
 
 type variantSpec struct {
@@ -73,31 +72,46 @@ func (s *state) evaluate(ctx context.Context, t int) error {
 	return nil
 }
 
+// retrieve runs the evaluation queries through the shared retrieval
+// pipeline for one variant: BM25 over the corpus, or R_<ret>'s Flat index
+// (dense; hybrid with the round's chosen weights, else the AP paper's
+// 0.3 / 0.7, each side's top EvalDepth; HyDE with G_<gen>'s documents).
 func (s *state) retrieve(ctx context.Context, sp variantSpec, rd *Round) (eval.Run, error) {
 	k := s.cfg.EvalDepth
-	if sp.kind == "bm25" || sp.kind == "hybrid" {
-		if s.bmRun == nil {
-			ix, err := bm25.NewMemory(s.corpus, bm25.DefaultConfig())
-			if err != nil {
-				return nil, err
-			}
-			bm := eval.Run{}
-			for _, q := range s.queries {
-				h, err := ix.Search(q.Text, k)
-				if err != nil {
-					return nil, fmt.Errorf("bm25: query %s: %w", q.ID, err)
-				}
-				bm[q.ID] = h
-			}
-			s.bmRun = bm
-		}
-		if sp.kind == "bm25" {
-			return s.bmRun, nil
-		}
+	p := &pipeline.Pipeline{Config: pipeline.Config{Mode: pipeline.Mode(sp.kind),
+		DenseWeight: fusion.DenseWeight, BM25Weight: fusion.BM25Weight, HyDE: s.hydeConfig()}}
+	if ch := s.fusion[sp.ret]; ch != nil {
+		p.DenseWeight, p.BM25Weight = ch.DenseWeight, ch.BM25Weight
 	}
-	ix, enc, err := s.index(sp.ret)
-	if err != nil {
+	if sp.kind == "bm25" || sp.kind == "hybrid" {
+		bm, err := s.bm25()
+		if err != nil {
+			return nil, err
+		}
+		p.BM25 = bm
+	}
+	if sp.kind != "bm25" {
+		ix, enc, err := s.index(sp.ret)
+		if err != nil {
+			return nil, err
+		}
+		p.Encoder, p.Index = enc, ix
+	}
+	if err := p.Validate(); err != nil {
 		return nil, err
+	}
+	qs := make([]pipeline.Query, len(s.queries))
+	for i, q := range s.queries {
+		qs[i] = pipeline.Query{Text: q.Text}
+	}
+	if sp.kind == "hyde" {
+		hypos, err := s.evalHypos(ctx, sp.gen, rd)
+		if err != nil {
+			return nil, err
+		}
+		for i, q := range s.queries {
+			qs[i].Hypos = hypos[q.ID]
+		}
 	}
 	// Query vectors are computed once per retriever (plain queries) or per
 	// (generator, retriever) (HyDE), for all queries in one encoder call,
@@ -107,85 +121,43 @@ func (s *state) retrieve(ctx context.Context, sp variantSpec, rd *Round) (eval.R
 		key = fmt.Sprintf("g%d/r%d", sp.gen, sp.ret)
 	}
 	vecs, ok := s.qvecs[key]
-	if !ok {
-		texts := make([]string, len(s.queries))
-		for i, q := range s.queries {
-			texts[i] = q.Text
-		}
-		if sp.kind == "hyde" {
-			hypos, err := s.evalHypos(ctx, sp.gen, rd)
-			if err != nil {
-				return nil, err
-			}
-			hs := make([][]string, len(s.queries))
-			for i, q := range s.queries {
-				hs[i] = hypos[q.ID]
-			}
-			vecs, err = s.fuse(enc, texts, hs)
-		} else {
-			vecs, err = enc.EncodeQueries(texts)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("encode %d queries (%s): %w", len(texts), key, err)
+	if !ok && sp.kind != "bm25" {
+		var err error
+		if vecs, err = p.Encode(qs); err != nil {
+			return nil, fmt.Errorf("encode %d queries (%s): %w", len(qs), key, err)
 		}
 		s.qvecs[key] = vecs
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	flat := make([]float32, 0, len(vecs)*enc.Dim())
-	for _, v := range vecs {
-		flat = append(flat, v...)
-	}
-	hits, err := ix.Search(flat, k)
+	hits, err := p.SearchVectors(qs, vecs, k)
 	if err != nil {
-		return nil, fmt.Errorf("search %d queries (%s): %w", len(vecs), key, err)
+		return nil, fmt.Errorf("search %d queries (%s): %w", len(qs), key, err)
 	}
 	out := eval.Run{}
 	for i, q := range s.queries {
 		out[q.ID] = hits[i]
-		if sp.kind == "hybrid" {
-			w := []float64{fusion.DenseWeight, fusion.BM25Weight}
-			if ch := s.fusion[sp.ret]; ch != nil {
-				w = []float64{ch.DenseWeight, ch.BM25Weight}
-			}
-			if out[q.ID], err = fusion.RRF([][]retrieval.Hit{hits[i], s.bmRun[q.ID]}, w, k, fusion.Options{}); err != nil {
-				return nil, err
-			}
-		}
 	}
 	return out, nil
 }
 
-// fuse returns the Eq. 10 query vectors (hyde.ModeFusion, normalised, the
-// first max(N, 1) hypothetical documents of each query; none = the plain
-// query), as hyde.Encode computes them one query at a time, with all
-// queries in one EncodeQueries call and all documents in one EncodeDocs
-// call.
-func (s *state) fuse(enc encode.Encoder, queries []string, hypos [][]string) ([][]float32, error) {
-	n := max(s.cfg.N, 1)
-	qv, err := enc.EncodeQueries(queries)
-	if err != nil {
-		return nil, fmt.Errorf("hyde: encode queries: %w", err)
-	}
-	var docs []string
-	for _, h := range hypos {
-		docs = append(docs, h[:min(n, len(h))]...)
-	}
-	var dv [][]float32
-	if len(docs) > 0 {
-		if dv, err = enc.EncodeDocs(docs); err != nil {
-			return nil, fmt.Errorf("hyde: encode %d hypothetical documents: %w", len(docs), err)
-		}
-	}
-	out := make([][]float32, len(queries))
-	at := 0
-	for i, h := range hypos {
-		m := min(n, len(h))
-		if out[i], err = hyde.Fuse(qv[i], dv[at:at+m], hyde.ModeFusion, true); err != nil {
+// hydeConfig is the query fusion of mining and evaluation: Eq. 10
+// (hyde.ModeFusion), normalised, the first max(N, 1) hypothetical documents
+// of each query; none = the plain query.
+func (s *state) hydeConfig() hyde.Config {
+	return hyde.Config{Mode: hyde.ModeFusion, N: max(s.cfg.N, 1), Normalize: true}
+}
+
+// bm25 returns the in-memory BM25 index of the corpus (default parameters),
+// built on first use and closed by Run.
+func (s *state) bm25() (*bm25.Index, error) {
+	if s.bm == nil {
+		ix, err := bm25.NewMemory(s.corpus, bm25.DefaultConfig())
+		if err != nil {
 			return nil, err
 		}
-		at += m
+		s.bm = ix
 	}
-	return out, nil
+	return s.bm, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/ragforge/ragforge/retrieval/hyde"
 	"github.com/ragforge/ragforge/train/retriever"
 )
 
@@ -36,7 +37,7 @@ func (s *state) mine(ctx context.Context, t int, keys []string, qs, hypos map[st
 		for i, k := range blk {
 			q[i], h[i] = qs[k][0], hypos[k]
 		}
-		v, err := s.fuse(enc, q, h)
+		v, err := hyde.EncodeBatch(enc, s.hydeConfig(), q, h)
 		if err != nil {
 			return nil, 0, fmt.Errorf("mine: %s..%s: %w", blk[0], blk[len(blk)-1], err)
 		}

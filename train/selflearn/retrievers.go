@@ -8,9 +8,6 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/version"
-	"github.com/ragforge/ragforge/models/backend"
-	"github.com/ragforge/ragforge/models/bert"
-	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/train/retriever"
@@ -29,19 +26,10 @@ func (s *state) encoder(tag int) (*encode.BERTEncoder, error) {
 		return e, nil
 	}
 	dir := s.retrieverDir(tag)
-	be, err := backend.New(s.cfg.Backend)
+	e, err := encode.LoadBERT(dir, s.cfg.Backend, "")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("retriever: %w", err)
 	}
-	m, err := bert.Load(be, dir)
-	if err != nil {
-		return nil, fmt.Errorf("retriever %s: %w", dir, err)
-	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, fmt.Errorf("retriever %s: %w", dir, err)
-	}
-	e := encode.NewBERTEncoder(m, tok, filepath.Base(dir))
 	e.MaxLength, e.QueryInstruction = s.cfg.MaxLength, s.cfg.QueryInstruction
 	s.encs[tag] = e
 	return e, nil

@@ -18,9 +18,9 @@ import (
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/openai"
+	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
-	"github.com/ragforge/ragforge/retrieval/eval"
 )
 
 // Item kinds stored in the run (runs.Run.PutItem); keys are
@@ -86,7 +86,7 @@ type state struct {
 	encs     map[int]*encode.BERTEncoder
 	indexes  map[int]*dense.Index
 	vecs     map[int][]float32      // tag → corpus vectors [len(corpus), dim], row i = corpus[i]
-	bmRun    eval.Run               // BM25 hits of the evaluation queries
+	bm       *bm25.Index            // BM25 over the corpus, built on first use
 	qvecs    map[string][][]float32 // evaluation query vectors: "r<ret>" or "g<gen>/r<ret>"
 	fusion   map[int]*FusionChoice  // retriever tag → chosen hybrid weights (absent: AP defaults)
 	rep      *Report
@@ -166,6 +166,9 @@ func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []dat
 	defer func() {
 		for _, ix := range s.indexes {
 			ix.Close()
+		}
+		if s.bm != nil {
+			s.bm.Close()
 		}
 	}()
 	if s.run, err = s.openRun(store); err != nil {
