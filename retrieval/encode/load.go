@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
-	"github.com/ragforge/ragforge/models/tokenizer"
 )
 
 // LoadBERT loads the BERT bi-encoder of an HF model directory (config.json,
-// model.safetensors, vocab.txt or tokenizer.json) on the named GoMLX
-// backend ("" = default) with NewBERTEncoder's BGE defaults, named after
+// model.safetensors, vocab.txt or tokenizer.json; bert.LoadWithTokenizer)
+// on the named GoMLX backend ("" = default) with NewBERTEncoder's BGE defaults, named after
 // the directory's base name. pooling is "cls" (BGE, MedEmbed, MedCPT; also
 // "") or "mean" (sentence-transformers). Errors name dir: backend, weights
 // (bert.Load) and tokenizer failures, a tokenizer with more tokens than the
@@ -24,17 +22,9 @@ func LoadBERT(dir, backendName, pooling string) (*BERTEncoder, error) {
 	if !p.Valid() {
 		return nil, fmt.Errorf("pooling %q: want cls or mean", pooling)
 	}
-	be, err := backend.New(backendName)
+	m, tok, err := bert.LoadWithTokenizer(dir, backendName)
 	if err != nil {
-		return nil, err
-	}
-	m, err := bert.Load(be, dir)
-	if err != nil {
-		return nil, fmt.Errorf("load encoder %s: %w", dir, err)
-	}
-	tok, err := tokenizer.LoadFor(dir, m.Config.VocabSize)
-	if err != nil {
-		return nil, fmt.Errorf("load encoder %s: %w", dir, err)
+		return nil, fmt.Errorf("encoder: %w", err)
 	}
 	enc := NewBERTEncoder(m, tok, filepath.Base(dir))
 	enc.Pooling = p

@@ -5,10 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/hf"
-	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -40,15 +38,8 @@ func Export(srcDir, outDir string, st hf.SentenceTransformer) error {
 	if _, err := os.Lstat(outDir); err == nil {
 		return fmt.Errorf("export retriever %s: %s already exists (not overwritten)", srcDir, outDir)
 	}
-	be, err := backend.New("")
+	m, _, err := bert.LoadWithTokenizer(src, "")
 	if err != nil {
-		return fmt.Errorf("export retriever %s: %w", srcDir, err)
-	}
-	m, err := bert.Load(be, src)
-	if err != nil {
-		return fmt.Errorf("export retriever: %w", err)
-	}
-	if _, err := tokenizer.Load(src); err != nil {
 		return fmt.Errorf("export retriever: %w", err)
 	}
 	st.Dim = m.Config.HiddenSize
