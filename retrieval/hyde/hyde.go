@@ -26,7 +26,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
@@ -125,7 +124,7 @@ func ConcatText(query string, hypos []string) string {
 	return strings.Join(append([]string{query}, hypos...), " ")
 }
 
-// Config sets how Encode and Retriever build query vectors.
+// Config sets how Encode and EncodeBatch build query vectors.
 type Config struct {
 	Mode Mode
 	// N is the number of hypothetical documents used (the first N given);
@@ -237,40 +236,3 @@ func EncodeBatch(enc encode.Encoder, cfg Config, queries []string, hypos [][]str
 	}
 	return out, nil
 }
-
-// Generator returns hypothetical documents for a query (an LLM call, or a
-// lookup in pre-generated documents).
-type Generator func(query string) ([]string, error)
-
-// Retriever implements retrieval.Retriever with HyDE query vectors: Generate
-// writes the hypothetical documents, Encode fuses them with the query
-// (Config), Index is searched with the result.
-type Retriever struct {
-	Encoder  encode.Encoder
-	Index    encode.VectorSearcher
-	Generate Generator
-	Config   Config
-}
-
-// Search returns the top-k chunks for query, best first. Errors: generator,
-// encoder or index failures, with the query in the message.
-func (r *Retriever) Search(query string, k int) ([]retrieval.Hit, error) {
-	if r.Encoder == nil || r.Index == nil || r.Generate == nil {
-		return nil, errors.New("hyde retriever: Encoder, Index and Generate are required")
-	}
-	hypos, err := r.Generate(query)
-	if err != nil {
-		return nil, fmt.Errorf("hyde retriever: query %q: generate: %w", query, err)
-	}
-	v, err := Encode(r.Encoder, r.Config, query, hypos)
-	if err != nil {
-		return nil, fmt.Errorf("hyde retriever: query %q: %w", query, err)
-	}
-	hits, err := r.Index.Search(v, k)
-	if err != nil {
-		return nil, fmt.Errorf("hyde retriever: query %q: search: %w", query, err)
-	}
-	return hits[0], nil
-}
-
-var _ retrieval.Retriever = (*Retriever)(nil)

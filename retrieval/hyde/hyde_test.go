@@ -1,12 +1,9 @@
 package hyde
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/ragforge/ragforge/retrieval"
 )
 
 func close32(a, b []float32, tol float64) bool {
@@ -122,32 +119,6 @@ func TestEncodeModes(t *testing.T) {
 		if c.mode == ModeConcat && enc.queries[0] != "aa bbb cc" {
 			t.Errorf("concat text %q, want %q", enc.queries[0], "aa bbb cc")
 		}
-	}
-}
-
-type oneHit struct{ last []float32 }
-
-func (o *oneHit) Dim() int { return 3 }
-func (o *oneHit) Search(v []float32, k int) ([][]retrieval.Hit, error) {
-	o.last = v
-	return [][]retrieval.Hit{{{ID: "d#0", Score: 1}}}, nil
-}
-
-func TestRetriever(t *testing.T) {
-	idx := &oneHit{}
-	r := &Retriever{Encoder: &bagEncoder{}, Index: idx, Config: DefaultConfig(),
-		Generate: func(q string) ([]string, error) { return []string{"b"}, nil }}
-	hits, err := r.Search("a", 5)
-	if err != nil || len(hits) != 1 || hits[0].ID != "d#0" {
-		t.Fatalf("Search = %v, %v", hits, err)
-	}
-	s := float32(math.Sqrt(0.5))
-	if !close32(idx.last, []float32{s, s, 0}, 1e-6) { // normalize((1,0,0)+(0,1,0))/2)
-		t.Errorf("searched with %v", idx.last)
-	}
-	r.Generate = func(string) ([]string, error) { return nil, errors.New("llm down") }
-	if _, err := r.Search("a", 5); err == nil || !strings.Contains(err.Error(), "llm down") {
-		t.Errorf("generator error not returned: %v", err)
 	}
 }
 

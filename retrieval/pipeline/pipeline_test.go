@@ -64,20 +64,27 @@ func TestModesMatchTheirParts(t *testing.T) {
 		}
 		for i, q := range queries {
 			var want []retrieval.Hit
-			dr := &encode.Retriever{Encoder: letterEncoder{}, Index: p.Index}
+			dense := func(v []float32, err error) []retrieval.Hit {
+				if err != nil {
+					t.Fatal(err)
+				}
+				h, err := p.Index.Search(v, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return h[0]
+			}
+			qv, _ := letterEncoder{}.EncodeQueries([]string{q.Text})
 			switch mode {
 			case BM25:
 				want, err = p.BM25.Search(q.Text, 3)
 			case Dense:
-				want, err = dr.Search(q.Text, 3)
+				want = dense(qv[0], nil)
 			case Hybrid:
-				d, _ := dr.Search(q.Text, 3)
 				b, _ := p.BM25.Search(q.Text, 3)
-				want, err = fusion.RRF([][]retrieval.Hit{d, b}, []float64{fusion.DenseWeight, fusion.BM25Weight}, 3, fusion.Options{})
+				want, err = fusion.RRF([][]retrieval.Hit{dense(qv[0], nil), b}, []float64{fusion.DenseWeight, fusion.BM25Weight}, 3, fusion.Options{})
 			case HyDE:
-				hr := &hyde.Retriever{Encoder: letterEncoder{}, Index: p.Index, Config: cfg.HyDE,
-					Generate: func(string) ([]string, error) { return q.Hypos, nil }}
-				want, err = hr.Search(q.Text, 3)
+				want = dense(hyde.Encode(letterEncoder{}, cfg.HyDE, q.Text, q.Hypos))
 			}
 			if err != nil {
 				t.Fatal(err)
