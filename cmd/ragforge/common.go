@@ -14,7 +14,6 @@ import (
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/chunk"
 	"github.com/ragforge/ragforge/data/runs"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/models/backend"
@@ -49,56 +48,60 @@ func (c *corpusFlags) add(cmd *cobra.Command) {
 	minInt(f, 0, "chunk-size", "chunk-overlap")
 }
 
-func (c *corpusFlags) options() (retrieve.CorpusOptions, error) {
-	if c.Path == "" {
-		return retrieve.CorpusOptions{}, fmt.Errorf("--corpus is required")
-	}
+// chunkConfig is the recursive splitter's configuration from
+// --chunk-size/--chunk-overlap; Size 0 indexes whole documents.
+func (c *corpusFlags) chunkConfig() (chunk.Config, error) {
 	cfg := chunk.DefaultConfig()
 	cfg.Size, cfg.Overlap = c.ChunkSize, c.Overlap
 	if c.ChunkSize > 0 {
 		if err := cfg.Validate(); err != nil {
-			return retrieve.CorpusOptions{}, fmt.Errorf("--chunk-size/--chunk-overlap: %w", err)
+			return cfg, fmt.Errorf("--chunk-size/--chunk-overlap: %w", err)
 		}
 	} else {
 		cfg.Size = 0
 	}
-	return retrieve.CorpusOptions{
-		Path:   c.Path,
-		Fields: data.FieldOptions{TextField: c.TextField, IDField: c.IDField, TitleField: c.TitleField, SkipEmpty: c.SkipEmpty},
-		Chunk:  cfg,
-	}, nil
+	return cfg, nil
 }
 
-// load loads and chunks the corpus with a progress bar.
+// load loads and chunks the corpus (data.Open, chunk.Corpus) with a
+// progress bar.
 //
 // A pre-encoded corpus (rag2:DIR) is not chunked again: its records are the
 // chunks, docs is nil, c.encoded holds the vectors, and ChunkSize/Overlap
 // take the values recorded when it was encoded; chunking and field flags
 // are refused.
 func (c *corpusFlags) load(g *globals) ([]data.Document, []data.Chunk, error) {
+	if c.Path == "" {
+		return nil, nil, fmt.Errorf("--corpus is required")
+	}
 	if data.IsEncodedSpec(c.Path) {
 		for _, f := range []string{"chunk-size", "chunk-overlap", "text-field", "id-field", "title-field", "skip-empty"} {
 			if c.changed != nil && c.changed(f) {
 				return nil, nil, fmt.Errorf("--%s: does not apply to a pre-encoded corpus (%s): its chunks were made when it was encoded", f, c.Path)
 			}
 		}
-		enc, err := data.OpenEncoded(c.Path)
-		if err != nil {
-			return nil, nil, err
-		}
+	}
+	cfg, err := c.chunkConfig()
+	if err != nil && !data.IsEncodedSpec(c.Path) {
+		return nil, nil, err
+	}
+	corpus, err := data.Open(c.Path, data.FieldOptions{TextField: c.TextField, IDField: c.IDField, TitleField: c.TitleField, SkipEmpty: c.SkipEmpty})
+	if err != nil {
+		return nil, nil, err
+	}
+	if enc := corpus.Encoded; enc != nil {
 		if enc.Info != nil {
 			c.ChunkSize, c.Overlap = enc.Info.ChunkSize, enc.Info.ChunkOverlap
 		}
 		c.encoded = enc
-		return nil, enc.Chunks(), nil
-	}
-	opt, err := c.options()
-	if err != nil {
-		return nil, nil, err
 	}
 	bar := progress.New(g.Err, -1, "chunk")
 	defer bar.Finish()
-	return retrieve.LoadChunks(opt, bar.Func())
+	chunks, err := chunk.Corpus(corpus, cfg, bar.Func())
+	if err != nil {
+		return nil, nil, err
+	}
+	return corpus.Docs, chunks, nil
 }
 
 // parseInts parses "1,2,4,8".

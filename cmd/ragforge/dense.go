@@ -4,17 +4,18 @@ import (
 	"fmt"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
-	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/dense"
+	"github.com/ragforge/ragforge/retrieval/encode"
+	"github.com/ragforge/ragforge/retrieval/pipeline"
 )
 
-// buildDense encodes the chunks with the --encoder model into a FAISS index,
-// or, for a pre-encoded corpus (r.pre), indexes its stored vectors and
-// encodes only the queries, configured as the corpus was encoded.
-func buildDense(g *globals, r *retrieverFlags, chunks []data.Chunk) (retrieval.Retriever, func(), error) {
-	enc, err := retrieve.LoadBERTEncoder(r.Encoder, g.Backend, r.Pooling)
+// buildDense loads the --encoder model and indexes the chunks it encodes
+// in a FAISS index, or, for a pre-encoded corpus (r.pre), indexes its
+// stored vectors and encodes only the queries, configured as the corpus
+// was encoded. The caller closes the index.
+func buildDense(g *globals, r *retrieverFlags, chunks []data.Chunk) (*encode.BERTEncoder, *dense.Index, error) {
+	enc, err := encode.LoadBERT(r.Encoder, g.Backend, r.Pooling)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -22,29 +23,25 @@ func buildDense(g *globals, r *retrieverFlags, chunks []data.Chunk) (retrieval.R
 		return nil, nil, fmt.Errorf("--faiss %s: %w", r.Factory, err)
 	}
 	r.Enc.apply(enc)
+	var idx *dense.Index
 	if r.pre != nil {
 		if err := r.Enc.matchInfo(enc, r.Encoder, r.changed != nil && r.changed("pooling"), r.pre.Info); err != nil {
 			return nil, nil, err
 		}
-		ret, idx, err := retrieve.DenseFromEncoded(enc, r.pre, r.Factory)
+		if idx, err = pipeline.IndexEncoded(enc, r.pre, r.Factory); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		bar := progress.New(g.Err, len(chunks), "encode")
+		idx, err = pipeline.IndexChunks(enc, chunks, r.Factory, bar.Func())
+		bar.Finish()
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := idx.SetSearch(r.searchParams()); err != nil {
-			idx.Close()
-			return nil, nil, fmt.Errorf("--faiss %s: %w", r.Factory, err)
-		}
-		return ret, func() { idx.Close() }, nil
-	}
-	bar := progress.New(g.Err, len(chunks), "encode")
-	ret, idx, err := retrieve.BuildDense(enc, chunks, r.Factory, bar.Func())
-	bar.Finish()
-	if err != nil {
-		return nil, nil, err
 	}
 	if err := idx.SetSearch(r.searchParams()); err != nil {
 		idx.Close()
 		return nil, nil, fmt.Errorf("--faiss %s: %w", r.Factory, err)
 	}
-	return ret, func() { idx.Close() }, nil
+	return enc, idx, nil
 }

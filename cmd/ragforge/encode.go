@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -107,7 +106,7 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	if pre := o.Corpus.encoded; pre != nil && o.Name == "" {
 		name = pre.Name
 	}
-	enc, err := retrieve.LoadBERTEncoder(o.Encoder, g.Backend, o.Pooling)
+	enc, err := encode.LoadBERT(o.Encoder, g.Backend, o.Pooling)
 	if err != nil {
 		return nil, err
 	}

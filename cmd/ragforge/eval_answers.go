@@ -12,10 +12,10 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/infer/answers"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval"
+	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
 type evalAnswersOptions struct {
@@ -99,7 +99,7 @@ func runEvalAnswers(ctx context.Context, g *globals, o evalAnswersOptions) (err 
 	if err != nil {
 		return err
 	}
-	queries, _, err := retrieve.Queries(o.QA, "")
+	queries, _, err := data.OpenQueries(o.QA, "")
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func openJudge(ctx context.Context, g *globals, o evalAnswersOptions) (*answers.
 	}
 	judge := &answers.Judge{Client: client}
 	if o.JudgeEnc != "" {
-		enc, err := retrieve.LoadBERTEncoder(o.JudgeEnc, g.Backend, "cls")
+		enc, err := encode.LoadBERT(o.JudgeEnc, g.Backend, "cls")
 		if err != nil {
 			return nil, err
 		}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/runs"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval/eval"
+	"github.com/ragforge/ragforge/retrieval/pipeline"
 )
 
 type evalRetrievalOptions struct {
@@ -112,21 +112,8 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 		ctx = context.Background()
 	}
 	start := time.Now()
-	if o.QA == "" {
-		return nil, fmt.Errorf("--qa is required")
-	}
-	ks, err := parseInts(o.Ks, "k")
+	ks, err := o.validate()
 	if err != nil {
-		return nil, err
-	}
-	if o.Relevance != "contains" && o.Relevance != "span" {
-		return nil, fmt.Errorf("--relevance %q: want contains or span", o.Relevance)
-	}
-	maxK := slices.Max(ks)
-	if o.Depth < maxK {
-		return nil, fmt.Errorf("--depth %d: below the largest --k %d", o.Depth, maxK)
-	}
-	if err := o.Retriever.validate(); err != nil {
 		return nil, err
 	}
 	st, run, err := startRun(g, "eval-retrieval", o)
@@ -143,68 +130,35 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 		return nil, fmt.Errorf("--relevance span needs the source documents; a pre-encoded corpus (%s) holds only chunks (use contains)", o.Corpus.Path)
 	}
 	o.Retriever.pre = o.Corpus.encoded
-	queries, qrels, err := retrieve.Queries(o.QA, o.Split)
+	set, err := o.querySet(g, docs, chunks)
 	if err != nil {
 		return nil, err
 	}
-	allQueryIDs := make([]string, len(queries))
-	for i, q := range queries {
-		allQueryIDs[i] = q.ID
-	}
-	if o.Limit > 0 && o.Limit < len(queries) {
-		queries = queries[:o.Limit]
-	}
-	queryIDs := allQueryIDs[:len(queries)]
-	relevance := "qrels"
-	if qrels == nil {
-		relevance = o.Relevance
-		rule := eval.Rule{}
-		if o.Relevance == "span" {
-			rule = eval.SpanRule(docs)
-		}
-		if qrels, err = eval.BuildQrels(queries, chunks, rule); err != nil {
-			return nil, err
-		}
-	}
-	// Judgments naming ids the evaluation does not know: BEIR qrels name
-	// documents, the QA-CSV rule chunks.
-	judgedIDs := make([]string, 0, len(chunks))
-	if relevance == "qrels" {
-		for _, d := range docs {
-			judgedIDs = append(judgedIDs, d.ID)
-		}
-	} else {
-		for _, c := range chunks {
-			judgedIDs = append(judgedIDs, c.ID)
-		}
-	}
-	check := eval.CheckQrels(qrels, allQueryIDs, judgedIDs)
-	warnQrels(g, check)
 	r, closeR, err := o.Retriever.build(g, chunks)
 	if err != nil {
 		return nil, err
 	}
 	defer closeR()
-	bar := progress.New(g.Err, len(queries), "search")
-	runHits, err := retrieve.RunQueries(ctx, r, queries, o.Depth, bar.Func())
+	bar := progress.New(g.Err, len(set.queries), "search")
+	runHits, err := eval.RunQueries(ctx, r, set.queries, o.Depth, bar.Func())
 	bar.Finish()
 	if err != nil {
 		return nil, err
 	}
 	// Shortfall against the largest k, on the retriever's own hits (before
 	// any chunk → document mapping).
-	fill := eval.NewFill(runHits, maxK, len(chunks))
-	if relevance == "qrels" && o.Corpus.ChunkSize > 0 {
-		runHits = retrieve.DocRun(runHits, chunks)
+	fill := eval.NewFill(runHits, slices.Max(ks), len(chunks))
+	if set.relevance == "qrels" && o.Corpus.ChunkSize > 0 {
+		runHits = eval.DocRun(runHits, chunks)
 	}
-	rep, err := eval.EvaluateOptions(runHits, qrels, ks, eval.Options{Queries: queryIDs})
+	rep, err := eval.EvaluateOptions(runHits, set.qrels, ks, eval.Options{Queries: set.ids})
 	if err != nil {
 		return nil, err
 	}
 	rep.Fill = fill
-	judged := make(data.Qrels, len(queryIDs))
-	for _, q := range queryIDs {
-		if j, ok := qrels[q]; ok {
+	judged := make(data.Qrels, len(set.ids))
+	for _, q := range set.ids {
+		if j, ok := set.qrels[q]; ok {
 			judged[q] = j
 		}
 	}
@@ -217,32 +171,108 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	}
 	res = &evalRetrievalResult{
 		RunID: run.ID, Retriever: o.Retriever.Mode, Chunks: len(chunks), Queries: len(rep.Queries), Skipped: len(rep.Skipped),
-		Relevance: relevance, Ks: rep.Ks, Depth: o.Depth, Shortfall: len(fill.Short()), Qrels: check,
+		Relevance: set.relevance, Ks: rep.Ks, Depth: o.Depth, Shortfall: len(fill.Short()), Qrels: set.check,
 		Metrics: rep.Mean, Files: files, Seconds: time.Since(start).Seconds(),
 	}
-	if o.Retriever.Mode == retrieve.ModeHybrid {
+	if o.Retriever.Mode == string(pipeline.Hybrid) {
 		res.DenseWeight, res.BM25Weight, res.WeightsFrom = o.Retriever.DenseWeight, o.Retriever.BM25Weight, o.Retriever.WeightsFrom
 		if err := run.LogMetrics(map[string]float64{"hybrid/dense_weight": res.DenseWeight, "hybrid/bm25_weight": res.BM25Weight}, 0); err != nil {
 			return nil, err
 		}
 	}
 	if !g.JSON {
-		fmt.Fprintf(g.Out, "run %s: %s over %d chunks, %d questions (%d without relevant chunks skipped), relevance %s\n",
-			run.ID, o.Retriever.Mode, len(chunks), len(rep.Queries), len(rep.Skipped), relevance)
-		if o.Retriever.Mode == retrieve.ModeHybrid {
-			from := "flags/defaults"
-			if res.WeightsFrom != "" {
-				from = res.WeightsFrom
-			}
-			fmt.Fprintf(g.Out, "hybrid weights: dense %.2f, bm25 %.2f (%s)\n", res.DenseWeight, res.BM25Weight, from)
-		}
-		fmt.Fprintln(g.Out)
-		if err := rep.Table(g.Out, rep.Ks); err != nil {
+		if err := printEvalRetrieval(g, res, rep); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(g.Out, "\nper-query metrics: %s\nTREC run: %s\nTREC qrels: %s\n", files["per_query"], files["trec"], files["qrels"])
 	}
 	return res, nil
+}
+
+// validate checks the flags before any work and returns the cutoffs.
+func (o *evalRetrievalOptions) validate() ([]int, error) {
+	if o.QA == "" {
+		return nil, fmt.Errorf("--qa is required")
+	}
+	ks, err := parseInts(o.Ks, "k")
+	if err != nil {
+		return nil, err
+	}
+	if o.Relevance != "contains" && o.Relevance != "span" {
+		return nil, fmt.Errorf("--relevance %q: want contains or span", o.Relevance)
+	}
+	if maxK := slices.Max(ks); o.Depth < maxK {
+		return nil, fmt.Errorf("--depth %d: below the largest --k %d", o.Depth, maxK)
+	}
+	return ks, o.Retriever.validate()
+}
+
+// evalQuerySet is the questions of an evaluation and their judgments.
+type evalQuerySet struct {
+	queries   []data.Query // the evaluated ones (--limit)
+	ids       []string     // their ids
+	qrels     data.Qrels
+	relevance string // "qrels" (BEIR) or the QA-CSV rule
+	check     eval.QrelsCheck
+}
+
+// querySet loads --qa, judges a QA CSV by the --relevance rule, and warns
+// about judgments naming ids the evaluation does not know (BEIR qrels name
+// documents, the QA-CSV rule chunks).
+func (o *evalRetrievalOptions) querySet(g *globals, docs []data.Document, chunks []data.Chunk) (*evalQuerySet, error) {
+	queries, qrels, err := data.OpenQueries(o.QA, o.Split)
+	if err != nil {
+		return nil, err
+	}
+	allQueryIDs := make([]string, len(queries))
+	for i, q := range queries {
+		allQueryIDs[i] = q.ID
+	}
+	if o.Limit > 0 && o.Limit < len(queries) {
+		queries = queries[:o.Limit]
+	}
+	set := &evalQuerySet{queries: queries, ids: allQueryIDs[:len(queries)], qrels: qrels, relevance: "qrels"}
+	if qrels == nil {
+		set.relevance = o.Relevance
+		rule := eval.Rule{}
+		if o.Relevance == "span" {
+			rule = eval.SpanRule(docs)
+		}
+		if set.qrels, err = eval.BuildQrels(queries, chunks, rule); err != nil {
+			return nil, err
+		}
+	}
+	judgedIDs := make([]string, 0, len(chunks))
+	if set.relevance == "qrels" {
+		for _, d := range docs {
+			judgedIDs = append(judgedIDs, d.ID)
+		}
+	} else {
+		for _, c := range chunks {
+			judgedIDs = append(judgedIDs, c.ID)
+		}
+	}
+	set.check = eval.CheckQrels(set.qrels, allQueryIDs, judgedIDs)
+	warnQrels(g, set.check)
+	return set, nil
+}
+
+// printEvalRetrieval prints the human summary and the metric table.
+func printEvalRetrieval(g *globals, res *evalRetrievalResult, rep *eval.Report) error {
+	fmt.Fprintf(g.Out, "run %s: %s over %d chunks, %d questions (%d without relevant chunks skipped), relevance %s\n",
+		res.RunID, res.Retriever, res.Chunks, len(rep.Queries), len(rep.Skipped), res.Relevance)
+	if res.Retriever == string(pipeline.Hybrid) {
+		from := "flags/defaults"
+		if res.WeightsFrom != "" {
+			from = res.WeightsFrom
+		}
+		fmt.Fprintf(g.Out, "hybrid weights: dense %.2f, bm25 %.2f (%s)\n", res.DenseWeight, res.BM25Weight, from)
+	}
+	fmt.Fprintln(g.Out)
+	if err := rep.Table(g.Out, rep.Ks); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.Out, "\nper-query metrics: %s\nTREC run: %s\nTREC qrels: %s\n", res.Files["per_query"], res.Files["trec"], res.Files["qrels"])
+	return nil
 }
 
 // warnQrels tells stderr about judgments naming unknown queries or

@@ -7,28 +7,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragforge/ragforge/infer/retrieve"
-	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
 // loadT5 loads a T5 model and its tokenizer from an HF directory.
 func loadT5(g *globals, dir string) (*t5.Model, tokenizer.Tokenizer, error) {
-	be, err := backend.New(g.Backend)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := t5.Load(be, dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	tok, err := tokenizer.LoadFor(dir, m.Config.VocabSize)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, tok, nil
+	return t5.LoadWithTokenizer(dir, g.Backend)
 }
 
 // inferGenerateOptions are the flags of `infer generate`.
@@ -135,7 +122,7 @@ func runInferEmbed(_ context.Context, g *globals, o inferEmbedOptions) error {
 	if mt != "bert" {
 		return fmt.Errorf("infer embed: %s is a %q model; embeddings need a BERT encoder", o.Model, mt)
 	}
-	enc, err := retrieve.LoadBERTEncoder(o.Model, g.Backend, o.Pooling)
+	enc, err := encode.LoadBERT(o.Model, g.Backend, o.Pooling)
 	if err != nil {
 		return fmt.Errorf("--pooling/--model: %w", err)
 	}

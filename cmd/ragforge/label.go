@@ -11,7 +11,6 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/runs"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/openai"
@@ -56,7 +55,7 @@ func (c *candidateFlags) load(g *globals) ([]data.Query, data.Qrels, *bm25.Index
 	if c.QA == "" {
 		return nil, nil, nil, fmt.Errorf("--qa is required")
 	}
-	queries, qrels, err := retrieve.Queries(c.QA, "test")
+	queries, qrels, err := data.OpenQueries(c.QA, "test")
 	if err != nil {
 		return nil, nil, nil, err
 	}

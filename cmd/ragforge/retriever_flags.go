@@ -8,12 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/fusion"
+	"github.com/ragforge/ragforge/retrieval/pipeline"
 )
 
 // retrieverFlags choose and configure a retriever.
@@ -76,15 +76,15 @@ func (r retrieverFlags) MarshalJSON() ([]byte, error) {
 
 func (r *retrieverFlags) validate() error {
 	switch r.Mode {
-	case retrieve.ModeBM25:
-	case retrieve.ModeDense, retrieve.ModeHybrid:
+	case string(pipeline.BM25):
+	case string(pipeline.Dense), string(pipeline.Hybrid):
 		if r.Encoder == "" {
 			return fmt.Errorf("--retriever %s needs --encoder DIR (a BERT model in HF layout; `ragforge models init --arch bert` makes one)", r.Mode)
 		}
 	default:
 		return fmt.Errorf("--retriever %q: want bm25, dense or hybrid", r.Mode)
 	}
-	if (r.Nprobe != 0 || r.EfSearch != 0) && r.Mode == retrieve.ModeBM25 {
+	if (r.Nprobe != 0 || r.EfSearch != 0) && r.Mode == string(pipeline.BM25) {
 		return fmt.Errorf("--nprobe and --ef-search set the dense index's search; --retriever bm25 has none")
 	}
 	if err := r.searchParams().Validate(); err != nil {
@@ -144,24 +144,30 @@ func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retri
 		return nil, nil, err
 	}
 	closeFn := func() { idx.Close() }
-	switch r.Mode {
-	case retrieve.ModeBM25:
-		return idx, closeFn, nil
+	// The AP paper's hybrid: RRF c 60, each side's top max(k, 100).
+	p := &pipeline.Pipeline{Config: pipeline.Config{Mode: pipeline.Mode(r.Mode), C: fusion.DefaultC, Depth: pipeline.DefaultDepth, Union: r.Union}, BM25: idx}
+	if r.Mode == string(pipeline.BM25) {
+		return p, closeFn, nil
 	}
-	dense, closeDense, err := buildDense(g, r, chunks)
+	enc, dix, err := buildDense(g, r, chunks)
 	if err != nil {
 		closeFn()
 		return nil, nil, err
 	}
-	closeAll := func() { closeDense(); closeFn() }
-	if r.Mode == retrieve.ModeDense {
-		return dense, closeAll, nil
+	p.Encoder, p.Index = enc, dix
+	closeAll := func() { dix.Close(); closeFn() }
+	if r.Mode == string(pipeline.Hybrid) {
+		if err := r.encoderWeights(); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		p.DenseWeight, p.BM25Weight = r.DenseWeight, r.BM25Weight
 	}
-	if err := r.encoderWeights(); err != nil {
+	if err := p.Validate(); err != nil {
 		closeAll()
 		return nil, nil, err
 	}
-	return &retrieve.Hybrid{Dense: dense, BM25: idx, DenseWeight: r.DenseWeight, BM25Weight: r.BM25Weight, Union: r.Union}, closeAll, nil
+	return p, closeAll, nil
 }
 
 // encoderWeights takes the hybrid's weights from the encoder directory's

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/infer/retrieve"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval/eval"
 	"github.com/ragforge/ragforge/train/selflearn"
@@ -145,7 +144,7 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	if o.Corpus.encoded != nil && o.Relevan == "span" {
 		return fmt.Errorf("--relevance span needs the source documents; a pre-encoded corpus (%s) holds only chunks (use contains)", o.Corpus.Path)
 	}
-	queries, qrels, err := retrieve.Queries(o.EvalQA, o.Split)
+	queries, qrels, err := data.OpenQueries(o.EvalQA, o.Split)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/models/backend"
-	"github.com/ragforge/ragforge/models/bert"
-	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -203,21 +200,9 @@ func Build(dir string, opt BuildOptions) error {
 // the named backend, configured by r (pooling, normalisation, query
 // instruction, maximum length).
 func LoadEncoder(dir, backendName string, r Retrieval) (*encode.BERTEncoder, error) {
-	be, err := backend.New(backendName)
-	if err != nil {
-		return nil, err
-	}
-	m, err := bert.Load(be, dir)
+	enc, err := encode.LoadBERT(dir, backendName, r.Pooling)
 	if err != nil {
 		return nil, fmt.Errorf("load retriever: %w", err)
-	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, fmt.Errorf("load retriever: %w", err)
-	}
-	enc := encode.NewBERTEncoder(m, tok, filepath.Base(dir))
-	if r.Pooling == "mean" {
-		enc.Pooling = bert.PoolMean
 	}
 	enc.Normalize = r.Normalize
 	enc.QueryInstruction, enc.DocInstruction = r.QueryInstruction, r.DocInstruction

@@ -119,40 +119,8 @@ func Evaluate(ctx context.Context, cfg Config, variants []Variant, r retrieval.R
 		depth = max(depth, 10)
 	}
 	rep := &Report{Points: make([]Point, len(variants))}
-	runs := map[string]eval.Run{}
-	for i, v := range variants {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		p := Point{QueryID: v.QueryID, Variant: v.Variant, Text: v.Text, Length: len(strings.Fields(v.Text)), Errors: map[string]string{}}
-		hits, err := r.Search(v.Text, depth)
-		if err != nil {
-			p.Errors["retrieve"] = err.Error()
-		} else {
-			p.Hits = hits
-			if runs[v.Variant] == nil {
-				runs[v.Variant] = eval.Run{}
-			}
-			runs[v.Variant][v.QueryID] = hits
-		}
-		if scorer != nil {
-			lp, err := scorer.TargetLogProbs(ctx, cfg.Prompt, v.Text)
-			if err == nil {
-				var ppl float64
-				if ppl, err = label.Perplexity(lp); err == nil {
-					p.Perplexity = &ppl
-				}
-			}
-			if err != nil {
-				p.Errors["perplexity"] = fmt.Sprintf("%s: %v", scorer.Name(), err)
-			}
-		}
-		rep.Points[i] = p
-		if progress != nil {
-			progress(i+1, len(variants))
-		}
-	}
-	if err := ctx.Err(); err != nil {
+	runs, err := measure(ctx, cfg, variants, r, depth, scorer, rep.Points, progress)
+	if err != nil {
 		return nil, err
 	}
 	reports := map[string]*eval.Report{}
@@ -231,6 +199,47 @@ func Evaluate(ctx context.Context, cfg Config, variants []Variant, r retrieval.R
 		return nil, fmt.Errorf("sensitivity: log metrics: %w", err)
 	}
 	return rep, nil
+}
+
+// measure retrieves every variant (top depth) and, with a scorer, its
+// perplexity, filling points[i] for variants[i]; a failure is stored in the
+// point's Errors. It returns the hits by variant label, then query id.
+func measure(ctx context.Context, cfg Config, variants []Variant, r retrieval.Retriever, depth int, scorer Scorer,
+	points []Point, progress func(done, total int)) (map[string]eval.Run, error) {
+	runs := map[string]eval.Run{}
+	for i, v := range variants {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p := Point{QueryID: v.QueryID, Variant: v.Variant, Text: v.Text, Length: len(strings.Fields(v.Text)), Errors: map[string]string{}}
+		hits, err := r.Search(v.Text, depth)
+		if err != nil {
+			p.Errors["retrieve"] = err.Error()
+		} else {
+			p.Hits = hits
+			if runs[v.Variant] == nil {
+				runs[v.Variant] = eval.Run{}
+			}
+			runs[v.Variant][v.QueryID] = hits
+		}
+		if scorer != nil {
+			lp, err := scorer.TargetLogProbs(ctx, cfg.Prompt, v.Text)
+			if err == nil {
+				var ppl float64
+				if ppl, err = label.Perplexity(lp); err == nil {
+					p.Perplexity = &ppl
+				}
+			}
+			if err != nil {
+				p.Errors["perplexity"] = fmt.Sprintf("%s: %v", scorer.Name(), err)
+			}
+		}
+		points[i] = p
+		if progress != nil {
+			progress(i+1, len(variants))
+		}
+	}
+	return runs, ctx.Err()
 }
 
 func correlate(points []Point, x, metric string) Correlation {

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/retrieval/fusion"
 	"github.com/ragforge/ragforge/retrieval/hyde"
+	retpipe "github.com/ragforge/ragforge/retrieval/pipeline"
 )
 
 // batchedEncoder is an encode.Encoder whose EncodeQueries and EncodeDocs
@@ -206,41 +206,20 @@ func (e *engine) Retrieve(ctx context.Context, req RetrieveRequest) (*RetrieveRe
 	if err := e.normalize(&req); err != nil {
 		return nil, err
 	}
-	d := e.p.Manifest.Retrieval
-	depth := max(req.K, d.Depth)
-	var qvec []float32
+	cfg := e.config()
+	cfg.Mode = retpipe.Mode(req.Mode)
 	var hypos []string
-	switch req.Mode {
-	case pipeline.ModeDense, pipeline.ModeHybrid:
-		v, err := e.enc.EncodeQueries([]string{req.Query})
-		if err != nil {
-			return nil, fmt.Errorf("retrieve: encode query: %w", err)
+	if req.Mode == pipeline.ModeHyDE {
+		var err error
+		if hypos, err = e.hypotheses(ctx, req); err != nil {
+			return nil, err
 		}
-		qvec = v[0]
-	case pipeline.ModeHyDE:
-		hypos = req.HypotheticalDocuments
-		if len(hypos) == 0 {
-			prompt := strings.ReplaceAll(e.p.Manifest.Prompts.HyDE, "{query}", req.Query)
-			n := max(d.HyDEN, 1)
-			for range n {
-				h, err := e.llm.Complete(ctx, prompt, 0)
-				if err != nil {
-					return nil, fmt.Errorf("retrieve: hyde: generate: %w", err)
-				}
-				if strings.TrimSpace(h) != "" {
-					hypos = append(hypos, h)
-				}
-			}
-		}
-		cfg := hyde.Config{Mode: hyde.Mode(d.HyDEMode), N: d.HyDEN, Normalize: d.Normalize}
-		if len(hypos) == 0 && cfg.Mode == hyde.ModeDocOnly {
-			cfg.Mode = hyde.ModeFusion // nothing generated: the plain query
-		}
-		v, err := hyde.Encode(e.enc, cfg, req.Query, hypos)
-		if err != nil {
-			return nil, fmt.Errorf("retrieve: %w", err)
-		}
-		qvec = v
+	}
+	// The query is encoded once for every corpus.
+	qs := []retpipe.Query{{Text: req.Query, Hypos: hypos}}
+	vecs, err := (&retpipe.Pipeline{Config: cfg, Encoder: e.enc}).Encode(qs)
+	if err != nil {
+		return nil, fmt.Errorf("retrieve: %w", err)
 	}
 	per := map[string][]retrieval.Hit{}
 	var lists [][]retrieval.Hit
@@ -249,21 +228,11 @@ func (e *engine) Retrieve(ctx context.Context, req RetrieveRequest) (*RetrieveRe
 			return nil, err
 		}
 		c, _ := e.p.Corpus(name)
-		var hits []retrieval.Hit
-		var err error
-		switch req.Mode {
-		case pipeline.ModeBM25:
-			hits, err = c.BM25.Search(req.Query, req.K)
-		case pipeline.ModeDense, pipeline.ModeHyDE:
-			hits, err = denseSearch(c, qvec, req.K)
-		case pipeline.ModeHybrid:
-			var dh, bh []retrieval.Hit
-			if dh, err = denseSearch(c, qvec, depth); err == nil {
-				if bh, err = c.BM25.Search(req.Query, depth); err == nil {
-					hits, err = fusion.RRF([][]retrieval.Hit{dh, bh}, []float64{d.DenseWeight, d.BM25Weight}, req.K, fusion.Options{C: d.RRFC})
-				}
-			}
+		rp := &retpipe.Pipeline{Config: cfg, BM25: c.BM25, Encoder: e.enc}
+		if c.Dense != nil {
+			rp.Index = c.Dense
 		}
+		hits, err := searchCorpus(rp, qs, vecs, req.K)
 		if err != nil {
 			return nil, fmt.Errorf("retrieve: corpus %q: %w", name, err)
 		}
@@ -277,8 +246,7 @@ func (e *engine) Retrieve(ctx context.Context, req RetrieveRequest) (*RetrieveRe
 	case *req.Balanced:
 		fused = fusion.Balanced(per, req.K)
 	default:
-		var err error
-		if fused, err = fusion.RRF(lists, nil, req.K, fusion.Options{C: d.RRFC}); err != nil {
+		if fused, err = fusion.RRF(lists, nil, req.K, fusion.Options{C: cfg.C}); err != nil {
 			return nil, fmt.Errorf("retrieve: fuse corpora: %w", err)
 		}
 	}
@@ -294,15 +262,46 @@ func (e *engine) Retrieve(ctx context.Context, req RetrieveRequest) (*RetrieveRe
 	return out, nil
 }
 
-func denseSearch(c *pipeline.Corpus, q []float32, k int) ([]retrieval.Hit, error) {
-	if c.Dense == nil {
-		return nil, errors.New("no dense index")
+// config is the manifest's retrieval settings as a retrieval pipeline
+// configuration (the mode is the request's).
+func (e *engine) config() retpipe.Config {
+	d := e.p.Manifest.Retrieval
+	return retpipe.Config{DenseWeight: d.DenseWeight, BM25Weight: d.BM25Weight, C: d.RRFC, Depth: d.Depth,
+		HyDE: hyde.Config{Mode: hyde.Mode(d.HyDEMode), N: d.HyDEN, Normalize: d.Normalize}}
+}
+
+// hypotheses returns the request's hypothetical documents, or asks the LLM
+// for max(HyDEN, 1) of them with the pipeline's HyDE prompt (empty answers
+// dropped).
+func (e *engine) hypotheses(ctx context.Context, req RetrieveRequest) ([]string, error) {
+	if len(req.HypotheticalDocuments) > 0 {
+		return req.HypotheticalDocuments, nil
 	}
-	rows, err := c.Dense.Search(q, k)
+	d := e.p.Manifest.Retrieval
+	prompt := strings.ReplaceAll(e.p.Manifest.Prompts.HyDE, "{query}", req.Query)
+	var hypos []string
+	for range max(d.HyDEN, 1) {
+		h, err := e.llm.Complete(ctx, prompt, 0)
+		if err != nil {
+			return nil, fmt.Errorf("retrieve: hyde: generate: %w", err)
+		}
+		if strings.TrimSpace(h) != "" {
+			hypos = append(hypos, h)
+		}
+	}
+	return hypos, nil
+}
+
+// searchCorpus searches one corpus with the query vectors shared by all.
+func searchCorpus(rp *retpipe.Pipeline, qs []retpipe.Query, vecs [][]float32, k int) ([]retrieval.Hit, error) {
+	if err := rp.Validate(); err != nil {
+		return nil, err
+	}
+	hits, err := rp.SearchVectors(qs, vecs, k)
 	if err != nil {
 		return nil, err
 	}
-	return rows[0], nil
+	return hits[0], nil
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

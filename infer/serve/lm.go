@@ -13,7 +13,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/label"
-	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/t5"
@@ -78,15 +77,7 @@ type LocalLM struct {
 
 // LoadLocalLM loads an HF T5 directory on the named backend.
 func LoadLocalLM(dir, backendName string) (*LocalLM, error) {
-	be, err := backend.New(backendName)
-	if err != nil {
-		return nil, err
-	}
-	m, err := t5.Load(be, dir)
-	if err != nil {
-		return nil, fmt.Errorf("load generator: %w", err)
-	}
-	tok, err := tokenizer.Load(dir)
+	m, tok, err := t5.LoadWithTokenizer(dir, backendName)
 	if err != nil {
 		return nil, fmt.Errorf("load generator: %w", err)
 	}

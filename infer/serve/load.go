@@ -4,11 +4,9 @@ import (
 	"fmt"
 
 	"github.com/ragforge/ragforge/infer/pipeline"
-	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/openai"
-	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/retrieval/rerank"
@@ -75,15 +73,7 @@ func Load(cfg Config) (*Components, error) {
 		}
 	}
 	if p.Reranker != "" {
-		be, err := backend.New(cfg.Backend)
-		if err != nil {
-			return fail(err)
-		}
-		bm, err := bert.Load(be, p.Reranker)
-		if err != nil {
-			return fail(fmt.Errorf("load reranker: %w", err))
-		}
-		tok, err := tokenizer.Load(p.Reranker)
+		bm, tok, err := bert.LoadWithTokenizer(p.Reranker, cfg.Backend)
 		if err != nil {
 			return fail(fmt.Errorf("load reranker: %w", err))
 		}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
@@ -37,15 +36,7 @@ type T5Generator struct {
 // LoadT5Generator loads the model and tokenizer of an HF T5 directory on
 // the named GoMLX backend ("" = default).
 func LoadT5Generator(dir, backendName string) (*T5Generator, error) {
-	be, err := backend.New(backendName)
-	if err != nil {
-		return nil, fmt.Errorf("t5 generator %s: %w", dir, err)
-	}
-	m, err := t5.Load(be, dir)
-	if err != nil {
-		return nil, fmt.Errorf("t5 generator %s: %w", dir, err)
-	}
-	tok, err := tokenizer.LoadFor(dir, m.Config.VocabSize)
+	m, tok, err := t5.LoadWithTokenizer(dir, backendName)
 	if err != nil {
 		return nil, fmt.Errorf("t5 generator %s: %w", dir, err)
 	}

@@ -1,7 +1,7 @@
 // Package encode turns texts into dense vectors for retrieval: the Encoder
 // interface, a BERT bi-encoder (BGE / MedEmbed / MedCPT conventions) with
-// length-bucketed batching, corpus encoding, and a retrieval.Retriever that
-// encodes a query and searches a FAISS index.
+// length-bucketed batching and its loader (LoadBERT), and corpus encoding.
+// Searching is retrieval/pipeline's.
 //
 // Vectors are float32 [dim]. With Normalize (the BGE / MedEmbed convention)
 // they have unit L2 norm, so a FAISS inner-product index scores by cosine

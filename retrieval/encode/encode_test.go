@@ -11,7 +11,6 @@ import (
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/tokenizer"
-	"github.com/ragforge/ragforge/retrieval/dense"
 )
 
 // testBackend runs ops sequentially (GoMLX v0.26 simplego can deadlock on
@@ -244,39 +243,5 @@ func TestEncodeCorpus(t *testing.T) {
 	chunks[1].Text, chunks[1].ID = "boom", "bad#1"
 	if _, _, err := EncodeCorpus(fakeEncoder{dim: 2}, chunks[:2], nil); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("encoder error not returned: %v", err)
-	}
-}
-
-// A document's own text, searched as a query, finds it first with cosine 1.
-func TestRetrieverFAISS(t *testing.T) {
-	enc := toyEncoder(t)
-	chunks := make([]data.Chunk, len(texts))
-	ids := make([]string, len(texts))
-	for i, s := range texts {
-		chunks[i] = data.Chunk{ID: "doc" + string(rune('0'+i)) + "#0", Text: s}
-		ids[i] = chunks[i].ID
-	}
-	vecs, dim, err := EncodeCorpus(enc, chunks, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := dense.Build(ids, vecs, dim, "Flat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idx.Close()
-	r := &Retriever{Encoder: enc, Index: idx}
-	for i, s := range texts {
-		hits, err := r.Search(s, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(hits) != 3 || hits[0].ID != ids[i] || math.Abs(hits[0].Score-1) > 1e-5 {
-			t.Errorf("search %q: %v, want %s first with score 1", s, hits, ids[i])
-		}
-	}
-	r.Encoder = fakeEncoder{}
-	if _, err := r.Search("x", 1); err == nil || !strings.Contains(err.Error(), "dim") {
-		t.Errorf("dimension mismatch: error %v", err)
 	}
 }

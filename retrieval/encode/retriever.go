@@ -1,7 +1,6 @@
 package encode
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/ragforge/ragforge/data"
@@ -53,33 +52,3 @@ type VectorSearcher interface {
 	Search(vecs []float32, k int) ([][]retrieval.Hit, error)
 	Dim() int
 }
-
-// Retriever implements retrieval.Retriever for a dense index: the query is
-// embedded with Encoder.EncodeQueries and searched in Index (a
-// *dense.Index built from EncodeCorpus's vectors).
-type Retriever struct {
-	Encoder Encoder
-	Index   VectorSearcher
-}
-
-// Search returns the top-k chunks for query, best first. Errors: an encoder
-// or index failure, or encoder and index dimensions that differ.
-func (r *Retriever) Search(query string, k int) ([]retrieval.Hit, error) {
-	if r.Encoder == nil || r.Index == nil {
-		return nil, errors.New("dense retriever: Encoder and Index are required")
-	}
-	if r.Encoder.Dim() != r.Index.Dim() {
-		return nil, fmt.Errorf("dense retriever: encoder %s has dim %d, index %d", r.Encoder.Name(), r.Encoder.Dim(), r.Index.Dim())
-	}
-	vecs, err := r.Encoder.EncodeQueries([]string{query})
-	if err != nil {
-		return nil, fmt.Errorf("dense retriever: encode query: %w", err)
-	}
-	hits, err := r.Index.Search(vecs[0], k)
-	if err != nil {
-		return nil, fmt.Errorf("dense retriever: search: %w", err)
-	}
-	return hits[0], nil
-}
-
-var _ retrieval.Retriever = (*Retriever)(nil)

@@ -8,6 +8,7 @@
 package eval
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -269,4 +270,52 @@ func scoreQuery(ranked []retrieval.Hit, judged map[string]int, ks []int) map[str
 	m[Recall100] = recall(100)
 	m[Recall1000] = recall(1000)
 	return m
+}
+
+// RunQueries searches every query (top k) with r, one query at a time, and
+// returns the run keyed by query id. progress receives (queries done,
+// total). Errors: ctx's, and r's naming the query id.
+func RunQueries(ctx context.Context, r retrieval.Retriever, queries []data.Query, k int, progress func(done, total int)) (Run, error) {
+	run := make(Run, len(queries))
+	for i, q := range queries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hits, err := r.Search(q.Text, k)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: %w", q.ID, err)
+		}
+		run[q.ID] = hits
+		if progress != nil {
+			progress(i+1, len(queries))
+		}
+	}
+	return run, nil
+}
+
+// DocRun maps a chunk-level run to document ids (a document's score is its
+// best chunk's; ids of no chunk are kept), for document-level qrels such as
+// BEIR's when the corpus was chunked.
+func DocRun(run Run, chunks []data.Chunk) Run {
+	docOf := make(map[string]string, len(chunks))
+	for _, c := range chunks {
+		docOf[c.ID] = c.DocID
+	}
+	out := make(Run, len(run))
+	for qid, hits := range run {
+		seen := map[string]bool{}
+		var docs []retrieval.Hit
+		for _, h := range hits { // hits are best first
+			d, ok := docOf[h.ID]
+			if !ok {
+				d = h.ID
+			}
+			if !seen[d] {
+				seen[d] = true
+				docs = append(docs, retrieval.Hit{ID: d, Score: h.Score})
+			}
+		}
+		out[qid] = docs
+	}
+	return out
 }

@@ -26,7 +26,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
@@ -125,7 +124,7 @@ func ConcatText(query string, hypos []string) string {
 	return strings.Join(append([]string{query}, hypos...), " ")
 }
 
-// Config sets how Encode and Retriever build query vectors.
+// Config sets how Encode and EncodeBatch build query vectors.
 type Config struct {
 	Mode Mode
 	// N is the number of hypothetical documents used (the first N given);
@@ -140,77 +139,100 @@ type Config struct {
 func DefaultConfig() Config { return Config{Mode: ModeFusion, N: DefaultN, Normalize: true} }
 
 // Encode returns the query vector of query given its hypothetical documents
-// hypos: q is embedded with enc.EncodeQueries and the documents with
-// enc.EncodeDocs (ModeFusion, ModeDocOnly), or ConcatText is embedded with
-// EncodeQueries (ModeConcat); then Fuse. Errors: encoder errors and those of
-// Fuse.
+// hypos: EncodeBatch of one query.
 func Encode(enc encode.Encoder, cfg Config, query string, hypos []string) ([]float32, error) {
-	if cfg.N > 0 && len(hypos) > cfg.N {
-		hypos = hypos[:cfg.N]
+	v, err := EncodeBatch(enc, cfg, []string{query}, [][]string{hypos})
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+
+// EncodeBatch returns one query vector per query, given each query's
+// hypothetical documents hypos[i] (the first cfg.N of them when cfg.N > 0):
+// the queries are embedded with one enc.EncodeQueries call and all their
+// documents with one enc.EncodeDocs call (ModeFusion, ModeDocOnly), or the
+// ConcatText of each query with one EncodeQueries call (ModeConcat); then
+// Fuse per query. Under ModeDocOnly a query without documents is searched
+// by its own embedding (ModeFusion of the query alone), as HyDE falls back
+// to the plain query when nothing was generated. Results equal those of
+// Encode query by query up to the encoder's batching (float rounding).
+// Errors: an unknown mode, len(hypos) != len(queries), encoder errors and
+// those of Fuse.
+func EncodeBatch(enc encode.Encoder, cfg Config, queries []string, hypos [][]string) ([][]float32, error) {
+	if len(hypos) != len(queries) {
+		return nil, fmt.Errorf("hyde: encode: %d hypothetical-document lists for %d queries", len(hypos), len(queries))
 	}
 	if !cfg.Mode.Valid() {
 		return nil, fmt.Errorf("hyde: encode: unknown mode %q", cfg.Mode)
 	}
+	used := make([][]string, len(hypos))
+	for i, h := range hypos {
+		if cfg.N > 0 && len(h) > cfg.N {
+			h = h[:cfg.N]
+		}
+		used[i] = h
+	}
+	out := make([][]float32, len(queries))
 	if cfg.Mode == ModeConcat {
-		q, err := enc.EncodeQueries([]string{ConcatText(query, hypos)})
+		texts := make([]string, len(queries))
+		for i, q := range queries {
+			texts[i] = ConcatText(q, used[i])
+		}
+		qv, err := enc.EncodeQueries(texts)
 		if err != nil {
 			return nil, fmt.Errorf("hyde: encode concatenation: %w", err)
 		}
-		return Fuse(q[0], nil, ModeConcat, cfg.Normalize)
-	}
-	var q []float32
-	if cfg.Mode != ModeDocOnly {
-		qs, err := enc.EncodeQueries([]string{query})
-		if err != nil {
-			return nil, fmt.Errorf("hyde: encode query: %w", err)
+		for i := range out {
+			if out[i], err = Fuse(qv[i], nil, ModeConcat, cfg.Normalize); err != nil {
+				return nil, err
+			}
 		}
-		q = qs[0]
-	} else {
-		q = make([]float32, enc.Dim())
+		return out, nil
 	}
-	var docs [][]float32
-	if len(hypos) > 0 {
+	// e(q) for the queries that use it: all but document-only ones with documents.
+	var qtexts []string
+	for i, q := range queries {
+		if cfg.Mode != ModeDocOnly || len(used[i]) == 0 {
+			qtexts = append(qtexts, q)
+		}
+	}
+	var qv [][]float32
+	if len(qtexts) > 0 {
 		var err error
-		if docs, err = enc.EncodeDocs(hypos); err != nil {
-			return nil, fmt.Errorf("hyde: encode %d hypothetical documents: %w", len(hypos), err)
+		if qv, err = enc.EncodeQueries(qtexts); err != nil {
+			return nil, fmt.Errorf("hyde: encode %d queries: %w", len(qtexts), err)
 		}
 	}
-	return Fuse(q, docs, cfg.Mode, cfg.Normalize)
+	var docs []string
+	for _, h := range used {
+		docs = append(docs, h...)
+	}
+	var dv [][]float32
+	if len(docs) > 0 {
+		var err error
+		if dv, err = enc.EncodeDocs(docs); err != nil {
+			return nil, fmt.Errorf("hyde: encode %d hypothetical documents: %w", len(docs), err)
+		}
+	}
+	atQ, atD := 0, 0
+	for i, h := range used {
+		mode, q := cfg.Mode, []float32(nil)
+		switch {
+		case mode == ModeDocOnly && len(h) > 0:
+			q = make([]float32, enc.Dim())
+		case mode == ModeDocOnly:
+			mode = ModeFusion // nothing generated: the plain query
+			fallthrough
+		default:
+			q = qv[atQ]
+			atQ++
+		}
+		var err error
+		if out[i], err = Fuse(q, dv[atD:atD+len(h)], mode, cfg.Normalize); err != nil {
+			return nil, err
+		}
+		atD += len(h)
+	}
+	return out, nil
 }
-
-// Generator returns hypothetical documents for a query (an LLM call, or a
-// lookup in pre-generated documents).
-type Generator func(query string) ([]string, error)
-
-// Retriever implements retrieval.Retriever with HyDE query vectors: Generate
-// writes the hypothetical documents, Encode fuses them with the query
-// (Config), Index is searched with the result.
-type Retriever struct {
-	Encoder  encode.Encoder
-	Index    encode.VectorSearcher
-	Generate Generator
-	Config   Config
-}
-
-// Search returns the top-k chunks for query, best first. Errors: generator,
-// encoder or index failures, with the query in the message.
-func (r *Retriever) Search(query string, k int) ([]retrieval.Hit, error) {
-	if r.Encoder == nil || r.Index == nil || r.Generate == nil {
-		return nil, errors.New("hyde retriever: Encoder, Index and Generate are required")
-	}
-	hypos, err := r.Generate(query)
-	if err != nil {
-		return nil, fmt.Errorf("hyde retriever: query %q: generate: %w", query, err)
-	}
-	v, err := Encode(r.Encoder, r.Config, query, hypos)
-	if err != nil {
-		return nil, fmt.Errorf("hyde retriever: query %q: %w", query, err)
-	}
-	hits, err := r.Index.Search(v, k)
-	if err != nil {
-		return nil, fmt.Errorf("hyde retriever: query %q: search: %w", query, err)
-	}
-	return hits[0], nil
-}
-
-var _ retrieval.Retriever = (*Retriever)(nil)

@@ -1,12 +1,9 @@
 package hyde
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/ragforge/ragforge/retrieval"
 )
 
 func close32(a, b []float32, tol float64) bool {
@@ -125,28 +122,42 @@ func TestEncodeModes(t *testing.T) {
 	}
 }
 
-type oneHit struct{ last []float32 }
-
-func (o *oneHit) Dim() int { return 3 }
-func (o *oneHit) Search(v []float32, k int) ([][]retrieval.Hit, error) {
-	o.last = v
-	return [][]retrieval.Hit{{{ID: "d#0", Score: 1}}}, nil
-}
-
-func TestRetriever(t *testing.T) {
-	idx := &oneHit{}
-	r := &Retriever{Encoder: &bagEncoder{}, Index: idx, Config: DefaultConfig(),
-		Generate: func(q string) ([]string, error) { return []string{"b"}, nil }}
-	hits, err := r.Search("a", 5)
-	if err != nil || len(hits) != 1 || hits[0].ID != "d#0" {
-		t.Fatalf("Search = %v, %v", hits, err)
+// EncodeBatch gives each query the vector Encode gives it alone, with one
+// query call and one document call for the whole batch; a document-only
+// query without documents falls back to its own embedding.
+func TestEncodeBatch(t *testing.T) {
+	queries := []string{"aa", "b", "ccc"}
+	hypos := [][]string{{"bbb", "cc", "dropped"}, nil, {"a"}}
+	for _, mode := range []Mode{ModeFusion, ModeDocOnly, ModeConcat} {
+		cfg := Config{Mode: mode, N: 2, Normalize: true}
+		enc := &bagEncoder{}
+		got, err := EncodeBatch(enc, cfg, queries, hypos)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		calls := len(enc.queries) + len(enc.docs)
+		for i, q := range queries {
+			want, err := Encode(&bagEncoder{}, cfg, q, hypos[i])
+			if err != nil {
+				t.Fatalf("%s: query %d: %v", mode, i, err)
+			}
+			if !close32(got[i], want, 1e-6) {
+				t.Errorf("%s: query %d: batch %v, alone %v", mode, i, got[i], want)
+			}
+		}
+		if mode == ModeDocOnly {
+			if !close32(got[1], []float32{0, 1, 0}, 1e-6) {
+				t.Errorf("doc only without documents: %v, want the query's own (normalised) vector", got[1])
+			}
+			if len(enc.queries) != 1 || enc.queries[0] != "b" || len(enc.docs) != 3 {
+				t.Errorf("doc only: encoded queries %q, docs %q", enc.queries, enc.docs)
+			}
+		}
+		if calls == 0 {
+			t.Errorf("%s: nothing encoded", mode)
+		}
 	}
-	s := float32(math.Sqrt(0.5))
-	if !close32(idx.last, []float32{s, s, 0}, 1e-6) { // normalize((1,0,0)+(0,1,0))/2)
-		t.Errorf("searched with %v", idx.last)
-	}
-	r.Generate = func(string) ([]string, error) { return nil, errors.New("llm down") }
-	if _, err := r.Search("a", 5); err == nil || !strings.Contains(err.Error(), "llm down") {
-		t.Errorf("generator error not returned: %v", err)
+	if _, err := EncodeBatch(&bagEncoder{}, DefaultConfig(), queries, hypos[:1]); err == nil {
+		t.Error("mismatched lengths: no error")
 	}
 }

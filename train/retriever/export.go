@@ -5,10 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/hf"
-	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -41,15 +39,8 @@ func Export(srcDir, outDir, backendName string, st hf.SentenceTransformer) error
 	if _, err := os.Lstat(outDir); err == nil {
 		return fmt.Errorf("export retriever %s: %s already exists (not overwritten)", srcDir, outDir)
 	}
-	be, err := backend.New(backendName)
+	m, _, err := bert.LoadWithTokenizer(src, backendName)
 	if err != nil {
-		return fmt.Errorf("export retriever %s: %w", srcDir, err)
-	}
-	m, err := bert.Load(be, src)
-	if err != nil {
-		return fmt.Errorf("export retriever: %w", err)
-	}
-	if _, err := tokenizer.Load(src); err != nil {
 		return fmt.Errorf("export retriever: %w", err)
 	}
 	st.Dim = m.Config.HiddenSize

@@ -7,10 +7,8 @@ import (
 	"strconv"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/retrieval"
-	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/eval"
-	"github.com/ragforge/ragforge/retrieval/fusion"
+	"github.com/ragforge/ragforge/retrieval/pipeline"
 )
 
 // FusionGrid are the dense RRF weights tried when the hybrid's weight is
@@ -71,41 +69,45 @@ func (s *state) chooseFusion(ctx context.Context, t int, held []string, qs map[s
 	if err != nil {
 		return nil, err
 	}
-	vecs, err := enc.EncodeQueries(queries)
+	bm, err := s.bm25()
+	if err != nil {
+		return nil, err
+	}
+	// One dense and one BM25 search of every held-out query (top EvalDepth),
+	// fused with each grid weight.
+	k := s.cfg.EvalDepth
+	p := &pipeline.Pipeline{Config: pipeline.Config{Mode: pipeline.Dense}, BM25: bm, Encoder: enc, Index: ix}
+	pq := make([]pipeline.Query, len(queries))
+	for i, q := range queries {
+		pq[i] = pipeline.Query{Text: q}
+	}
+	vecs, err := p.Encode(pq)
 	if err != nil {
 		return nil, fmt.Errorf("fusion: encode held-out queries: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	flat := make([]float32, 0, len(vecs)*enc.Dim())
-	for _, v := range vecs {
-		flat = append(flat, v...)
-	}
-	k := s.cfg.EvalDepth
-	dh, err := ix.Search(flat, k)
+	dh, err := p.SearchVectors(pq, vecs, k)
 	if err != nil {
 		return nil, fmt.Errorf("fusion: search held-out queries: %w", err)
 	}
-	bm, err := bm25.NewMemory(s.corpus, bm25.DefaultConfig())
+	p.Mode = pipeline.BM25
+	bh, err := p.SearchVectors(pq, nil, k)
 	if err != nil {
-		return nil, err
-	}
-	defer bm.Close()
-	bh := make([][]retrieval.Hit, len(queries))
-	for i, q := range queries {
-		if bh[i], err = bm.Search(q, k); err != nil {
-			return nil, fmt.Errorf("fusion: bm25: %w", err)
-		}
+		return nil, fmt.Errorf("fusion: %w", err)
 	}
 	ch := &FusionChoice{HeldOut: len(held), NDCG: map[string]float64{}, DenseWeight: -1}
 	best := -1.0
 	for _, w := range FusionGrid {
+		p.Mode, p.DenseWeight, p.BM25Weight = pipeline.Hybrid, w, 1-w
+		fused, err := p.Fuse(dh, bh, k)
+		if err != nil {
+			return nil, err
+		}
 		run := eval.Run{}
 		for i := range queries {
-			if run["h"+strconv.Itoa(i)], err = fusion.RRF([][]retrieval.Hit{dh[i], bh[i]}, []float64{w, 1 - w}, k, fusion.Options{}); err != nil {
-				return nil, err
-			}
+			run["h"+strconv.Itoa(i)] = fused[i]
 		}
 		rep, err := eval.Evaluate(run, qrels, []int{10})
 		if err != nil {

@@ -1,0 +1,29 @@
+package bert
+
+import (
+	"fmt"
+
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/tokenizer"
+)
+
+// LoadWithTokenizer loads an HF BERT directory (Load: config.json and
+// model.safetensors) and its tokenizer (vocab.txt or tokenizer.json) on the
+// named GoMLX backend ("" = default, models/backend). Errors: the
+// backend's, Load's, and the tokenizer's, including a tokenizer with more
+// tokens than the model's vocab_size (tokenizer.LoadFor); they name dir.
+func LoadWithTokenizer(dir, backendName string) (*Model, tokenizer.Tokenizer, error) {
+	be, err := backend.New(backendName)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := Load(be, dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load bert %s: %w", dir, err)
+	}
+	tok, err := tokenizer.LoadFor(dir, m.Config.VocabSize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load bert %s: %w", dir, err)
+	}
+	return m, tok, nil
+}

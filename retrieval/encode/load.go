@@ -1,0 +1,32 @@
+package encode
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/ragforge/ragforge/models/bert"
+)
+
+// LoadBERT loads the BERT bi-encoder of an HF model directory (config.json,
+// model.safetensors, vocab.txt or tokenizer.json; bert.LoadWithTokenizer)
+// on the named GoMLX backend ("" = default) with NewBERTEncoder's BGE defaults, named after
+// the directory's base name. pooling is "cls" (BGE, MedEmbed, MedCPT; also
+// "") or "mean" (sentence-transformers). Errors name dir: backend, weights
+// (bert.Load) and tokenizer failures, a tokenizer with more tokens than the
+// model's vocab_size (tokenizer.LoadFor), an unknown pooling.
+func LoadBERT(dir, backendName, pooling string) (*BERTEncoder, error) {
+	p := bert.Pooling(pooling)
+	if pooling == "" {
+		p = bert.PoolCLS
+	}
+	if !p.Valid() {
+		return nil, fmt.Errorf("pooling %q: want cls or mean", pooling)
+	}
+	m, tok, err := bert.LoadWithTokenizer(dir, backendName)
+	if err != nil {
+		return nil, fmt.Errorf("encoder: %w", err)
+	}
+	enc := NewBERTEncoder(m, tok, filepath.Base(dir))
+	enc.Pooling = p
+	return enc, nil
+}

@@ -1,0 +1,276 @@
+package selflearn
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/ragforge/ragforge/models/generate"
+)
+
+// genItems generates the items of kind under keys that are not stored
+// without error, GenBatch at a time, storing each item after its batch. gen
+// receives the indices (into keys) to generate. It returns the stored texts
+// of every successful key and the number of failed items.
+func (s *state) genItems(ctx context.Context, stage, kind string, keys []string,
+	gen func(ctx context.Context, idx []int) ([][]string, []error), rd *Round) (map[string][]string, int, error) {
+	ok := map[string][]string{}
+	var pending []int
+	for i, k := range keys {
+		var it genItem
+		found, err := s.run.GetItem(kind, k, &it)
+		if err != nil {
+			return nil, 0, err
+		}
+		if found && it.Error == "" {
+			ok[k] = it.Texts
+		} else {
+			pending = append(pending, i)
+		}
+	}
+	done := len(keys) - len(pending)
+	s.report(stage, done, len(keys))
+	for b := 0; b < len(pending); b += s.cfg.GenBatch {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		idx := pending[b:min(b+s.cfg.GenBatch, len(pending))]
+		outs, errs := gen(ctx, idx)
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err // results of a cancelled call are not stored
+		}
+		for j, i := range idx {
+			it := genItem{Texts: outs[j]}
+			if errs[j] != nil {
+				it = genItem{Error: errs[j].Error()}
+			}
+			if err := s.run.PutItem(kind, keys[i], it); err != nil {
+				return nil, 0, err
+			}
+			if it.Error == "" {
+				ok[keys[i]] = it.Texts
+			}
+		}
+		done += len(idx)
+		s.report(stage, done, len(keys))
+	}
+	failed := 0
+	for _, k := range keys {
+		if _, good := ok[k]; !good {
+			failed++
+			if rd != nil && len(rd.Errors) < 20 {
+				var it genItem
+				if _, err := s.run.GetItem(kind, k, &it); err == nil {
+					rd.Errors = append(rd.Errors, fmt.Sprintf("%s %s: %s", kind, k, it.Error))
+				}
+			}
+		}
+	}
+	return ok, failed, nil
+}
+
+// sample returns the chunk indices sampled in round t.
+func (s *state) sample(t int) []int {
+	perm := rand.New(rand.NewPCG(uint64(s.cfg.Seed), uint64(t))).Perm(len(s.corpus))
+	if s.cfg.Samples > 0 && s.cfg.Samples < len(perm) {
+		perm = perm[:s.cfg.Samples]
+	}
+	sort.Ints(perm)
+	return perm
+}
+
+func (s *state) genOpt(t int, n, maxNew int) generate.Options {
+	return generate.Options{MaxNewTokens: maxNew, Temperature: s.cfg.GenTemperature, TopP: s.cfg.TopP,
+		Seed: s.cfg.Seed + int64(t), N: n}
+}
+
+// tunable reports whether the generator can be fine-tuned here (a T5
+// checkpoint directory).
+func (s *state) tunable() bool {
+	g, ok := s.gen0.(*generate.T5Generator)
+	return ok && g.Dir != ""
+}
+
+func (s *state) generator(tag int) (generate.Generator, error) {
+	if g, ok := s.gens[tag]; ok {
+		return g, nil
+	}
+	g, err := generate.LoadT5Generator(filepath.Join(s.roundDir(tag), "generator"), s.cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	g.MaxInputTokens = s.gen0.(*generate.T5Generator).MaxInputTokens
+	s.gens[tag] = g
+	return g, nil
+}
+
+// genTag is the tag of the generator after round t (0 when it is not tuned).
+func (s *state) genTag(t int) int {
+	if !s.tunable() {
+		return 0
+	}
+	return t
+}
+
+// evalHypos returns the hypothetical documents of every evaluation query
+// by generator tag (stored as KindEvalHypo "g<tag>/<query id>"); failed
+// queries get none (HyDE then uses the plain query).
+func (s *state) evalHypos(ctx context.Context, tag int, rd *Round) (map[string][]string, error) {
+	g, err := s.generator(tag)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(s.queries))
+	pfx := "g" + strconv.Itoa(tag) + "/"
+	for i, q := range s.queries {
+		keys[i] = pfx + q.ID
+	}
+	got, nErr, err := s.genItems(ctx, pfx+"eval-hypo", KindEvalHypo, keys, func(ctx context.Context, sel []int) ([][]string, []error) {
+		q := make([]string, len(sel))
+		for j, i := range sel {
+			q[j] = s.queries[i].Text
+		}
+		return generate.HypoDocs(ctx, g, s.cfg.HypoTemplate, q, nil, s.genOpt(0, max(s.cfg.N, 1), s.cfg.MaxDocTokens))
+	}, rd)
+	if err != nil {
+		return nil, err
+	}
+	rd.Counts.EvalHypoErrors += nErr
+	out := map[string][]string{}
+	for k, v := range got {
+		out[k[len(pfx):]] = v
+	}
+	return out, nil
+}
+
+func (s *state) selectAll(ctx context.Context, t int, keys []string, qs, cands map[string][]string) (map[string]selItem, error) {
+	out := map[string]selItem{}
+	stage := roundKey(t, "selection")
+	var pending []string
+	for _, k := range keys {
+		var it selItem
+		found, err := s.run.GetItem(KindSelection, k, &it)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			out[k] = it
+		} else {
+			pending = append(pending, k)
+		}
+	}
+	s.report(stage, len(out), len(keys))
+	if len(pending) == 0 {
+		return out, nil
+	}
+	ix, enc, err := s.index(t - 1)
+	if err != nil {
+		return nil, err
+	}
+	depth := min(s.cfg.SelectionDepth, len(s.corpus))
+	pfx := len(roundKey(t, ""))
+	// Blocks are fixed over keys (not over the pending items), so a resumed
+	// run encodes and searches exactly the batches an uninterrupted one does.
+	for b := 0; b < len(keys); b += selectBlock {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		blk := keys[b:min(b+selectBlock, len(keys))]
+		todo := false
+		for _, k := range blk {
+			if _, ok := out[k]; !ok {
+				todo = true
+			}
+		}
+		if !todo {
+			continue
+		}
+		var texts []string
+		for _, k := range blk {
+			texts = append(texts, cands[k]...)
+		}
+		vecs, err := enc.EncodeDocs(texts)
+		if err != nil {
+			return nil, fmt.Errorf("selection: %s..%s: %w", blk[0], blk[len(blk)-1], err)
+		}
+		flat := make([]float32, 0, len(vecs)*enc.Dim())
+		for _, v := range vecs {
+			flat = append(flat, v...)
+		}
+		hits, err := ix.Search(flat, depth)
+		if err != nil {
+			return nil, fmt.Errorf("selection: %s..%s: %w", blk[0], blk[len(blk)-1], err)
+		}
+		at := 0
+		for _, k := range blk {
+			nc := len(cands[k])
+			if _, ok := out[k]; ok {
+				at += nc
+				continue
+			}
+			it := selItem{Query: qs[k][0], Cands: cands[k], Ranks: make([]int, nc)}
+			for i, h := range hits[at : at+nc] {
+				it.Ranks[i] = RankOf(h, k[pfx:])
+			}
+			at += nc
+			it.Best = SelectBest(it.Ranks)
+			if err := s.run.PutItem(KindSelection, k, it); err != nil {
+				return nil, err
+			}
+			out[k] = it
+		}
+		s.report(stage, len(out), len(keys))
+	}
+	return out, nil
+}
+
+func (s *state) tuneGenerator(ctx context.Context, t int, pairs []SFTPair) error {
+	if ok, err := s.stepDone(t, "sft"); ok || err != nil {
+		return err
+	}
+	stage := roundKey(t, "sft")
+	s.report(stage, 0, 1)
+	prev := s.gen0.(*generate.T5Generator).Dir
+	if t > 1 {
+		prev = filepath.Join(s.roundDir(t-1), "generator")
+	}
+	// A fresh copy: the in-memory G_{t-1} stays untouched for the ablations.
+	g, err := generate.LoadT5Generator(prev, s.cfg.Backend)
+	if err != nil {
+		return err
+	}
+	g.MaxInputTokens = s.gen0.(*generate.T5Generator).MaxInputTokens
+	losses, err := FineTuneT5(ctx, g, pairs, SFTConfig{LearningRate: s.cfg.GeneratorLR, WarmupRatio: s.cfg.WarmupRatio,
+		Epochs: s.cfg.Epochs, BatchSize: s.cfg.GeneratorBatch, MaxTargetTokens: s.cfg.MaxTargetTokens,
+		Template: s.cfg.HypoTemplate, Seed: s.cfg.Seed + int64(t)})
+	if err != nil {
+		return err
+	}
+	for i, l := range losses {
+		if err := s.run.Metric(fmt.Sprintf("r%d/generator/loss", t), i+1, l); err != nil {
+			return err
+		}
+	}
+	out := filepath.Join(s.roundDir(t), "generator")
+	tmp := out + ".tmp"
+	os.RemoveAll(tmp)
+	if err := g.Model.Save(tmp); err != nil {
+		return err
+	}
+	if err := g.Tokenizer.Save(tmp); err != nil {
+		return err
+	}
+	os.RemoveAll(out)
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	if err := s.run.Artifact("generator", filepath.Join(out, "model.safetensors")); err != nil {
+		return err
+	}
+	s.report(stage, 1, 1)
+	return s.markDone(t, "sft", out)
+}
