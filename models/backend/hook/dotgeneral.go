@@ -1,7 +1,7 @@
-// DotGeneral on OpenBLAS: simplego's executor signature, operands laid out
-// as [batch, rows, cols] (no copy when they already are, else one transpose)
-// and cblas_sgemm / cblas_dgemm called; any other dtype or layout goes to
-// simplego's own executor.
+// DotGeneral on OpenBLAS: simplego's executor signature, operands read in
+// place when they are [batch, rows, cols] or evenly strided views of it
+// (heads inside [B, L, H, d]), else transposed once, and cblas_sgemm /
+// cblas_dgemm called; any other dtype goes to simplego's own executor.
 
 package hook
 
