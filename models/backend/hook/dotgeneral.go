@@ -1,7 +1,7 @@
-// DotGeneral on OpenBLAS: simplego's executor signature, operands laid out
-// as [batch, rows, cols] (no copy when they already are, else one transpose)
-// and cblas_sgemm / cblas_dgemm called; any other dtype or layout goes to
-// simplego's own executor.
+// DotGeneral on OpenBLAS: simplego's executor signature, operands read in
+// place when they are [batch, rows, cols] or evenly strided views of it
+// (heads inside [B, L, H, d]), else transposed once, and cblas_sgemm /
+// cblas_dgemm called; any other dtype goes to simplego's own executor.
 
 package hook
 
@@ -137,6 +137,14 @@ type gemmFunc[T float32 | float64] func(batch, m, n, k int, a []T, oa operand, b
 // normalized views of the operands (XLA DotGeneral semantics: batch axes in
 // the order given, then the lhs free axes, then the rhs free axes, each in
 // increasing axis order).
+//
+// An operand already laid out as [batch, rows, cols] is used as it is. Any
+// other layout whose free axes and contracting axes each form one evenly
+// strided run, one of them with unit stride, is used in place too (gemm's
+// leading dimension skips the other axes, each batch matrix starts at its
+// own offset): that covers the attention products of models whose heads
+// stay inside [B, L, H, d] (Einsum "bqhd,bkhd->bhqk"). Only the rest is
+// transposed into a fresh [batch, rows, cols] copy first.
 func dot[T float32 | float64](p dotParams, ldims []int, lhs []T, rdims []int, rhs []T, out []T, gemm gemmFunc[T]) {
 	m, n, k := p.lhsCross, p.rhsCross, p.contracting
 	lcross := freeAxes(len(ldims), p.lhsContracting, p.lhsBatch)
@@ -147,24 +155,118 @@ func dot[T float32 | float64](p dotParams, ldims []int, lhs []T, rdims []int, rh
 	var oa operand
 	switch {
 	case isIdentity(p.lhsBatch, lcross, p.lhsContracting):
-		a, oa = lhs, operand{rows: m, cols: k}
+		a, oa = lhs, operand{rows: m, cols: k, ld: k}
 	case isIdentity(p.lhsBatch, p.lhsContracting, lcross):
-		a, oa = lhs, operand{trans: true, rows: k, cols: m}
+		a, oa = lhs, operand{trans: true, rows: k, cols: m, ld: m}
 	default:
-		a, oa = transpose(lhs, ldims, concat(p.lhsBatch, lcross, p.lhsContracting)), operand{rows: m, cols: k}
+		var ok bool
+		if oa, ok = stridedOperand(ldims, p.lhsBatch, lcross, p.lhsContracting, m, k); ok {
+			a = lhs
+			break
+		}
+		a, oa = transpose(lhs, ldims, concat(p.lhsBatch, lcross, p.lhsContracting)), operand{rows: m, cols: k, ld: k}
 	}
 	// op(B) must be k×n: stored as [k, n], or as [n, k] used transposed.
 	var bb []T
 	var ob operand
 	switch {
 	case isIdentity(p.rhsBatch, p.rhsContracting, rcross):
-		bb, ob = rhs, operand{rows: k, cols: n}
+		bb, ob = rhs, operand{rows: k, cols: n, ld: n}
 	case isIdentity(p.rhsBatch, rcross, p.rhsContracting):
-		bb, ob = rhs, operand{trans: true, rows: n, cols: k}
+		bb, ob = rhs, operand{trans: true, rows: n, cols: k, ld: k}
 	default:
-		bb, ob = transpose(rhs, rdims, concat(p.rhsBatch, rcross, p.rhsContracting)), operand{trans: true, rows: n, cols: k}
+		var ok bool
+		if ob, ok = stridedOperand(rdims, p.rhsBatch, rcross, p.rhsContracting, n, k); ok {
+			// stridedOperand describes op(B)ᵀ (n×k, like op(A)'s m×k):
+			// flip it to the k×n view gemm wants.
+			ob.trans = !ob.trans
+			bb = rhs
+			break
+		}
+		bb, ob = transpose(rhs, rdims, concat(p.rhsBatch, rcross, p.rhsContracting)), operand{trans: true, rows: n, cols: k, ld: k}
 	}
 	gemm(p.batch, m, n, k, a, oa, bb, ob, out)
+}
+
+// stridedOn lets tests force the transposing path, to compare the two.
+var stridedOn = true
+
+// stridedOperand describes an operand of row-major dims, used in place, as
+// the rows×k matrix op(X) of each batch (rows = product of the cross axes,
+// in increasing order; k = product of the contracting axes, in the order
+// given): no copy when the cross axes and the contracting axes each form
+// one evenly strided run and one of the two runs has unit stride. ok is
+// false otherwise.
+func stridedOperand(dims, batch, cross, contracting []int, rows, k int) (operand, bool) {
+	if !stridedOn {
+		return operand{}, false
+	}
+	st := make([]int, len(dims))
+	s := 1
+	for i := len(dims) - 1; i >= 0; i-- {
+		st[i] = s
+		s *= dims[i]
+	}
+	cs, okC := runStride(dims, st, cross)
+	ks, okK := runStride(dims, st, contracting)
+	if !okC || !okK {
+		return operand{}, false
+	}
+	var o operand
+	switch {
+	case (ks == 1 || k == 1) && (rows == 1 || cs >= k):
+		// Stored as rows×k with leading dimension cs.
+		o = operand{rows: rows, cols: k, ld: max(cs, k, 1)}
+		if rows == 1 {
+			o.ld = max(k, 1)
+		}
+	case (cs == 1 || rows == 1) && (k == 1 || ks >= rows):
+		// Stored as k×rows, used transposed.
+		o = operand{trans: true, rows: k, cols: rows, ld: max(ks, rows, 1)}
+		if k == 1 {
+			o.ld = max(rows, 1)
+		}
+	default:
+		return operand{}, false
+	}
+	// Start of each batch matrix: the batch axes in the order given.
+	nb := 1
+	for _, a := range batch {
+		nb *= dims[a]
+	}
+	o.offs = make([]int, nb)
+	idx := make([]int, len(batch))
+	for i := range nb {
+		off := 0
+		for j, a := range batch {
+			off += idx[j] * st[a]
+		}
+		o.offs[i] = off
+		for j := len(batch) - 1; j >= 0; j-- {
+			idx[j]++
+			if idx[j] < dims[batch[j]] {
+				break
+			}
+			idx[j] = 0
+		}
+	}
+	return o, true
+}
+
+// runStride reports whether axes (size-1 axes ignored) index memory as one
+// run of evenly spaced elements, and that spacing (1 for no axis).
+func runStride(dims, st, axes []int) (int, bool) {
+	stride, prev := 1, -1
+	for _, a := range axes {
+		if dims[a] == 1 {
+			continue
+		}
+		if prev >= 0 && st[prev] != st[a]*dims[a] {
+			return 0, false
+		}
+		prev, stride = a, st[a]
+	}
+	return stride, true
 }
 
 // freeAxes lists, in increasing order, the axes that are neither contracting

@@ -81,6 +81,7 @@ func TestDotGeneralMatchesSimplego(t *testing.T) {
 		{"split rows, A", []int{257, 300}, []int{129, 300}, []int{1}, nil, []int{1}, nil},
 		{"split batches", []int{5, 130, 70}, []int{5, 70, 120}, []int{2}, []int{0}, []int{1}, []int{0}},
 	}
+	cases = append(cases, stridedCases...)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float64} {
 		for _, c := range cases {
@@ -116,6 +117,68 @@ func TestDotGeneralMatchesSimplego(t *testing.T) {
 			})
 		}
 	}
+}
+
+// stridedCases are products whose operands are used in place with strides
+// (heads kept inside [B, L, H, d]) rather than transposed first.
+var stridedCases = []struct {
+	name           string
+	a, b           []int
+	lc, lb, rc, rb []int
+}{
+	{"bqhd,bkhd->bhqk", []int{2, 5, 3, 4}, []int{2, 6, 3, 4}, []int{3}, []int{0, 2}, []int{3}, []int{0, 2}},
+	{"bhqk,bkhd->bhqd", []int{2, 3, 5, 6}, []int{2, 6, 3, 4}, []int{3}, []int{0, 1}, []int{1}, []int{0, 2}},
+	{"∂q: bhqk,bkhd->bhqd", []int{2, 3, 5, 6}, []int{2, 6, 3, 4}, []int{3}, []int{0, 1}, []int{1}, []int{0, 2}},
+	{"∂k: bhqk,bqhd->bhkd", []int{2, 3, 5, 6}, []int{2, 5, 3, 4}, []int{2}, []int{0, 1}, []int{1}, []int{0, 2}},
+	{"∂v: bqhd,bhqk->bhdk", []int{2, 5, 3, 4}, []int{2, 3, 5, 6}, []int{1}, []int{0, 2}, []int{2}, []int{0, 1}},
+	{"size-1 axes", []int{1, 5, 1, 4}, []int{1, 6, 1, 4}, []int{3}, []int{0, 2}, []int{3}, []int{0, 2}},
+	{"split batches, strided", []int{4, 130, 2, 70}, []int{4, 120, 2, 70}, []int{3}, []int{0, 2}, []int{3}, []int{0, 2}},
+	{"split rows, strided", []int{1, 300, 2, 64}, []int{1, 200, 2, 64}, []int{3}, []int{0, 2}, []int{3}, []int{0, 2}},
+}
+
+// The in-place strided products give exactly the results of transposing
+// the operands first (same gemm, only the packing reads differ).
+func TestStridedMatchesTransposed(t *testing.T) {
+	be := newBackend(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range stridedCases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, _, _, _, ok := stridedPlan(c.a, c.lb, c.lc, c.b, c.rb, c.rc); !ok {
+				t.Fatalf("not used in place")
+			}
+			av, bv := randFlat(rng, c.a), randFlat(rng, c.b)
+			run := func(strided bool) []float64 {
+				prev := stridedOn
+				stridedOn = strided
+				defer func() { stridedOn = prev }()
+				e := graph.MustNewExec(be, func(a, b *graph.Node) *graph.Node {
+					return graph.DotGeneral(a, c.lc, c.lb, b, c.rc, c.rb)
+				})
+				defer e.Finalize()
+				return values(e.MustExec(asDType(av, dtypes.Float32, c.a), asDType(bv, dtypes.Float32, c.b))[0])
+			}
+			got, want := run(true), run(false)
+			if !slices.Equal(got, want) {
+				t.Fatalf("strided and transposed products differ")
+			}
+		})
+	}
+}
+
+// stridedPlan reports whether both operands of a product are used in place.
+func stridedPlan(ad, lb, lc, bd, rb, rc []int) (operand, operand, int, int, bool) {
+	lf, rf := freeAxes(len(ad), lc, lb), freeAxes(len(bd), rc, rb)
+	size := func(d, axes []int) int {
+		n := 1
+		for _, a := range axes {
+			n *= d[a]
+		}
+		return n
+	}
+	m, n, k := size(ad, lf), size(bd, rf), size(ad, lc)
+	oa, okA := stridedOperand(ad, lb, lf, lc, m, k)
+	ob, okB := stridedOperand(bd, rb, rf, rc, n, k)
+	return oa, ob, m, n, okA && okB
 }
 
 func values(t *tensors.Tensor) []float64 {

@@ -7,24 +7,30 @@ package hook
 void openblas_set_num_threads(int num_threads);
 
 // Batched row-major GEMM: for each i < batch, C[i] (m×n, leading dimension
-// ldc) = op(A[i]) · op(B[i]), with A[i] at a + i·strideA etc. One cgo call for
+// ldc) = op(A[i]) · op(B[i]), with A[i] at a + offA[i] (or a + i·strideA
+// when offA is NULL), B[i] likewise, C[i] at c + i·strideC. One cgo call for
 // the whole batch keeps the call overhead off the many small per-head
-// attention products.
+// attention products; the offsets let batch matrices sit anywhere in an
+// operand used in place (heads inside [B, L, H, d]).
 static void batched_sgemm(int transA, int transB, int batch, int m, int n, int k,
-		const float *a, int lda, long strideA, const float *b, int ldb, long strideB,
+		const float *a, int lda, long strideA, const long *offA,
+		const float *b, int ldb, long strideB, const long *offB,
 		float *c, int ldc, long strideC) {
 	for (int i = 0; i < batch; i++) {
 		cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-			m, n, k, 1.0f, a + i*strideA, lda, b + i*strideB, ldb, 0.0f, c + i*strideC, ldc);
+			m, n, k, 1.0f, a + (offA ? offA[i] : i*strideA), lda, b + (offB ? offB[i] : i*strideB), ldb,
+			0.0f, c + i*strideC, ldc);
 	}
 }
 
 static void batched_dgemm(int transA, int transB, int batch, int m, int n, int k,
-		const double *a, int lda, long strideA, const double *b, int ldb, long strideB,
+		const double *a, int lda, long strideA, const long *offA,
+		const double *b, int ldb, long strideB, const long *offB,
 		double *c, int ldc, long strideC) {
 	for (int i = 0; i < batch; i++) {
 		cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-			m, n, k, 1.0, a + i*strideA, lda, b + i*strideB, ldb, 0.0, c + i*strideC, ldc);
+			m, n, k, 1.0, a + (offA ? offA[i] : i*strideA), lda, b + (offB ? offB[i] : i*strideB), ldb,
+			0.0, c + i*strideC, ldc);
 	}
 }
 */
@@ -48,10 +54,28 @@ func init() { C.openblas_set_num_threads(1) }
 const minParallelFlops = 1 << 20
 
 // operand is one side of a batched product as laid out in memory: batch
-// matrices of rows×cols each, row-major, used transposed when trans is set.
+// matrices of rows×cols each, row-major with leading dimension ld (cols
+// when the matrix is contiguous), used transposed when trans is set. Batch
+// matrix i starts at offs[i], or at i·rows·cols when offs is nil.
 type operand struct {
 	trans      bool
 	rows, cols int
+	ld         int
+	offs       []int
+}
+
+// batchOffsets returns the C view of o.offs for batches [b0, b1) (nil when
+// the batch matrices are contiguous) and the base index of batch b0 used
+// with it.
+func batchOffsets(o operand, b0, b1 int) (*C.long, int) {
+	if o.offs == nil {
+		return nil, b0 * o.rows * o.cols
+	}
+	offs := make([]C.long, b1-b0)
+	for i := range offs {
+		offs[i] = C.long(o.offs[b0+i])
+	}
+	return &offs[0], 0
 }
 
 func cbool(b bool) C.int {
@@ -108,7 +132,7 @@ func aOffset(oa operand, r int) int {
 	if oa.trans {
 		return r
 	}
-	return r * oa.cols
+	return r * oa.ld
 }
 
 // sgemm computes c[b] = op(a[b])·op(b[b]) for b < batch, where op(a[b]) is
@@ -116,9 +140,11 @@ func aOffset(oa operand, r int) int {
 func sgemm(batch, m, n, k int, a []float32, oa operand, b []float32, ob operand, c []float32) {
 	sa, sb := oa.rows*oa.cols, ob.rows*ob.cols
 	run(split(batch, m, n, k), func(p part) {
+		offA, baseA := batchOffsets(oa, p.b0, p.b1)
+		offB, baseB := batchOffsets(ob, p.b0, p.b1)
 		C.batched_sgemm(cbool(oa.trans), cbool(ob.trans), C.int(p.b1-p.b0), C.int(p.r1-p.r0), C.int(n), C.int(k),
-			(*C.float)(&a[p.b0*sa+aOffset(oa, p.r0)]), C.int(oa.cols), C.long(sa),
-			(*C.float)(&b[p.b0*sb]), C.int(ob.cols), C.long(sb),
+			(*C.float)(&a[baseA+aOffset(oa, p.r0)]), C.int(oa.ld), C.long(sa), offA,
+			(*C.float)(&b[baseB]), C.int(ob.ld), C.long(sb), offB,
 			(*C.float)(&c[p.b0*m*n+p.r0*n]), C.int(n), C.long(m*n))
 	})
 }
@@ -127,9 +153,11 @@ func sgemm(batch, m, n, k int, a []float32, oa operand, b []float32, ob operand,
 func dgemm(batch, m, n, k int, a []float64, oa operand, b []float64, ob operand, c []float64) {
 	sa, sb := oa.rows*oa.cols, ob.rows*ob.cols
 	run(split(batch, m, n, k), func(p part) {
+		offA, baseA := batchOffsets(oa, p.b0, p.b1)
+		offB, baseB := batchOffsets(ob, p.b0, p.b1)
 		C.batched_dgemm(cbool(oa.trans), cbool(ob.trans), C.int(p.b1-p.b0), C.int(p.r1-p.r0), C.int(n), C.int(k),
-			(*C.double)(&a[p.b0*sa+aOffset(oa, p.r0)]), C.int(oa.cols), C.long(sa),
-			(*C.double)(&b[p.b0*sb]), C.int(ob.cols), C.long(sb),
+			(*C.double)(&a[baseA+aOffset(oa, p.r0)]), C.int(oa.ld), C.long(sa), offA,
+			(*C.double)(&b[baseB]), C.int(ob.ld), C.long(sb), offB,
 			(*C.double)(&c[p.b0*m*n+p.r0*n]), C.int(n), C.long(m*n))
 	})
 }
