@@ -33,6 +33,22 @@ labels are used.`,
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
+			if opt.PerChunk < 1 {
+				return fmt.Errorf("--per-chunk %d: want >= 1", opt.PerChunk)
+			}
+			switch {
+			case opt.NumNegatives < 1:
+				return fmt.Errorf("--negatives %d: want >= 1", opt.NumNegatives)
+			case opt.Keep < 0 || opt.Keep > 1:
+				return fmt.Errorf("--keep %v: want a fraction in [0, 1]", opt.Keep)
+			case opt.QueryWords < 0:
+				return fmt.Errorf("--query-words %d: want >= 0 (0: the whole sentence)", opt.QueryWords)
+			case opt.DropWords < 0 || opt.DropWords >= 1:
+				return fmt.Errorf("--drop-words %v: want a probability in [0, 1)", opt.DropWords)
+			}
+			if err := opt.Validate(); err != nil {
+				return fmt.Errorf("label ict: %w", err)
+			}
 			format, err := label.FormatOf("", out)
 			if err != nil {
 				return err
@@ -50,6 +66,7 @@ labels are used.`,
 				opt.Negatives = idx
 			}
 			st, run, err := startRun(g, "label-ict", map[string]any{"corpus": corpus, "per_chunk": opt.PerChunk, "max_chunks": opt.MaxChunks, "min_words": opt.MinWords,
+				"keep": opt.Keep, "query_words": opt.QueryWords, "drop_words": opt.DropWords, "negatives": opt.NumNegatives,
 				"random_negatives": random, "seed": opt.Seed, "out": out})
 			if err != nil {
 				return err
@@ -83,6 +100,10 @@ labels are used.`,
 	f.IntVar(&opt.PerChunk, "per-chunk", 2, "pseudo-questions per chunk")
 	f.IntVar(&opt.MaxChunks, "max-chunks", 0, "draw pseudo-questions from this many sampled chunks only (0 = all)")
 	f.IntVar(&opt.MinWords, "min-words", 4, "shortest sentence (words) used as a pseudo-question")
+	f.Float64Var(&opt.Keep, "keep", 0, "fraction of pseudo-questions whose sentence stays in its [HELPFUL] evidence, in [0, 1] (0: always removed)")
+	f.IntVar(&opt.QueryWords, "query-words", 0, "cut each pseudo-question to a random span of at most N words (0: the whole sentence)")
+	f.Float64Var(&opt.DropWords, "drop-words", 0, "probability of dropping each word of a pseudo-question, in [0, 1)")
+	f.IntVar(&opt.NumNegatives, "negatives", 1, "[NOT_HELPFUL] chunks per pseudo-question (best BM25 hits of other documents first)")
 	f.BoolVar(&random, "random-negatives", false, "negative evidence: a random chunk of another document instead of the best BM25 hit")
 	f.Uint64Var(&opt.Seed, "seed", 42, "sampling seed")
 	f.StringVar(&out, "out", "", "output file in the RAG² filter schema (.json or .jsonl) (required)")
