@@ -33,6 +33,9 @@ type trainFilterOptions struct {
 	Valid     string
 	ValidFrac float64
 	Augment   string
+	// AugmentOnly trains on the --augment examples alone; --train then only
+	// supplies the held-out questions.
+	AugmentOnly bool
 }
 
 func newTrainFilterCmd(g *globals) *cobra.Command {
@@ -77,6 +80,9 @@ identical rows are a symmetric start that training never separates.`,
 			if c.LoggingSteps < 1 {
 				return fmt.Errorf("--logging-steps %d: want >= 1", c.LoggingSteps)
 			}
+			if o.AugmentOnly && (o.Augment == "" || o.Valid != "" || o.ValidFrac <= 0) {
+				return fmt.Errorf("--augment-only trains on --augment alone and holds out --valid-frac of --train's questions: it needs --augment and --valid-frac > 0, without --valid")
+			}
 			recipe, err := resolveRecipe(o.Recipe, c.ModelDir)
 			if err != nil {
 				return err
@@ -90,7 +96,7 @@ identical rows are a symmetric start that training never separates.`,
 			keepExplicit(cmd, map[string]func(){
 				"lr": func() { c.LearningRate = x.LearningRate }, "warmup-ratio": func() { c.WarmupRatio = x.WarmupRatio },
 				"epochs": func() { c.Epochs = x.Epochs }, "batch-size": func() { c.BatchSize = x.BatchSize },
-				"dropout": func() { c.Dropout = x.Dropout },
+				"dropout": func() { c.Dropout = x.Dropout }, "max-grad-norm": func() { c.MaxGradNorm = x.MaxGradNorm },
 			})
 			if err := c.Validate(); err != nil {
 				return err
@@ -114,6 +120,9 @@ identical rows are a symmetric start that training never separates.`,
 				if err != nil {
 					return err
 				}
+				if o.AugmentOnly {
+					train = nil
+				}
 				train = append(append([]label.Example{}, train...), extra...)
 			}
 			// Keep the split beside the checkpoints, so `eval filter --data
@@ -133,7 +142,7 @@ identical rows are a symmetric start that training never separates.`,
 				return err // before a run is started (and recorded in --out)
 			}
 			// --resume continues the run that wrote --out (its metrics go on from the checkpoint's step).
-			st, run, err := startOrResumeRun(g, "train-filter", map[string]any{"config": c, "recipe": recipe, "train": o.Train, "augment": o.Augment, "valid": o.Valid, "valid_frac": o.ValidFrac},
+			st, run, err := startOrResumeRun(g, "train-filter", map[string]any{"config": c, "recipe": recipe, "train": o.Train, "augment": o.Augment, "augment_only": o.AugmentOnly, "valid": o.Valid, "valid_frac": o.ValidFrac},
 				c.OutputDir, c.Resume)
 			if err != nil {
 				return err
@@ -177,6 +186,7 @@ identical rows are a symmetric start that training never separates.`,
 	f.StringVar(&o.Train, "train", "", "training examples, RAG² filter schema (.json or .jsonl) (required)")
 	f.StringVar(&o.Valid, "valid", "", "validation examples (default: hold out --valid-frac of the questions)")
 	f.StringVar(&o.Augment, "augment", "", "extra training examples added after the split, never held out (e.g. `label ict` output)")
+	f.BoolVar(&o.AugmentOnly, "augment-only", false, "train on the --augment examples alone; --train only supplies the held-out questions (--valid-frac), e.g. a random T5 that would memorise which passages were helpful")
 	f.Float64Var(&o.ValidFrac, "valid-frac", o.ValidFrac, "fraction of questions held out for validation when --valid is not given (0: none)")
 	f.StringVar(&c.OutputDir, "out", "", "output directory for checkpoints (required)")
 	f.IntVar(&c.MaxSeqLength, "max-seq-length", c.MaxSeqLength, "tokens per window (</s> included)")
