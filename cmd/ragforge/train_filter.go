@@ -59,9 +59,9 @@ same data order and optimizer state.
 --recipe pretrained keeps RAG²'s launch-script settings (lr 3e-5, batch 16,
 40 epochs, the checkpoint's dropout); --recipe scratch (the default for a
 checkpoint whose config.json has "ragforge_random_init": true, i.e. made by
-` + "`models init`" + `) sets lr, warmup, epochs, batch size and dropout for a randomly
+` + "`models init`" + `) sets lr, warmup, epochs, batch size, dropout and clipping for a randomly
 initialised T5 (values and the sweep that chose them: docs/recipes.md).
-Explicit --lr/--warmup-ratio/--epochs/--batch-size/--dropout override the
+Explicit --lr/--warmup-ratio/--epochs/--batch-size/--dropout/--max-grad-norm override the
 recipe. When the two label tokens' embedding (or output) rows are identical —
 as adding them to a checkpoint gives (HF resize_token_embeddings puts the
 mean row in both) — they get N(0, 0.02²) noise seeded by --seed, because two
