@@ -35,7 +35,45 @@ type ICTOptions struct {
 	// PCG(Seed) sample, kept in corpus order), bounding the training cost on
 	// a large corpus; negatives still come from the whole corpus.
 	MaxChunks int
-	Seed      uint64
+	// Keep is the fraction of pseudo-questions whose sentence stays in its
+	// [HELPFUL] evidence (0: always removed, the default; Lee et al. keep it
+	// in 10% of cases). Real evidence contains the answer sentence the
+	// question was written from, so a kept sentence is the closer analogue.
+	Keep float64
+	// QueryWords > 0 cuts each pseudo-question to a random span of at most
+	// that many words (at least MinWords), closer to a short question than
+	// a whole sentence; 0 keeps the sentence.
+	QueryWords int
+	// DropWords is the probability that each word of a pseudo-question is
+	// dropped (at least MinWords stay), mimicking a question that shares only
+	// some of its evidence's words; 0 drops none.
+	DropWords float64
+	// Negatives per pseudo-question (1): that many distinct chunks of other
+	// documents, the retriever's best hits first (hard) when Negatives is
+	// set, random otherwise.
+	NumNegatives int
+	Seed         uint64
+}
+
+// Validate checks the options; errors name the field.
+func (o ICTOptions) Validate() error {
+	switch {
+	case o.PerChunk < 0:
+		return fmt.Errorf("ict options: field %q: %d, want >= 0 (0: 2)", "PerChunk", o.PerChunk)
+	case o.MinWords < 0:
+		return fmt.Errorf("ict options: field %q: %d, want >= 0 (0: 4)", "MinWords", o.MinWords)
+	case o.MaxChunks < 0:
+		return fmt.Errorf("ict options: field %q: %d, want >= 0 (0: all chunks)", "MaxChunks", o.MaxChunks)
+	case o.Keep < 0 || o.Keep > 1:
+		return fmt.Errorf("ict options: field %q: %v, want in [0, 1]", "Keep", o.Keep)
+	case o.QueryWords < 0:
+		return fmt.Errorf("ict options: field %q: %d, want >= 0 (0: the whole sentence)", "QueryWords", o.QueryWords)
+	case o.DropWords < 0 || o.DropWords >= 1:
+		return fmt.Errorf("ict options: field %q: %v, want in [0, 1)", "DropWords", o.DropWords)
+	case o.NumNegatives < 0:
+		return fmt.Errorf("ict options: field %q: %d, want >= 0 (0: 1)", "NumNegatives", o.NumNegatives)
+	}
+	return nil
 }
 
 // ICTExamples makes RAG² filter examples from an unlabeled corpus by the
@@ -46,13 +84,22 @@ type ICTOptions struct {
 // (for others'), so only the question–evidence match predicts the label;
 // this is what a randomly initialised filter lacks when trained on a few
 // hundred real labels, where it memorises which chunks were helpful.
-// Chunks with fewer than two sentences of MinWords words are skipped. The
-// draw is reproducible from Seed and the chunk ids. Ids are
-// "ict:<chunk id>:<k>#<evidence chunk id>"; DatasetName is "ict".
-// Errors: fewer than two documents, a retriever error.
+// Chunks with fewer than two sentences of MinWords words are skipped. A
+// PerChunk above a chunk's sentence count cycles through its sentences
+// again (new examples only when Keep, QueryWords, DropWords or random
+// negatives vary them). The draw is reproducible from Seed and the chunk
+// ids. Ids are "ict:<chunk id>:<k>#<evidence chunk id>"; DatasetName is
+// "ict". Errors: invalid options (ICTOptions.Validate), fewer than two
+// documents, a retriever error.
 func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]filter.Example, error) {
-	if opt.PerChunk <= 0 {
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.PerChunk == 0 {
 		opt.PerChunk = 2
+	}
+	if opt.NumNegatives == 0 {
+		opt.NumNegatives = 1
 	}
 	if opt.MinWords <= 0 {
 		opt.MinWords = 4
@@ -93,37 +140,105 @@ func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]fi
 		h.Write([]byte(c.ID))
 		rng := rand.New(rand.NewPCG(opt.Seed, h.Sum64()))
 		perm := rng.Perm(len(sents))
-		for k := range min(opt.PerChunk, len(sents)) {
-			q := sents[perm[k]]
-			var rest []string
-			for j, s := range sents {
-				if j != perm[k] {
-					rest = append(rest, s)
-				}
-			}
-			neg := -1
-			if opt.Negatives != nil {
-				hits, err := opt.Negatives.Search(q, 20)
-				if err != nil {
-					return nil, fmt.Errorf("ict labels: chunk %s: %w", c.ID, err)
-				}
-				for _, h := range hits {
-					if j, ok := byID[h.ID]; ok && chunks[j].DocID != c.DocID {
-						neg = j
-						break
+		cycle := opt.Keep > 0 || opt.QueryWords > 0 || opt.DropWords > 0 || opt.Negatives == nil
+		n := opt.PerChunk
+		if !cycle {
+			n = min(n, len(sents))
+		}
+		for k := range n {
+			si := perm[k%len(sents)]
+			keep := opt.Keep > 0 && rng.Float64() < opt.Keep
+			// A kept sentence leaves the chunk's text as is, like a negative's.
+			ev := c.Text
+			if !keep {
+				var rest []string
+				for j, s := range sents {
+					if j != si {
+						rest = append(rest, s)
 					}
 				}
+				ev = strings.Join(rest, " ")
 			}
-			for neg < 0 {
-				if j := rng.IntN(len(chunks)); chunks[j].DocID != c.DocID {
-					neg = j
-				}
+			q := pseudoQuestion(sents[si], opt, rng)
+			negs, err := ictNegatives(chunks, byID, c.DocID, q, opt, rng)
+			if err != nil {
+				return nil, fmt.Errorf("ict labels: chunk %s: %w", c.ID, err)
 			}
 			id := fmt.Sprintf("ict:%s:%d", c.ID, k)
-			out = append(out,
-				filter.Example{ID: id + "#" + c.ID, Question: filter.Instruction(strings.Join(rest, " "), q), Answer: Helpful, DatasetName: MethodICT},
-				filter.Example{ID: id + "#" + chunks[neg].ID, Question: filter.Instruction(chunks[neg].Text, q), Answer: NotHelpful, DatasetName: MethodICT})
+			out = append(out, filter.Example{ID: id + "#" + c.ID, Question: filter.Instruction(ev, q), Answer: Helpful, DatasetName: MethodICT})
+			for _, j := range negs {
+				out = append(out, filter.Example{ID: id + "#" + chunks[j].ID, Question: filter.Instruction(chunks[j].Text, q), Answer: NotHelpful, DatasetName: MethodICT})
+			}
 		}
 	}
 	return out, nil
+}
+
+// pseudoQuestion cuts sentence s to a random span of at most QueryWords
+// words, then drops each word with probability DropWords, keeping at least
+// MinWords words (or all, when s has fewer).
+func pseudoQuestion(s string, opt ICTOptions, rng *rand.Rand) string {
+	w := strings.Fields(s)
+	if opt.QueryWords > 0 && len(w) > max(opt.QueryWords, opt.MinWords) {
+		n := max(opt.QueryWords, opt.MinWords)
+		i := rng.IntN(len(w) - n + 1)
+		w = w[i : i+n]
+	}
+	if opt.DropWords > 0 && len(w) > opt.MinWords {
+		var kept []string
+		for _, x := range w {
+			if rng.Float64() >= opt.DropWords {
+				kept = append(kept, x)
+			}
+		}
+		if len(kept) >= opt.MinWords {
+			w = kept
+		} else {
+			// Too many dropped: keep a random MinWords of them, in order.
+			pick := rng.Perm(len(w))[:opt.MinWords]
+			sort.Ints(pick)
+			kept = kept[:0]
+			for _, i := range pick {
+				kept = append(kept, w[i])
+			}
+			w = kept
+		}
+	}
+	return strings.Join(w, " ")
+}
+
+// ictNegatives returns NumNegatives distinct chunk indexes of documents
+// other than doc: the retriever's best hits for q first when one is set,
+// then random chunks.
+func ictNegatives(chunks []data.Chunk, byID map[string]int, doc, q string, opt ICTOptions, rng *rand.Rand) ([]int, error) {
+	var negs []int
+	seen := map[int]bool{}
+	if opt.Negatives != nil {
+		hits, err := opt.Negatives.Search(q, 20*opt.NumNegatives)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hits {
+			if j, ok := byID[h.ID]; ok && chunks[j].DocID != doc && !seen[j] {
+				seen[j] = true
+				negs = append(negs, j)
+				if len(negs) == opt.NumNegatives {
+					return negs, nil
+				}
+			}
+		}
+	}
+	others := 0
+	for _, c := range chunks {
+		if c.DocID != doc {
+			others++
+		}
+	}
+	for len(negs) < min(opt.NumNegatives, others) {
+		if j := rng.IntN(len(chunks)); chunks[j].DocID != doc && !seen[j] {
+			seen[j] = true
+			negs = append(negs, j)
+		}
+	}
+	return negs, nil
 }

@@ -137,13 +137,16 @@ func demoLabels(ctx context.Context, st *demoState) (demoStage, error) {
 }
 
 // demoICTLabels makes self-supervised filter examples from the corpus
-// (label ict): extra training data that keeps the random T5 from memorising
-// which chunks were helpful. At most 150 chunks are used, bounding the cost
-// on a real corpus.
+// (label ict), the filter's only training data: a random T5 trained on the
+// evidence labels memorises which chunks were helpful. The settings are the
+// scratch recipe's sweep (docs/recipes.md): 200-character chunks (short
+// inputs, many updates), 8 pseudo-questions per chunk, the sentence kept in
+// its evidence, random negatives. At most 150 chunks bound the cost on a
+// real corpus.
 func demoICTLabels(ctx context.Context, st *demoState) (demoStage, error) {
 	out := st.path("labels", "ict.jsonl")
-	args := []string{"label", "ict", "--corpus", st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap),
-		"--per-chunk", "2", "--max-chunks", "150", "--seed", strconv.FormatInt(st.o.Seed, 10), "--out", out}
+	args := []string{"label", "ict", "--corpus", st.corpus, "--chunk-size", "200", "--chunk-overlap", "0", "--min-words", "3",
+		"--per-chunk", "8", "--keep", "1", "--random-negatives", "--max-chunks", "150", "--seed", strconv.FormatInt(st.o.Seed, 10), "--out", out}
 	var res labelResult
 	if err := st.subJSON(&res, args...); err != nil {
 		return demoStage{}, err
@@ -154,12 +157,13 @@ func demoICTLabels(ctx context.Context, st *demoState) (demoStage, error) {
 }
 
 // demoTrainFilter trains with the recipe train filter picks for the
-// checkpoint (scratch: models init marks it random), on the evidence labels
-// of 80% of the questions plus the ICT examples.
+// checkpoint (scratch: models init marks it random) on the ICT examples
+// alone, holding out 20% of the evidence labels' questions for evaluation.
+// 256 tokens hold a whole evidence example, so no window lacks its question.
 func demoTrainFilter(ctx context.Context, st *demoState) (demoStage, error) {
 	out := st.fresh("filter")
-	args := []string{"train", "filter", "--model", st.dirs["t5-tiny"], "--train", st.dirs["labels"], "--augment", st.dirs["labels-ict"],
-		"--valid-frac", "0.2", "--out", out, "--max-seq-length", "192", "--doc-stride", "64", "--seed", strconv.FormatInt(st.o.Seed, 10)}
+	args := []string{"train", "filter", "--model", st.dirs["t5-tiny"], "--train", st.dirs["labels"], "--augment", st.dirs["labels-ict"], "--augment-only",
+		"--valid-frac", "0.2", "--out", out, "--max-seq-length", "256", "--doc-stride", "64", "--seed", strconv.FormatInt(st.o.Seed, 10)}
 	args = append(args, st.recipeArgs()...)
 	switch {
 	case st.o.Quick:
@@ -192,7 +196,7 @@ func demoTrainFilter(ctx context.Context, st *demoState) (demoStage, error) {
 // on the held-out questions.
 func demoEvalFilter(ctx context.Context, st *demoState) (demoStage, error) {
 	args := []string{"eval", "filter", "--model", st.dirs["filter-last"], "--data", filepath.Join(st.dirs["filter-out"], "valid.jsonl"),
-		"--max-seq-length", "192", "--doc-stride", "64", "--out", st.fresh("filter-eval")}
+		"--max-seq-length", "256", "--doc-stride", "64", "--out", st.fresh("filter-eval")}
 	var res struct {
 		RunID  string `json:"run_id"`
 		Dir    string `json:"dir"`

@@ -42,6 +42,10 @@ labels are used.`,
 	f.IntVar(&o.ICT.PerChunk, "per-chunk", 2, "pseudo-questions per chunk")
 	f.IntVar(&o.ICT.MaxChunks, "max-chunks", 0, "draw pseudo-questions from this many sampled chunks only (0 = all)")
 	f.IntVar(&o.ICT.MinWords, "min-words", 4, "shortest sentence (words) used as a pseudo-question")
+	f.Float64Var(&o.ICT.Keep, "keep", 0, "fraction of pseudo-questions whose sentence stays in its [HELPFUL] evidence, in [0, 1] (0: always removed)")
+	f.IntVar(&o.ICT.QueryWords, "query-words", 0, "cut each pseudo-question to a random span of at most N words (0: the whole sentence)")
+	f.Float64Var(&o.ICT.DropWords, "drop-words", 0, "probability of dropping each word of a pseudo-question, in [0, 1)")
+	f.IntVar(&o.ICT.NumNegatives, "negatives", 1, "[NOT_HELPFUL] chunks per pseudo-question (best BM25 hits of other documents first)")
 	f.BoolVar(&o.RandomNegatives, "random-negatives", false, "negative evidence: a random chunk of another document instead of the best BM25 hit")
 	f.Uint64Var(&o.ICT.Seed, "seed", 42, "sampling seed")
 	f.StringVar(&o.Out, "out", "", "output file in the RAG² filter schema (.json or .jsonl) (required)")
@@ -51,6 +55,22 @@ labels are used.`,
 func runLabelICT(ctx context.Context, g *globals, o labelICTOptions) (err error) {
 	if o.Out == "" {
 		return fmt.Errorf("--out is required")
+	}
+	if o.ICT.PerChunk < 1 {
+		return fmt.Errorf("--per-chunk %d: want >= 1", o.ICT.PerChunk)
+	}
+	switch {
+	case o.ICT.NumNegatives < 1:
+		return fmt.Errorf("--negatives %d: want >= 1", o.ICT.NumNegatives)
+	case o.ICT.Keep < 0 || o.ICT.Keep > 1:
+		return fmt.Errorf("--keep %v: want a fraction in [0, 1]", o.ICT.Keep)
+	case o.ICT.QueryWords < 0:
+		return fmt.Errorf("--query-words %d: want >= 0 (0: the whole sentence)", o.ICT.QueryWords)
+	case o.ICT.DropWords < 0 || o.ICT.DropWords >= 1:
+		return fmt.Errorf("--drop-words %v: want a probability in [0, 1)", o.ICT.DropWords)
+	}
+	if err := o.ICT.Validate(); err != nil {
+		return fmt.Errorf("label ict: %w", err)
 	}
 	format, err := label.FormatOf("", o.Out)
 	if err != nil {
@@ -69,6 +89,7 @@ func runLabelICT(ctx context.Context, g *globals, o labelICTOptions) (err error)
 		o.ICT.Negatives = idx
 	}
 	st, run, err := startRun(g, "label-ict", map[string]any{"corpus": o.Corpus, "per_chunk": o.ICT.PerChunk, "max_chunks": o.ICT.MaxChunks, "min_words": o.ICT.MinWords,
+		"keep": o.ICT.Keep, "query_words": o.ICT.QueryWords, "drop_words": o.ICT.DropWords, "negatives": o.ICT.NumNegatives,
 		"random_negatives": o.RandomNegatives, "seed": o.ICT.Seed, "out": o.Out})
 	if err != nil {
 		return err

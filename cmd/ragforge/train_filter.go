@@ -35,9 +35,9 @@ same data order and optimizer state.
 --recipe pretrained keeps RAG²'s launch-script settings (lr 3e-5, batch 16,
 40 epochs, the checkpoint's dropout); --recipe scratch (the default for a
 checkpoint whose config.json has "ragforge_random_init": true, i.e. made by
-` + "`models init`" + `) sets lr, warmup, epochs, batch size and dropout for a randomly
+` + "`models init`" + `) sets lr, warmup, epochs, batch size, dropout and clipping for a randomly
 initialised T5 (values and the sweep that chose them: docs/recipes.md).
-Explicit --lr/--warmup-ratio/--epochs/--batch-size/--dropout override the
+Explicit --lr/--warmup-ratio/--epochs/--batch-size/--dropout/--max-grad-norm override the
 recipe. When the two label tokens' embedding (or output) rows are identical —
 as adding them to a checkpoint gives (HF resize_token_embeddings puts the
 mean row in both) — they get N(0, 0.02²) noise seeded by --seed, because two
@@ -60,6 +60,7 @@ func newTrainFilterCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.Data.Train, "train", "", "training examples, RAG² filter schema (.json or .jsonl) (required)")
 	f.StringVar(&o.Data.Valid, "valid", "", "validation examples (default: hold out --valid-frac of the questions)")
 	f.StringVar(&o.Data.Augment, "augment", "", "extra training examples added after the split, never held out (e.g. `label ict` output)")
+	f.BoolVar(&o.Data.AugmentOnly, "augment-only", false, "train on the --augment examples alone; --train only supplies the held-out questions (--valid-frac), e.g. a random T5 that would memorise which passages were helpful")
 	f.Float64Var(&o.Data.ValidFrac, "valid-frac", o.Data.ValidFrac, "fraction of questions held out for validation when --valid is not given (0: none)")
 	f.StringVar(&c.OutputDir, "out", "", "output directory for checkpoints (required)")
 	f.IntVar(&c.MaxSeqLength, "max-seq-length", c.MaxSeqLength, "tokens per window (</s> included)")
@@ -99,6 +100,9 @@ func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (fi
 	if c.LoggingSteps < 1 {
 		return c, "", fmt.Errorf("--logging-steps %d: want >= 1", c.LoggingSteps)
 	}
+	if err := o.Data.Check(); err != nil {
+		return c, "", err
+	}
 	recipe, err := resolveRecipe(o.Recipe, c.ModelDir)
 	if err != nil {
 		return c, "", err
@@ -112,7 +116,7 @@ func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (fi
 	keepExplicit(cmd, map[string]func(){
 		"lr": func() { c.LearningRate = x.LearningRate }, "warmup-ratio": func() { c.WarmupRatio = x.WarmupRatio },
 		"epochs": func() { c.Epochs = x.Epochs }, "batch-size": func() { c.BatchSize = x.BatchSize },
-		"dropout": func() { c.Dropout = x.Dropout },
+		"dropout": func() { c.Dropout = x.Dropout }, "max-grad-norm": func() { c.MaxGradNorm = x.MaxGradNorm },
 	})
 	return c, recipe, c.Validate()
 }
@@ -128,7 +132,7 @@ func runTrainFilter(cmd *cobra.Command, g *globals, o trainFilterOptions) (err e
 		return err
 	}
 	// --resume continues the run that wrote --out (its metrics go on from the checkpoint's step).
-	st, run, err := startOrResumeRun(g, "train-filter", map[string]any{"config": c, "recipe": recipe, "train": o.Data.Train, "augment": o.Data.Augment, "valid": o.Data.Valid, "valid_frac": o.Data.ValidFrac},
+	st, run, err := startOrResumeRun(g, "train-filter", map[string]any{"config": c, "recipe": recipe, "train": o.Data.Train, "augment": o.Data.Augment, "augment_only": o.Data.AugmentOnly, "valid": o.Data.Valid, "valid_frac": o.Data.ValidFrac},
 		c.OutputDir, c.Resume)
 	if err != nil {
 		return err

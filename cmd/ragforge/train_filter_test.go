@@ -23,3 +23,20 @@ func TestTrainFilterBadTrainerFlags(t *testing.T) {
 		}
 	}
 }
+
+// --augment-only needs --augment and a held-out split of --train; any other
+// combination is an error naming the flag.
+func TestTrainFilterAugmentOnlyFlags(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"--db", filepath.Join(dir, "runs.db"), "train", "filter", "--model", dir, "--train", filepath.Join(dir, "missing.json"), "--out", filepath.Join(dir, "out"), "--augment-only"}
+	for _, extra := range [][]string{
+		{},
+		{"--augment", filepath.Join(dir, "ict.jsonl"), "--valid-frac", "0"},
+		{"--augment", filepath.Join(dir, "ict.jsonl"), "--valid", filepath.Join(dir, "valid.jsonl")},
+	} {
+		code, stderr := runErr(append(base, extra...)...)
+		if code == 0 || !strings.Contains(stderr, "--augment-only") {
+			t.Errorf("%v: exit %d, stderr %q; want an error naming --augment-only", extra, code, stderr)
+		}
+	}
+}

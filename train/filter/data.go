@@ -21,6 +21,27 @@ type Data struct {
 	// Augment holds extra training examples added after the split, so they
 	// are never held out (e.g. `label ict` output); "" for none.
 	Augment string
+	// AugmentOnly trains on Augment's examples alone; Train then only
+	// supplies the held-out questions (ValidFrac > 0, no Valid). For a
+	// random T5, whose training on the evidence labels memorises which
+	// passages were helpful (docs/recipes.md).
+	AugmentOnly bool
+}
+
+// Check reports the first inconsistency of d, before any file is read:
+// no Train, ValidFrac outside [0, 1), AugmentOnly without Augment and a
+// held-out split of Train.
+func (d Data) Check() error {
+	if d.Train == "" {
+		return fmt.Errorf("train filter data: no training file")
+	}
+	if d.ValidFrac < 0 || d.ValidFrac >= 1 {
+		return fmt.Errorf("train filter data: valid fraction %v outside [0, 1)", d.ValidFrac)
+	}
+	if d.AugmentOnly && (d.Augment == "" || d.Valid != "" || d.ValidFrac <= 0) {
+		return fmt.Errorf("--augment-only trains on --augment alone and holds out --valid-frac of --train's questions: it needs --augment and --valid-frac > 0, without --valid")
+	}
+	return nil
 }
 
 // The split files PrepareData writes beside the checkpoints.
@@ -40,11 +61,8 @@ const (
 // ValidFrac outside [0, 1), the files' (naming file, record and field), a
 // split needing two questions, write failures.
 func PrepareData(cfg Config, d Data) (train, valid []mfilter.Example, err error) {
-	if d.Train == "" {
-		return nil, nil, fmt.Errorf("train filter data: no training file")
-	}
-	if d.ValidFrac < 0 || d.ValidFrac >= 1 {
-		return nil, nil, fmt.Errorf("train filter data: valid fraction %v outside [0, 1)", d.ValidFrac)
+	if err := d.Check(); err != nil {
+		return nil, nil, err
 	}
 	if train, err = mfilter.ReadExamples(d.Train); err != nil {
 		return nil, nil, err
@@ -63,6 +81,9 @@ func PrepareData(cfg Config, d Data) (train, valid []mfilter.Example, err error)
 		extra, err := mfilter.ReadExamples(d.Augment)
 		if err != nil {
 			return nil, nil, err
+		}
+		if d.AugmentOnly {
+			train = nil
 		}
 		train = append(append([]mfilter.Example{}, train...), extra...)
 	}
