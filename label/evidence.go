@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/eval"
 )
@@ -100,9 +101,9 @@ func (l *EvidenceLabeler) Label(ctx context.Context, queries []data.Query) ([]La
 			default:
 				rel = rule(q.Context, c.Text)
 			}
-			lab := NotHelpful
+			lab := filter.NotHelpful
 			if rel {
-				lab = Helpful
+				lab = filter.Helpful
 				pos = append(pos, len(labels))
 			} else {
 				neg = append(neg, len(labels))
@@ -114,7 +115,7 @@ func (l *EvidenceLabeler) Label(ctx context.Context, queries []data.Query) ([]La
 		keep := l.sampleNegatives(q.ID, len(pos), neg)
 		var kept []Label
 		for i, lb := range labels {
-			if lb.Label == Helpful || keep[i] {
+			if lb.Label == filter.Helpful || keep[i] {
 				kept = append(kept, lb)
 			}
 		}

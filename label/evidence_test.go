@@ -189,19 +189,19 @@ func TestEvidenceLabelerBM25InRunStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	// BM25 ranks a#0 (all four query terms) first; c#0 shares "azul de toluidina" but not the 5-gram.
-	if len(got) != 2 || got[0].ChunkID != "a#0" || got[0].Label != Helpful || got[1].ChunkID != "c#0" || got[1].Label != NotHelpful {
+	if len(got) != 2 || got[0].ChunkID != "a#0" || got[0].Label != filter.Helpful || got[1].ChunkID != "c#0" || got[1].Label != filter.NotHelpful {
 		t.Fatalf("got %v", chunkIDs(got))
 	}
 	if !reflect.DeepEqual(progress, []int{1, 1}) {
 		t.Errorf("progress %v", progress)
 	}
 	c, _ := store.Counts(run.ID)
-	if !reflect.DeepEqual(c, map[string]int{Helpful: 1, NotHelpful: 1}) {
+	if !reflect.DeepEqual(c, map[string]int{filter.Helpful: 1, filter.NotHelpful: 1}) {
 		t.Errorf("counts %v", c)
 	}
 	// A perplexity label that disagrees on a#0 shows up as a disagreement.
 	must(t, store.Put([]Label{{RunID: "ppl", Key: Key(q.Text, "a#0", ""), ExampleID: "q1#a#0", Question: q.Text, Snippet: evChunks["a#0"].Text,
-		ChunkID: "a#0", Label: NotHelpful, Method: MethodPerplexity, PPLWithout: 2, PPLWith: 2.5}}))
+		ChunkID: "a#0", Label: filter.NotHelpful, Method: MethodPerplexity, PPLWithout: 2, PPLWith: 2.5}}))
 	dis, err := store.List(Filter{Disagreement: true, RunID: run.ID})
 	if err != nil || len(dis) != 1 || dis[0].ChunkID != "a#0" {
 		t.Fatalf("disagreements %+v, %v", dis, err)

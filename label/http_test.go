@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
@@ -122,10 +123,10 @@ func TestPerplexityLabelerHTTP(t *testing.T) {
 		relative bool
 		want     []string
 	}{
-		{"absolute 0", 0, false, []string{Helpful, NotHelpful, Helpful}},
-		{"absolute 8", 8, false, []string{Helpful, NotHelpful, NotHelpful}},
-		{"relative 0.7", 0.7, true, []string{Helpful, NotHelpful, NotHelpful}},
-		{"relative 0.6", 0.6, true, []string{Helpful, NotHelpful, Helpful}},
+		{"absolute 0", 0, false, []string{filter.Helpful, filter.NotHelpful, filter.Helpful}},
+		{"absolute 8", 8, false, []string{filter.Helpful, filter.NotHelpful, filter.NotHelpful}},
+		{"relative 0.7", 0.7, true, []string{filter.Helpful, filter.NotHelpful, filter.NotHelpful}},
+		{"relative 0.6", 0.6, true, []string{filter.Helpful, filter.NotHelpful, filter.Helpful}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n atomic.Int64

@@ -9,10 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ragforge/ragforge/models/filter"
-
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/chunk"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval"
 )
 
@@ -165,9 +164,9 @@ func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]fi
 				return nil, fmt.Errorf("ict labels: chunk %s: %w", c.ID, err)
 			}
 			id := fmt.Sprintf("ict:%s:%d", c.ID, k)
-			out = append(out, filter.Example{ID: id + "#" + c.ID, Question: filter.Instruction(ev, q), Answer: Helpful, DatasetName: MethodICT})
+			out = append(out, filter.Example{ID: id + "#" + c.ID, Question: filter.Instruction(ev, q), Answer: filter.Helpful, DatasetName: MethodICT})
 			for _, j := range negs {
-				out = append(out, filter.Example{ID: id + "#" + chunks[j].ID, Question: filter.Instruction(chunks[j].Text, q), Answer: NotHelpful, DatasetName: MethodICT})
+				out = append(out, filter.Example{ID: id + "#" + chunks[j].ID, Question: filter.Instruction(chunks[j].Text, q), Answer: filter.NotHelpful, DatasetName: MethodICT})
 			}
 		}
 	}

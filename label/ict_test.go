@@ -34,7 +34,7 @@ func TestICTExamples(t *testing.T) {
 		nev, nq, _ := filter.ParseInstruction(neg.Question)
 		own := strings.Split(strings.TrimPrefix(pos.ID, "ict:"), ":")[0]
 		switch {
-		case pos.Answer != Helpful || neg.Answer != NotHelpful:
+		case pos.Answer != filter.Helpful || neg.Answer != filter.NotHelpful:
 			t.Errorf("%s/%s: answers %s/%s", pos.ID, neg.ID, pos.Answer, neg.Answer)
 		case strings.Contains(ev, q):
 			t.Errorf("%s: the pseudo-question %q is still in its evidence", pos.ID, q)
@@ -130,8 +130,8 @@ func TestICTExamplesOptions(t *testing.T) {
 					t.Fatal(err)
 				}
 				own := chunks[int(pos.ID[len("ict:d")]-'0')]
-				if pos.Answer != Helpful {
-					t.Errorf("%s: answer %s, want %s", pos.ID, pos.Answer, Helpful)
+				if pos.Answer != filter.Helpful {
+					t.Errorf("%s: answer %s, want %s", pos.ID, pos.Answer, filter.Helpful)
 				}
 				if tc.check != nil {
 					if msg := tc.check(own, ev, q); msg != "" {
@@ -142,8 +142,8 @@ func TestICTExamplesOptions(t *testing.T) {
 				for _, neg := range ex[i+1 : i+tc.perQ] {
 					nev, nq, _ := filter.ParseInstruction(neg.Question)
 					switch {
-					case neg.Answer != NotHelpful:
-						t.Errorf("%s: answer %s, want %s", neg.ID, neg.Answer, NotHelpful)
+					case neg.Answer != filter.NotHelpful:
+						t.Errorf("%s: answer %s, want %s", neg.ID, neg.Answer, filter.NotHelpful)
 					case nq != q:
 						t.Errorf("%s: negative has another question", neg.ID)
 					case nev == own.Text || seen[nev]:

@@ -25,28 +25,6 @@ package label
 import (
 	"crypto/sha256"
 	"encoding/hex"
-
-	"github.com/ragforge/ragforge/models/filter"
-)
-
-// The RAG² filter schema (class tokens, Example, Instruction, JSON/JSONL
-// files) lives with the model in models/filter; these aliases keep the
-// labelers' existing callers (the CLI, the server's label API) compiling
-// until they import models/filter themselves.
-const (
-	Helpful    = filter.Helpful
-	NotHelpful = filter.NotHelpful
-)
-
-// Example is a models/filter.Example (see above).
-type Example = filter.Example
-
-var (
-	ValidLabel    = filter.ValidLabel
-	Instruction   = filter.Instruction
-	FormatOf      = filter.FormatOf
-	ReadExamples  = filter.ReadExamples
-	WriteExamples = filter.WriteExamples
 )
 
 // Label methods recorded as provenance.

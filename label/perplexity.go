@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // PromptTemplate builds the scorer prompts of PerplexityLabeler. "{question}"
@@ -78,9 +79,9 @@ func (l *PerplexityLabeler) Decide(pplWithout, pplWith float64) (string, float64
 		d /= pplWithout
 	}
 	if pplWith < pplWithout && d >= l.Margin {
-		return Helpful, d
+		return filter.Helpful, d
 	}
-	return NotHelpful, d
+	return filter.NotHelpful, d
 }
 
 // Label scores and labels every (task, candidate) pair and returns the labels

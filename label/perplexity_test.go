@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // fakeScorer answers from a prompt → log-probabilities table and records the
@@ -90,7 +91,7 @@ func fourSnippets() (*fakeScorer, []Task) {
 }
 
 func TestPerplexityLabelerMargins(t *testing.T) {
-	H, N := Helpful, NotHelpful
+	H, N := filter.Helpful, filter.NotHelpful
 	for _, tc := range []struct {
 		name     string
 		margin   float64
@@ -146,7 +147,7 @@ func TestPerplexityLabelerTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// e^2 → e^1: helpful; no ids → "q1#1".
-	if got[0].Label != Helpful || got[0].ExampleID != "q1#1" || !near(got[0].PPLWith, math.E, 1e-12) {
+	if got[0].Label != filter.Helpful || got[0].ExampleID != "q1#1" || !near(got[0].PPLWith, math.E, 1e-12) {
 		t.Fatalf("got %+v", got[0])
 	}
 	if _, err := (&PerplexityLabeler{Scorer: sc, Template: PromptTemplate{Without: "x", With: "y"}}).Label(context.Background(), nil); err == nil {

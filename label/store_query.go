@@ -83,7 +83,7 @@ type Filter struct {
 // Filter.LowConfidence).
 func (s *Store) List(f Filter) ([]Record, error) {
 	if f.Class != "" && !filter.ValidLabel(f.Class) {
-		return nil, fmt.Errorf("list labels: class %q is neither %s nor %s", f.Class, Helpful, NotHelpful)
+		return nil, fmt.Errorf("list labels: class %q is neither %s nor %s", f.Class, filter.Helpful, filter.NotHelpful)
 	}
 	var where []string
 	var args []any
@@ -181,7 +181,7 @@ func (s *Store) Counts(runID string) (map[string]int, error) {
 		return nil, fmt.Errorf("count labels of run %q: %w", runID, err)
 	}
 	defer rows.Close()
-	out := map[string]int{Helpful: 0, NotHelpful: 0}
+	out := map[string]int{filter.Helpful: 0, filter.NotHelpful: 0}
 	for rows.Next() {
 		var c string
 		var n int

@@ -38,7 +38,7 @@ func counts(t *testing.T, s *Store, run string) map[string]int {
 
 func TestStoreReviewUndo(t *testing.T) {
 	s := openTestStore(t)
-	labels := []Label{mk("a", "q1", "c1", Helpful, MethodPerplexity, 3, 2), mk("a", "q1", "c2", NotHelpful, MethodPerplexity, 3, 4)}
+	labels := []Label{mk("a", "q1", "c1", filter.Helpful, MethodPerplexity, 3, 2), mk("a", "q1", "c2", filter.NotHelpful, MethodPerplexity, 3, 4)}
 	if err := s.Put(labels); err != nil {
 		t.Fatal(err)
 	}
@@ -54,27 +54,27 @@ func TestStoreReviewUndo(t *testing.T) {
 		reviews    int
 		counts     map[string]int
 	}{
-		{"flip", func() (Record, error) { return s.Review(id, ReviewFlip, "ana") }, NotHelpful, ProvenanceHuman, 1, map[string]int{Helpful: 0, NotHelpful: 2}},
-		{"confirm", func() (Record, error) { return s.Review(id, ReviewConfirm, "bo") }, NotHelpful, ProvenanceHuman, 2, map[string]int{Helpful: 0, NotHelpful: 2}},
-		{"set helpful", func() (Record, error) { return s.Review(id, Helpful, "cy") }, Helpful, ProvenanceHuman, 3, map[string]int{Helpful: 1, NotHelpful: 1}},
-		{"undo", func() (Record, error) { return s.Undo(id) }, NotHelpful, ProvenanceHuman, 2, map[string]int{Helpful: 0, NotHelpful: 2}},
-		{"undo", func() (Record, error) { return s.Undo(id) }, NotHelpful, ProvenanceHuman, 1, nil},
-		{"undo to machine", func() (Record, error) { return s.Undo(id) }, Helpful, ProvenanceMachine, 0, map[string]int{Helpful: 1, NotHelpful: 1}},
+		{"flip", func() (Record, error) { return s.Review(id, ReviewFlip, "ana") }, filter.NotHelpful, ProvenanceHuman, 1, map[string]int{filter.Helpful: 0, filter.NotHelpful: 2}},
+		{"confirm", func() (Record, error) { return s.Review(id, ReviewConfirm, "bo") }, filter.NotHelpful, ProvenanceHuman, 2, map[string]int{filter.Helpful: 0, filter.NotHelpful: 2}},
+		{"set helpful", func() (Record, error) { return s.Review(id, filter.Helpful, "cy") }, filter.Helpful, ProvenanceHuman, 3, map[string]int{filter.Helpful: 1, filter.NotHelpful: 1}},
+		{"undo", func() (Record, error) { return s.Undo(id) }, filter.NotHelpful, ProvenanceHuman, 2, map[string]int{filter.Helpful: 0, filter.NotHelpful: 2}},
+		{"undo", func() (Record, error) { return s.Undo(id) }, filter.NotHelpful, ProvenanceHuman, 1, nil},
+		{"undo to machine", func() (Record, error) { return s.Undo(id) }, filter.Helpful, ProvenanceMachine, 0, map[string]int{filter.Helpful: 1, filter.NotHelpful: 1}},
 	}
 	for i, st := range steps {
 		r, err := st.do()
 		if err != nil {
 			t.Fatalf("step %d %s: %v", i, st.name, err)
 		}
-		if r.Effective != st.effective || r.Provenance != st.provenance || r.Reviews != st.reviews || r.Label.Label != Helpful {
+		if r.Effective != st.effective || r.Provenance != st.provenance || r.Reviews != st.reviews || r.Label.Label != filter.Helpful {
 			t.Fatalf("step %d %s: effective %s provenance %s reviews %d machine %s; want %s %s %d %s",
-				i, st.name, r.Effective, r.Provenance, r.Reviews, r.Label.Label, st.effective, st.provenance, st.reviews, Helpful)
+				i, st.name, r.Effective, r.Provenance, r.Reviews, r.Label.Label, st.effective, st.provenance, st.reviews, filter.Helpful)
 		}
 		if st.counts != nil && !reflect.DeepEqual(counts(t, s, "a"), st.counts) {
 			t.Fatalf("step %d %s: counts %v, want %v", i, st.name, counts(t, s, "a"), st.counts)
 		}
 	}
-	r, _ := s.Review(id, Helpful, "dee")
+	r, _ := s.Review(id, filter.Helpful, "dee")
 	if r.Reviewer != "dee" || r.Reviewed.IsZero() {
 		t.Errorf("reviewer %q at %v", r.Reviewer, r.Reviewed)
 	}
@@ -84,28 +84,28 @@ func TestStoreReviewUndo(t *testing.T) {
 	if _, err := s.Review(id, "yes", "x"); err == nil || !strings.Contains(err.Error(), `action "yes"`) {
 		t.Errorf("bad action: %v", err)
 	}
-	if _, err := s.Review(999, Helpful, "x"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Review(999, filter.Helpful, "x"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
 	}
 	// A machine relabel of the same key keeps the id and the human review.
-	again := []Label{mk("a", "q1", "c1", NotHelpful, MethodPerplexity, 3, 3.5)}
+	again := []Label{mk("a", "q1", "c1", filter.NotHelpful, MethodPerplexity, 3, 3.5)}
 	if err := s.Put(again); err != nil {
 		t.Fatal(err)
 	}
 	r, _ = s.Get(id)
-	if again[0].ID != id || r.Label.Label != NotHelpful || r.Effective != Helpful || r.Reviews != 1 || r.PPLWith != 3.5 {
+	if again[0].ID != id || r.Label.Label != filter.NotHelpful || r.Effective != filter.Helpful || r.Reviews != 1 || r.PPLWith != 3.5 {
 		t.Errorf("after relabel: id %d (want %d) %+v", again[0].ID, id, r)
 	}
 }
 
 func TestStorePutValidates(t *testing.T) {
 	s := openTestStore(t)
-	bad := []Label{mk("a", "q", "c1", Helpful, MethodEvidence, 0, 0), mk("a", "q", "c2", "HELPFUL", MethodEvidence, 0, 0)}
+	bad := []Label{mk("a", "q", "c1", filter.Helpful, MethodEvidence, 0, 0), mk("a", "q", "c2", "HELPFUL", MethodEvidence, 0, 0)}
 	err := s.Put(bad)
 	if err == nil || !strings.Contains(err.Error(), `label 2`) || !strings.Contains(err.Error(), `field "label"`) {
 		t.Fatalf("error %v", err)
 	}
-	if c := counts(t, s, "a"); c[Helpful]+c[NotHelpful] != 0 {
+	if c := counts(t, s, "a"); c[filter.Helpful]+c[filter.NotHelpful] != 0 {
 		t.Fatalf("a rejected batch stored labels: %v", c)
 	}
 }
@@ -113,19 +113,19 @@ func TestStorePutValidates(t *testing.T) {
 func TestStoreDiff(t *testing.T) {
 	s := openTestStore(t)
 	must(t, s.Put([]Label{
-		mk("a", "q1", "same", Helpful, MethodPerplexity, 2, 1),
-		mk("a", "q1", "changed", Helpful, MethodPerplexity, 2, 1),
-		mk("a", "q1", "onlyA", NotHelpful, MethodPerplexity, 2, 3),
-		mk("b", "q1", "same", Helpful, MethodPerplexity, 2, 1.5),
-		mk("b", "q1", "changed", NotHelpful, MethodPerplexity, 2, 2.5),
-		mk("b", "q1", "onlyB", Helpful, MethodPerplexity, 2, 1),
+		mk("a", "q1", "same", filter.Helpful, MethodPerplexity, 2, 1),
+		mk("a", "q1", "changed", filter.Helpful, MethodPerplexity, 2, 1),
+		mk("a", "q1", "onlyA", filter.NotHelpful, MethodPerplexity, 2, 3),
+		mk("b", "q1", "same", filter.Helpful, MethodPerplexity, 2, 1.5),
+		mk("b", "q1", "changed", filter.NotHelpful, MethodPerplexity, 2, 2.5),
+		mk("b", "q1", "onlyB", filter.Helpful, MethodPerplexity, 2, 1),
 	}))
 	d, err := s.Diff("a", "b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.Same != 1 || len(d.Changed) != 1 || len(d.OnlyA) != 1 || len(d.OnlyB) != 1 ||
-		d.Changed[0].A.ChunkID != "changed" || d.Changed[0].A.Effective != Helpful || d.Changed[0].B.Effective != NotHelpful ||
+		d.Changed[0].A.ChunkID != "changed" || d.Changed[0].A.Effective != filter.Helpful || d.Changed[0].B.Effective != filter.NotHelpful ||
 		d.OnlyA[0].ChunkID != "onlyA" || d.OnlyB[0].ChunkID != "onlyB" {
 		t.Fatalf("diff %+v", d)
 	}
@@ -142,11 +142,11 @@ func TestStoreDiff(t *testing.T) {
 func TestStoreListFilters(t *testing.T) {
 	s := openTestStore(t)
 	must(t, s.Put([]Label{
-		mk("p", "q1", "c1", Helpful, MethodPerplexity, 2, 1.95), // |Δ| 0.05, evidence disagrees
-		mk("p", "q1", "c2", NotHelpful, MethodPerplexity, 2, 5), // |Δ| 3, evidence agrees
-		mk("p", "q1", "c3", Helpful, MethodPerplexity, 2, 1.92), // |Δ| 0.08, no evidence label
-		mk("e", "q1", "c1", NotHelpful, MethodEvidence, 0, 0),
-		mk("e", "q1", "c2", NotHelpful, MethodEvidence, 0, 0),
+		mk("p", "q1", "c1", filter.Helpful, MethodPerplexity, 2, 1.95), // |Δ| 0.05, evidence disagrees
+		mk("p", "q1", "c2", filter.NotHelpful, MethodPerplexity, 2, 5), // |Δ| 3, evidence agrees
+		mk("p", "q1", "c3", filter.Helpful, MethodPerplexity, 2, 1.92), // |Δ| 0.08, no evidence label
+		mk("e", "q1", "c1", filter.NotHelpful, MethodEvidence, 0, 0),
+		mk("e", "q1", "c2", filter.NotHelpful, MethodEvidence, 0, 0),
 	}))
 	ids := func(recs []Record, err error) []string {
 		if err != nil {
@@ -165,7 +165,7 @@ func TestStoreListFilters(t *testing.T) {
 		want []string
 	}{
 		{"run", Filter{RunID: "p"}, []string{"p/c1", "p/c2", "p/c3"}},
-		{"class", Filter{Class: Helpful}, []string{"p/c1", "p/c3"}},
+		{"class", Filter{Class: filter.Helpful}, []string{"p/c1", "p/c3"}},
 		{"method", Filter{Method: MethodEvidence}, []string{"e/c1", "e/c2"}},
 		{"disagreement", Filter{Disagreement: true}, []string{"p/c1", "e/c1"}},
 		{"low confidence", Filter{LowConfidence: 0.1}, []string{"p/c1", "p/c3"}},
@@ -178,8 +178,8 @@ func TestStoreListFilters(t *testing.T) {
 		}
 	}
 	// A review resolving the disagreement removes both from the list.
-	recs, _ := s.List(Filter{RunID: "e", Class: NotHelpful, Limit: 1})
-	if _, err := s.Review(recs[0].ID, Helpful, "ana"); err != nil {
+	recs, _ := s.List(Filter{RunID: "e", Class: filter.NotHelpful, Limit: 1})
+	if _, err := s.Review(recs[0].ID, filter.Helpful, "ana"); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(s.List(Filter{Disagreement: true})); got != nil {
@@ -214,7 +214,7 @@ func TestStoreExportImport(t *testing.T) {
 		}
 	}
 	// Export writes effective labels.
-	recs, _ := s.List(Filter{RunID: "import-examples.json", Class: Helpful})
+	recs, _ := s.List(Filter{RunID: "import-examples.json", Class: filter.Helpful})
 	if _, err := s.Review(recs[0].ID, ReviewFlip, "ana"); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestStoreExportImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exs[0].Answer != NotHelpful || exs[1].Answer != NotHelpful {
+	if exs[0].Answer != filter.NotHelpful || exs[1].Answer != filter.NotHelpful {
 		t.Errorf("exported %+v", exs)
 	}
 	if _, err := s.Export("nope", out, ""); err == nil || !strings.Contains(err.Error(), `run "nope"`) {
@@ -245,7 +245,7 @@ func TestStoreExportImport(t *testing.T) {
 		t.Fatalf("counts %v → %v after a failed import", before, after)
 	}
 	r, _ := s.Get(recs[0].ID)
-	if r.Effective != NotHelpful || r.Reviews != 1 {
+	if r.Effective != filter.NotHelpful || r.Reviews != 1 {
 		t.Fatalf("review lost after failed import: %+v", r)
 	}
 }
@@ -256,7 +256,7 @@ func TestStoreReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := []Label{mk("a", "q", "c", Helpful, MethodEvidence, 0, 0)}
+	l := []Label{mk("a", "q", "c", filter.Helpful, MethodEvidence, 0, 0)}
 	must(t, s.Put(l))
 	if _, err := s.Review(l[0].ID, ReviewFlip, "ana"); err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestStoreReopen(t *testing.T) {
 	}
 	defer s.Close()
 	r, err := s.Get(l[0].ID)
-	if err != nil || r.Effective != NotHelpful || r.Label.Label != Helpful || r.DatasetName != "toy" {
+	if err != nil || r.Effective != filter.NotHelpful || r.Label.Label != filter.Helpful || r.DatasetName != "toy" {
 		t.Fatalf("reopened: %+v, %v", r, err)
 	}
 }
@@ -285,8 +285,8 @@ func must(t *testing.T, err error) {
 func TestExportOrderIndependentOfStorageOrder(t *testing.T) {
 	s := openTestStore(t)
 	dir := t.TempDir()
-	base := []Label{mk("", "q2", "c1", Helpful, MethodPerplexity, 3, 2), mk("", "q1", "c2", NotHelpful, MethodPerplexity, 3, 4),
-		mk("", "q1", "c1", Helpful, MethodPerplexity, 3, 1)}
+	base := []Label{mk("", "q2", "c1", filter.Helpful, MethodPerplexity, 3, 2), mk("", "q1", "c2", filter.NotHelpful, MethodPerplexity, 3, 4),
+		mk("", "q1", "c1", filter.Helpful, MethodPerplexity, 3, 1)}
 	var files []string
 	for run, order := range [][]int{{0, 1, 2}, {2, 0, 1}} {
 		id := string(rune('a' + run))

@@ -81,7 +81,7 @@ func checkLabel(l Label) error {
 	case l.Method == "":
 		return fmt.Errorf("field %q: empty", "method")
 	case !filter.ValidLabel(l.Label):
-		return fmt.Errorf("field %q: label %q is neither %s nor %s", "label", l.Label, Helpful, NotHelpful)
+		return fmt.Errorf("field %q: label %q is neither %s nor %s", "label", l.Label, filter.Helpful, filter.NotHelpful)
 	}
 	return nil
 }
@@ -125,17 +125,17 @@ func (s *Store) Review(id int64, action, reviewer string) (Record, error) {
 	}
 	var lab string
 	switch action {
-	case Helpful, NotHelpful:
+	case filter.Helpful, filter.NotHelpful:
 		lab = action
 	case ReviewConfirm:
 		lab = r.Effective
 	case ReviewFlip:
-		lab = Helpful
-		if r.Effective == Helpful {
-			lab = NotHelpful
+		lab = filter.Helpful
+		if r.Effective == filter.Helpful {
+			lab = filter.NotHelpful
 		}
 	default:
-		return r, fmt.Errorf("review label %d: action %q is not %s, %s, %q or %q", id, action, Helpful, NotHelpful, ReviewConfirm, ReviewFlip)
+		return r, fmt.Errorf("review label %d: action %q is not %s, %s, %q or %q", id, action, filter.Helpful, filter.NotHelpful, ReviewConfirm, ReviewFlip)
 	}
 	s.mu.Lock()
 	_, err = s.db.Exec(`INSERT INTO label_reviews (label_id, label, provenance, reviewer, created) VALUES (?, ?, ?, ?, ?)`,

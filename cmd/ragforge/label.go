@@ -13,6 +13,7 @@ import (
 	"github.com/ragforge/ragforge/data/runs"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 )
@@ -88,7 +89,7 @@ func (r labelResult) print(g *globals) error {
 	if g.JSON {
 		return printJSON(g.Out, r)
 	}
-	fmt.Fprintf(g.Out, "run %s: %d labels stored (%s %d, %s %d)", r.RunID, r.Labels, label.Helpful, r.Counts[label.Helpful], label.NotHelpful, r.Counts[label.NotHelpful])
+	fmt.Fprintf(g.Out, "run %s: %d labels stored (%s %d, %s %d)", r.RunID, r.Labels, filter.Helpful, r.Counts[filter.Helpful], filter.NotHelpful, r.Counts[filter.NotHelpful])
 	if r.Merged > 0 {
 		fmt.Fprintf(g.Out, "; %d duplicate (question, snippet) pairs merged", r.Merged)
 	}
@@ -121,7 +122,7 @@ func finishLabels(g *globals, run *runs.Run, ls *label.Store, out string, n int)
 		}
 	}
 	if out != "" {
-		format, err := label.FormatOf("", out)
+		format, err := filter.FormatOf("", out)
 		if err != nil {
 			return labelResult{}, err
 		}
@@ -132,7 +133,7 @@ func finishLabels(g *globals, run *runs.Run, ls *label.Store, out string, n int)
 			return labelResult{}, err
 		}
 	}
-	stored := counts[label.Helpful] + counts[label.NotHelpful]
+	stored := counts[filter.Helpful] + counts[filter.NotHelpful]
 	return labelResult{RunID: run.ID, Labels: stored, Merged: max(n-stored, 0), Counts: counts, Out: out}, nil
 }
 

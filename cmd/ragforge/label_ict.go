@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 )
 
@@ -72,7 +73,7 @@ func runLabelICT(ctx context.Context, g *globals, o labelICTOptions) (err error)
 	if err := o.ICT.Validate(); err != nil {
 		return fmt.Errorf("label ict: %w", err)
 	}
-	format, err := label.FormatOf("", o.Out)
+	format, err := filter.FormatOf("", o.Out)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func runLabelICT(ctx context.Context, g *globals, o labelICTOptions) (err error)
 	if err != nil {
 		return err
 	}
-	if err := label.WriteExamples(o.Out, format, ex); err != nil {
+	if err := filter.WriteExamples(o.Out, format, ex); err != nil {
 		return err
 	}
 	if err := run.Artifact("labels", o.Out); err != nil {
@@ -111,7 +112,7 @@ func runLabelICT(ctx context.Context, g *globals, o labelICTOptions) (err error)
 		counts[e.Answer]++
 	}
 	for k, v := range counts {
-		if err := run.Metric("labels_"+map[string]string{label.Helpful: "helpful", label.NotHelpful: "not_helpful"}[k], 0, float64(v)); err != nil {
+		if err := run.Metric("labels_"+map[string]string{filter.Helpful: "helpful", filter.NotHelpful: "not_helpful"}[k], 0, float64(v)); err != nil {
 			return err
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data/sample"
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // label evidence reports what it stores: a question asked twice labels the
@@ -37,11 +37,11 @@ func TestLabelEvidenceReportsStoredAndMerged(t *testing.T) {
 	if err := json.Unmarshal([]byte(run(t, "label", "evidence", "--db", db, "--corpus", corpus, "--qa", dup, "--top-n", "3", "--out", out, "--json")), &res); err != nil {
 		t.Fatal(err)
 	}
-	exs, err := label.ReadExamples(out)
+	exs, err := filter.ReadExamples(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Labels != len(exs) || res.Merged != 3 || res.Counts[label.Helpful]+res.Counts[label.NotHelpful] != len(exs) {
+	if res.Labels != len(exs) || res.Merged != 3 || res.Counts[filter.Helpful]+res.Counts[filter.NotHelpful] != len(exs) {
 		t.Errorf("report %+v, export holds %d labels; want labels = stored = exported and 3 merged", res, len(exs))
 	}
 	want := strings.TrimSuffix(filepath.Base(corpus), filepath.Ext(corpus))

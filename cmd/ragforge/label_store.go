@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragforge/ragforge/data/runs"
 	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // labelReviewOptions are the flags of `label review`: a list filter, or
@@ -135,7 +136,7 @@ func runLabelExport(_ context.Context, g *globals, o labelExportOptions) error {
 	if err != nil {
 		return err
 	}
-	format, err := label.FormatOf("", o.File)
+	format, err := filter.FormatOf("", o.File)
 	if err != nil {
 		return err
 	}

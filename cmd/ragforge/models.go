@@ -8,15 +8,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/spf13/cobra"
-
-	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/inspect"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/spf13/cobra"
 )
 
 type modelsInitOptions struct {
@@ -51,7 +50,7 @@ the scratch recipe.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Arch == "t5" && !cmd.Flags().Changed("add-tokens") {
-				o.AddTokens = []string{label.Helpful, label.NotHelpful}
+				o.AddTokens = []string{filter.Helpful, filter.NotHelpful}
 			}
 			return runModelsInit(cmd.Context(), g, o)
 		},

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // Error is a refused label request: its HTTP status (400, 404 or 409), the
@@ -51,15 +52,15 @@ func ParseID(v string) (int64, error) {
 	return id, nil
 }
 
-// ParseFilter reads the list query: run, class (label.Helpful or
-// label.NotHelpful), method, disagreement and reviewed (booleans, as
+// ParseFilter reads the list query: run, class (filter.Helpful or
+// filter.NotHelpful), method, disagreement and reviewed (booleans, as
 // strconv.ParseBool) and low_confidence (a non-negative perplexity
 // difference, see label.Filter). The limit is left to the caller, whose
 // defaults and bounds differ. Errors are 400s naming the parameter.
 func ParseFilter(q url.Values) (label.Filter, error) {
 	f := label.Filter{RunID: q.Get("run"), Class: q.Get("class"), Method: q.Get("method")}
-	if f.Class != "" && !label.ValidLabel(f.Class) {
-		return f, refuse(http.StatusBadRequest, "class", "query parameter %q: %q is neither %s nor %s", "class", f.Class, label.Helpful, label.NotHelpful)
+	if f.Class != "" && !filter.ValidLabel(f.Class) {
+		return f, refuse(http.StatusBadRequest, "class", "query parameter %q: %q is neither %s nor %s", "class", f.Class, filter.Helpful, filter.NotHelpful)
 	}
 	var err error
 	if f.Disagreement, _, err = boolParam(q, "disagreement"); err != nil {
@@ -94,7 +95,7 @@ func boolParam(q url.Values, name string) (val, set bool, err error) {
 
 // ReviewRequest is the body of POST …/labels/{id}/review.
 type ReviewRequest struct {
-	Action   string `json:"action"`   // label.Helpful, label.NotHelpful, label.ReviewConfirm or label.ReviewFlip
+	Action   string `json:"action"`   // filter.Helpful, filter.NotHelpful, label.ReviewConfirm or label.ReviewFlip
 	Reviewer string `json:"reviewer"` // who reviewed; see Review for an empty one
 }
 
@@ -104,10 +105,10 @@ type ReviewRequest struct {
 // (unknown id), store errors.
 func Review(st *label.Store, id int64, req ReviewRequest, defaultReviewer string) (label.Record, error) {
 	switch req.Action {
-	case label.Helpful, label.NotHelpful, label.ReviewConfirm, label.ReviewFlip:
+	case filter.Helpful, filter.NotHelpful, label.ReviewConfirm, label.ReviewFlip:
 	default:
 		return label.Record{}, refuse(http.StatusBadRequest, "action", "field %q: %q, want %s, %s, %s or %s",
-			"action", req.Action, label.Helpful, label.NotHelpful, label.ReviewConfirm, label.ReviewFlip)
+			"action", req.Action, filter.Helpful, filter.NotHelpful, label.ReviewConfirm, label.ReviewFlip)
 	}
 	reviewer := strings.TrimSpace(req.Reviewer)
 	if reviewer == "" {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // status returns the HTTP status of err: its Error's, 0 for nil, -1 for
@@ -49,7 +50,7 @@ func TestParseFilter(t *testing.T) {
 		param string // the parameter an error names; "" for no error
 	}{
 		{"", label.Filter{}, ""},
-		{"run=r1&class=%5BHELPFUL%5D&method=evidence", label.Filter{RunID: "r1", Class: label.Helpful, Method: "evidence"}, ""},
+		{"run=r1&class=%5BHELPFUL%5D&method=evidence", label.Filter{RunID: "r1", Class: filter.Helpful, Method: "evidence"}, ""},
 		{"disagreement=true&low_confidence=0.5&reviewed=1", label.Filter{Disagreement: true, LowConfidence: 0.5, Reviewed: &yes}, ""},
 		{"class=helpful", label.Filter{}, "class"},
 		{"disagreement=yes", label.Filter{}, "disagreement"},
@@ -86,7 +87,7 @@ func TestReviewAndUndo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	l := []label.Label{{RunID: "r", Key: "k", ExampleID: "q#d#0", Question: "q", Snippet: "s", Label: label.Helpful, Method: label.MethodEvidence}}
+	l := []label.Label{{RunID: "r", Key: "k", ExampleID: "q#d#0", Question: "q", Snippet: "s", Label: filter.Helpful, Method: label.MethodEvidence}}
 	if err := st.Put(l); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestReviewAndUndo(t *testing.T) {
 		}
 	}
 	rec, err := Undo(st, id)
-	if err != nil || rec.Reviews != 1 || rec.Effective != label.Helpful {
-		t.Fatalf("undo of the flip: %+v, %v; want 1 review left, effective %s", rec, err, label.Helpful)
+	if err != nil || rec.Reviews != 1 || rec.Effective != filter.Helpful {
+		t.Fatalf("undo of the flip: %+v, %v; want 1 review left, effective %s", rec, err, filter.Helpful)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"github.com/ragforge/ragforge/internal/testutil"
+	"github.com/ragforge/ragforge/models/filter"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -116,7 +117,7 @@ func writePipeline(root, vocabDir, spmDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tok.AddTokens([]string{label.Helpful, label.NotHelpful})
+	tok.AddTokens([]string{filter.Helpful, filter.NotHelpful})
 	fm, err := t5.NewRandom(be, t5.TinyConfig(tok.Len()), 3)
 	if err != nil {
 		return "", err
@@ -170,7 +171,7 @@ func newFixture(t *testing.T, opt Options) *fixture {
 	if f.store, err = label.OpenStore(f.storePath); err != nil {
 		t.Fatal(err)
 	}
-	l := []label.Label{{RunID: "run1", Key: "k1", ExampleID: "q1#tb#0", Question: "q", Snippet: "s", Label: label.NotHelpful, Method: label.MethodEvidence}}
+	l := []label.Label{{RunID: "run1", Key: "k1", ExampleID: "q1#tb#0", Question: "q", Snippet: "s", Label: filter.NotHelpful, Method: label.MethodEvidence}}
 	if err := f.store.Put(l); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
@@ -60,7 +61,7 @@ func TestPerplexityOverHTTPEqualsLocal(t *testing.T) {
 		if g.Label != w.Label {
 			t.Errorf("%s: label %s over HTTP, %s locally", w.ExampleID, g.Label, w.Label)
 		}
-		if w.Label == label.Helpful {
+		if w.Label == filter.Helpful {
 			helpful++
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ragforge/ragforge/infer/loadtest"
 	"github.com/ragforge/ragforge/label"
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/train/filter"
@@ -97,9 +98,9 @@ func TestFilterMatchesTrainEvaluate(t *testing.T) {
 	var resp FilterResponse
 	decodeInto(t, body, &resp)
 	// train/filter's own evaluation path scores the same checkpoint.
-	var exs []label.Example
+	var exs []mfilter.Example
 	for i, s := range snips {
-		exs = append(exs, label.Example{ID: fmt.Sprint(i), Question: label.Instruction(s, q), Answer: label.Helpful})
+		exs = append(exs, mfilter.Example{ID: fmt.Sprint(i), Question: mfilter.Instruction(s, q), Answer: mfilter.Helpful})
 	}
 	rep, err := filter.Evaluate(f.filterDir, exs, filter.EvalOptions{MaxSeqLength: 64, DocStride: 16, BatchSize: 4})
 	if err != nil {
@@ -113,7 +114,7 @@ func TestFilterMatchesTrainEvaluate(t *testing.T) {
 		if math.Abs(r.PHelpful-want) > 1e-5 {
 			t.Errorf("snippet %d: p %v, train/filter.Evaluate %v", i, r.PHelpful, want)
 		}
-		if wantLabel := map[bool]string{true: label.Helpful, false: label.NotHelpful}[r.PHelpful >= 0.5]; r.Label != wantLabel {
+		if wantLabel := map[bool]string{true: mfilter.Helpful, false: mfilter.NotHelpful}[r.PHelpful >= 0.5]; r.Label != wantLabel {
 			t.Errorf("snippet %d: label %s for p %v", i, r.Label, r.PHelpful)
 		}
 	}
@@ -362,7 +363,7 @@ func TestBadRequests(t *testing.T) {
 	}
 	var rec label.Record
 	decodeInto(t, b, &rec)
-	if rec.Effective != label.Helpful || rec.Reviews != 1 {
+	if rec.Effective != mfilter.Helpful || rec.Reviews != 1 {
 		t.Errorf("after flip %+v", rec)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) error {
@@ -88,9 +88,9 @@ func (s *Server) filter(w http.ResponseWriter, r *http.Request) error {
 func decide(p []float64, th float64) []FilterResult {
 	out := make([]FilterResult, len(p))
 	for i, v := range p {
-		l := label.NotHelpful
+		l := filter.NotHelpful
 		if v >= th {
-			l = label.Helpful
+			l = filter.Helpful
 		}
 		out[i] = FilterResult{Index: i, Label: l, PHelpful: v}
 	}

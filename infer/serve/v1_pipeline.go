@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ragforge/ragforge/infer/pipeline"
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval"
 )
 
@@ -278,7 +278,7 @@ func (p *pipelineRun) filter(ctx context.Context, hits []Hit) ([]Hit, error) {
 	var kept []Hit
 	for i, d := range decide(probs, th) {
 		p.resp.Filtered = append(p.resp.Filtered, FilteredHit{Hit: hits[i], Label: d.Label, PHelpful: d.PHelpful})
-		if d.Label == label.Helpful {
+		if d.Label == filter.Helpful {
 			kept = append(kept, hits[i])
 		}
 	}

@@ -77,7 +77,7 @@ type LabelList struct {
 }
 
 // ReviewRequest is the body of POST /api/labels/{id}/review: action
-// label.ReviewConfirm, label.ReviewFlip, label.Helpful or label.NotHelpful,
+// label.ReviewConfirm, label.ReviewFlip, models/filter.Helpful or models/filter.NotHelpful,
 // and a reviewer (free text; default "web").
 type ReviewRequest = labelapi.ReviewRequest
 

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // chromiumPath is Debian's chromium (apt-get install chromium; `make setup`).
@@ -405,7 +406,7 @@ func TestBrowserLabelReview(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := waitLabel(t, f.labels, f.ids[0], func(r label.Record) bool { return r.Reviews == 1 })
-	if r.Effective != label.NotHelpful || r.Provenance != label.ProvenanceHuman || r.Reviewer != "ana" || r.Label.Label != label.Helpful {
+	if r.Effective != filter.NotHelpful || r.Provenance != label.ProvenanceHuman || r.Reviewer != "ana" || r.Label.Label != filter.Helpful {
 		t.Fatalf("after f: %+v", r)
 	}
 	// The page moved on to the next perplexity label.
@@ -418,7 +419,7 @@ func TestBrowserLabelReview(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = waitLabel(t, f.labels, f.ids[0], func(r label.Record) bool { return r.Reviews == 0 })
-	if r.Effective != label.Helpful || r.Provenance != label.ProvenanceMachine {
+	if r.Effective != filter.Helpful || r.Provenance != label.ProvenanceMachine {
 		t.Fatalf("after u: %+v", r)
 	}
 	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.getElementById('label-id').textContent === '`+itoa(f.ids[0])+`'`)); err != nil {
@@ -429,7 +430,7 @@ func TestBrowserLabelReview(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = waitLabel(t, f.labels, f.ids[0], func(r label.Record) bool { return r.Reviews == 1 })
-	if r.Effective != label.NotHelpful || r.Provenance != label.ProvenanceHuman {
+	if r.Effective != filter.NotHelpful || r.Provenance != label.ProvenanceHuman {
 		t.Fatalf("after the Flip button: %+v", r)
 	}
 	// The other labels were not touched.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ragforge/ragforge/data/runs"
 	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 const testToken = "s3cret-token"
@@ -103,11 +104,11 @@ func newFixture(t *testing.T) *fixture {
 	k2 := label.Key(q2, "doc2#4", snippet2)
 	labs := []label.Label{
 		{RunID: "lab-ppl", Key: k1, ExampleID: "q1#doc1#0", QueryID: "q1", Question: q1, Target: "Grade 3.", Snippet: snippet1,
-			ChunkID: "doc1#0", Label: label.Helpful, Method: label.MethodPerplexity, Scorer: "flan-t5-small", PPLWithout: 10, PPLWith: 8, Score: 2},
+			ChunkID: "doc1#0", Label: filter.Helpful, Method: label.MethodPerplexity, Scorer: "flan-t5-small", PPLWithout: 10, PPLWith: 8, Score: 2},
 		{RunID: "lab-ev", Key: k1, ExampleID: "q1#doc1#0", QueryID: "q1", Question: q1, Target: "Grade 3.", Snippet: snippet1,
-			ChunkID: "doc1#0", Label: label.NotHelpful, Method: label.MethodEvidence, Score: 7.5},
+			ChunkID: "doc1#0", Label: filter.NotHelpful, Method: label.MethodEvidence, Score: 7.5},
 		{RunID: "lab-ppl", Key: k2, ExampleID: "q2#doc2#4", QueryID: "q2", Question: q2, Target: "LYMPHOVASCULAR invasion is identified", Snippet: snippet2,
-			ChunkID: "doc2#4", Label: label.NotHelpful, Method: label.MethodPerplexity, Scorer: "flan-t5-small", PPLWithout: 5, PPLWith: 4.8, Score: 0.2},
+			ChunkID: "doc2#4", Label: filter.NotHelpful, Method: label.MethodPerplexity, Scorer: "flan-t5-small", PPLWithout: 5, PPLWith: 4.8, Score: 0.2},
 	}
 	if err := ls.Put(labs); err != nil {
 		t.Fatal(err)
@@ -308,7 +309,7 @@ func TestReadAPI(t *testing.T) {
 			if v.Evidence != ev1 || len(v.Highlight) != 3 || v.Highlight[0] != want[0] || v.Highlight[1] != want[1] || v.Highlight[2] != want[2] {
 				t.Fatalf("label 1 evidence %q highlight %#v", v.Evidence, v.Highlight)
 			}
-			if v.Provenance != label.ProvenanceMachine || v.Effective != label.Helpful || v.PPLWith != 8 {
+			if v.Provenance != label.ProvenanceMachine || v.Effective != filter.Helpful || v.PPLWith != 8 {
 				t.Fatalf("label 1 %+v", v.Record)
 			}
 			if l.Counts != nil {
@@ -330,7 +331,7 @@ func TestReadAPI(t *testing.T) {
 		{name: "labels of a run, with counts", path: "/api/labels?run=lab-ppl&reviewed=false&limit=1", auth: bearer, wantStatus: 200, check: func(t *testing.T, b []byte) {
 			l := decode[LabelList](t, b)
 			sameIDs(t, labelIDs(l), []int64{f.ids[0]})
-			if l.Counts[label.Helpful] != 1 || l.Counts[label.NotHelpful] != 1 {
+			if l.Counts[filter.Helpful] != 1 || l.Counts[filter.NotHelpful] != 1 {
 				t.Fatalf("counts %v", l.Counts)
 			}
 		}},
@@ -398,7 +399,7 @@ func TestWriteAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Reviews != 0 || r.Effective != label.Helpful || r.Provenance != label.ProvenanceMachine {
+		if r.Reviews != 0 || r.Effective != filter.Helpful || r.Provenance != label.ProvenanceMachine {
 			t.Fatalf("label changed: %+v", r)
 		}
 	}
@@ -445,12 +446,12 @@ func TestWriteAPI(t *testing.T) {
 		wantReviews          int
 		wantReviewer         string
 	}{
-		{"flip", "/review", `{"action":"flip","reviewer":"ana"}`, label.NotHelpful, label.ProvenanceHuman, 1, "ana"},
-		{"confirm keeps the flipped label", "/review", `{"action":"confirm"}`, label.NotHelpful, label.ProvenanceHuman, 2, "web"},
-		{"set a class", "/review", `{"action":"[HELPFUL]","reviewer":"bo"}`, label.Helpful, label.ProvenanceHuman, 3, "bo"},
-		{"undo the class", "/undo", "", label.NotHelpful, label.ProvenanceHuman, 2, "web"},
-		{"undo the confirm", "/undo", "", label.NotHelpful, label.ProvenanceHuman, 1, "ana"},
-		{"undo the flip", "/undo", "", label.Helpful, label.ProvenanceMachine, 0, ""},
+		{"flip", "/review", `{"action":"flip","reviewer":"ana"}`, filter.NotHelpful, label.ProvenanceHuman, 1, "ana"},
+		{"confirm keeps the flipped label", "/review", `{"action":"confirm"}`, filter.NotHelpful, label.ProvenanceHuman, 2, "web"},
+		{"set a class", "/review", `{"action":"[HELPFUL]","reviewer":"bo"}`, filter.Helpful, label.ProvenanceHuman, 3, "bo"},
+		{"undo the class", "/undo", "", filter.NotHelpful, label.ProvenanceHuman, 2, "web"},
+		{"undo the confirm", "/undo", "", filter.NotHelpful, label.ProvenanceHuman, 1, "ana"},
+		{"undo the flip", "/undo", "", filter.Helpful, label.ProvenanceMachine, 0, ""},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -468,7 +469,7 @@ func TestWriteAPI(t *testing.T) {
 					t.Fatalf("record effective %s provenance %s reviews %d reviewer %q, want %s %s %d %q",
 						r.Effective, r.Provenance, r.Reviews, r.Reviewer, s.wantEffective, s.wProv, s.wantReviews, s.wantReviewer)
 				}
-				if r.Label.Label != label.Helpful {
+				if r.Label.Label != filter.Helpful {
 					t.Fatalf("machine label changed to %s", r.Label.Label)
 				}
 			}
