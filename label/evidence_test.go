@@ -11,7 +11,7 @@ import (
 	"github.com/ragforge/ragforge/models/filter"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/eval"
@@ -154,7 +154,7 @@ func TestEvidenceLabelerErrorsAndSkips(t *testing.T) {
 	}
 }
 
-// Evidence labels over a real BM25 index, stored in a data/runs database
+// Evidence labels over a real BM25 index, stored in a data/tracker database
 // next to a perplexity run, then compared.
 func TestEvidenceLabelerBM25InRunStore(t *testing.T) {
 	var chunks []data.Chunk
@@ -166,7 +166,7 @@ func TestEvidenceLabelerBM25InRunStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	rs, err := runs.Open(filepath.Join(t.TempDir(), "ragforge.db"))
+	rs, err := tracker.Open(filepath.Join(t.TempDir(), "ragforge.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,9 +140,9 @@ type Store struct {
 }
 
 // OpenStore opens (creating when missing) the SQLite database file at path
-// as data/runs does (sqlitedb.OpenChecked: a literal file path, WAL, busy
+// as data/tracker does (sqlitedb.OpenChecked: a literal file path, WAL, busy
 // timeout 10 s, immediate transactions, PRAGMA quick_check), and creates the
-// label tables. It may be the same file as the data/runs store. A corrupt
+// label tables. It may be the same file as the data/tracker store. A corrupt
 // file is refused with an error wrapping sqlitedb.ErrCorrupt.
 func OpenStore(path string) (*Store, error) {
 	db, err := sqlitedb.OpenChecked(path)
@@ -158,7 +158,7 @@ func OpenStore(path string) (*Store, error) {
 	return s, nil
 }
 
-// NewStore uses an open SQLite database (for instance the data/runs store's)
+// NewStore uses an open SQLite database (for instance the data/tracker store's)
 // and creates the label tables in it. Close does not close db.
 func NewStore(db *sql.DB) (*Store, error) {
 	if _, err := db.Exec(schema); err != nil {

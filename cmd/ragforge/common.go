@@ -13,7 +13,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/chunk"
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/models/backend"
@@ -125,7 +125,7 @@ func parseInts(s, flag string) ([]int, error) {
 }
 
 // startRun opens the store and records a run of kind with config.
-func startRun(g *globals, kind string, config any) (*runs.Store, *runs.Run, error) {
+func startRun(g *globals, kind string, config any) (*tracker.Store, *tracker.Run, error) {
 	if err := notInterrupted(kind); err != nil {
 		return nil, nil, err
 	}
@@ -145,7 +145,7 @@ func startRun(g *globals, kind string, config any) (*runs.Store, *runs.Run, erro
 // command that was loading its inputs when the signal came).
 func notInterrupted(kind string) error {
 	if s := life.signal(); s != nil {
-		return fmt.Errorf("%w by %s before the %s run started", runs.ErrInterrupted, sigName(s), kind)
+		return fmt.Errorf("%w by %s before the %s run started", tracker.ErrInterrupted, sigName(s), kind)
 	}
 	return nil
 }
@@ -156,10 +156,10 @@ const dirRunFile = "run.json"
 
 // startOrResumeRun is startRun for a command that writes into dir and can
 // resume: without resume it starts a run and records its id in
-// dir/run.json; with resume it reopens the run recorded there (runs.Store.Resume:
+// dir/run.json; with resume it reopens the run recorded there (tracker.Store.Resume:
 // refused while that run's process is alive), or starts a new one, with a
 // note on stderr, when dir names no run of this store.
-func startOrResumeRun(g *globals, kind string, config any, dir string, resume bool) (*runs.Store, *runs.Run, error) {
+func startOrResumeRun(g *globals, kind string, config any, dir string, resume bool) (*tracker.Store, *tracker.Run, error) {
 	if err := notInterrupted(kind); err != nil {
 		return nil, nil, err
 	}
@@ -187,7 +187,7 @@ func startOrResumeRun(g *globals, kind string, config any, dir string, resume bo
 				return st, run, nil
 			}
 			st.Close()
-			if !errors.Is(err, runs.ErrNotFound) {
+			if !errors.Is(err, tracker.ErrNotFound) {
 				return nil, nil, fmt.Errorf("%s: %w", path, err)
 			}
 			fmt.Fprintf(g.Err, "ragforge: %s names run %s, which is not in %s; starting a new run\n", path, rf.RunID, g.DB)
@@ -232,7 +232,7 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // (*err is rewritten to name the signal); failed with *err; failed with the
 // panic's value, re-panicking. A failure to record it is returned when the
 // command itself succeeded.
-func finishRun(run *runs.Run, err *error) {
+func finishRun(run *tracker.Run, err *error) {
 	if p := recover(); p != nil {
 		_ = run.Finish(fmt.Errorf("panic: %v", p))
 		panic(p)

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data/sample"
-	"github.com/ragforge/ragforge/infer/answers"
+	"github.com/ragforge/ragforge/infer/eval/answers"
 )
 
 // A judge nobody listens on fails before any work, naming the URL; no run is

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval/eval"
 	"github.com/ragforge/ragforge/retrieval/pipeline"
@@ -293,7 +293,7 @@ func warnQrels(g *globals, c eval.QrelsCheck) {
 	}
 }
 
-func writeEvalFiles(g *globals, run *runs.Run, out string, rep *eval.Report, hits eval.Run, qrels data.Qrels, tag string) (map[string]string, error) {
+func writeEvalFiles(g *globals, run *tracker.Run, out string, rep *eval.Report, hits eval.Run, qrels data.Qrels, tag string) (map[string]string, error) {
 	dir, err := runDir(g, run.ID, out)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragforge/ragforge/infer/sensitivity"
+	"github.com/ragforge/ragforge/infer/eval/sensitivity"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval/eval"
 )

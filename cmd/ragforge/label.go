@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
@@ -19,7 +19,7 @@ import (
 )
 
 // openLabels opens the run store and the label tables inside it.
-func openLabels(g *globals) (*runs.Store, *label.Store, error) {
+func openLabels(g *globals) (*tracker.Store, *label.Store, error) {
 	st, err := openStore(g)
 	if err != nil {
 		return nil, nil, err
@@ -111,7 +111,7 @@ func datasetName(flag, corpus string) string {
 	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
-func finishLabels(g *globals, run *runs.Run, ls *label.Store, out string, n int) (labelResult, error) {
+func finishLabels(g *globals, run *tracker.Run, ls *label.Store, out string, n int) (labelResult, error) {
 	counts, err := ls.Counts(run.ID)
 	if err != nil {
 		return labelResult{}, err
@@ -299,8 +299,8 @@ func runLabelPerplexity(ctx context.Context, g *globals, o labelPerplexityOption
 	if err != nil {
 		return err
 	}
-	var st *runs.Store
-	var run *runs.Run
+	var st *tracker.Store
+	var run *tracker.Run
 	if o.Resume != "" {
 		if st, err = openStore(g); err != nil {
 			return err

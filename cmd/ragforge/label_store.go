@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
 )
@@ -148,7 +148,7 @@ func runLabelExport(_ context.Context, g *globals, o labelExportOptions) error {
 	return nil
 }
 
-func resolveRun(st *runs.Store, id string) (string, error) {
+func resolveRun(st *tracker.Store, id string) (string, error) {
 	d, err := st.Get(id)
 	if err != nil {
 		return "", err

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 )
 
 // How a command's process ends, whatever stops it: SIGINT and SIGTERM
@@ -20,7 +20,7 @@ import (
 // within interruptGrace (or the longer grace it asked for with
 // graceAtLeast), or a second signal, marks the open runs of every store the
 // command opened interrupted and exits at once (exit 128+signal).
-// SIGKILL cannot be caught: its run reads as stale (data/runs derives it
+// SIGKILL cannot be caught: its run reads as stale (data/tracker derives it
 // from the recorded PID). A broken stdout pipe fails writes with EPIPE
 // instead of killing the process, so runs end and the exit is 141.
 
@@ -36,7 +36,7 @@ type lifecycle struct {
 	ctx    context.Context // the outermost call's
 	grace  time.Duration   // how long a signalled command may take to return
 	sig    os.Signal
-	stores map[*runs.Store]bool
+	stores map[*tracker.Store]bool
 }
 
 // watch installs the signal handling for an execute call; stop undoes it.
@@ -52,7 +52,7 @@ func (l *lifecycle) watch(parent context.Context, stderr io.Writer) (ctx context
 			l.mu.Unlock()
 		}
 	}
-	l.sig, l.stores, l.grace = nil, map[*runs.Store]bool{}, interruptGrace
+	l.sig, l.stores, l.grace = nil, map[*tracker.Store]bool{}, interruptGrace
 	ctx, cancel := context.WithCancelCause(parent)
 	l.ctx = ctx
 	ch := make(chan os.Signal, 4)
@@ -80,7 +80,7 @@ func (l *lifecycle) watch(parent context.Context, stderr io.Writer) (ctx context
 					l.abort(stderr, "second signal") // exits
 				}
 				fmt.Fprintf(stderr, "ragforge: %s: stopping (send it again to exit at once)\n", sigName(s))
-				cancel(fmt.Errorf("%w by %s", runs.ErrInterrupted, sigName(s)))
+				cancel(fmt.Errorf("%w by %s", tracker.ErrInterrupted, sigName(s)))
 				grace = time.After(l.graceTime())
 			}
 		}
@@ -110,7 +110,7 @@ func (l *lifecycle) graceTime() time.Duration {
 }
 
 // track registers a store whose open runs abort must close.
-func (l *lifecycle) track(st *runs.Store) {
+func (l *lifecycle) track(st *tracker.Store) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stores != nil {
@@ -130,14 +130,14 @@ func (l *lifecycle) signal() os.Signal {
 func (l *lifecycle) abort(stderr io.Writer, why string) {
 	s := l.signal()
 	l.mu.Lock()
-	stores := make([]*runs.Store, 0, len(l.stores))
+	stores := make([]*tracker.Store, 0, len(l.stores))
 	for st := range l.stores {
 		stores = append(stores, st)
 	}
 	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	msg := fmt.Sprintf("%v by %s (%s; exited before the command returned)", runs.ErrInterrupted, sigName(s), why)
+	msg := fmt.Sprintf("%v by %s (%s; exited before the command returned)", tracker.ErrInterrupted, sigName(s), why)
 	for _, st := range stores {
 		ids, err := st.InterruptOpen(ctx, msg)
 		for _, id := range ids {
@@ -152,13 +152,13 @@ func (l *lifecycle) abort(stderr io.Writer, why string) {
 }
 
 // interrupted rewrites the error a command returns after a signal, so its
-// run is finished as interrupted (runs.ErrInterrupted) naming the signal.
+// run is finished as interrupted (tracker.ErrInterrupted) naming the signal.
 func (l *lifecycle) interrupted(err error) error {
 	if err == nil {
 		return nil
 	}
-	if s := l.signal(); s != nil && !errors.Is(err, runs.ErrInterrupted) {
-		return fmt.Errorf("%w by %s: %w", runs.ErrInterrupted, sigName(s), err)
+	if s := l.signal(); s != nil && !errors.Is(err, tracker.ErrInterrupted) {
+		return fmt.Errorf("%w by %s: %w", tracker.ErrInterrupted, sigName(s), err)
 	}
 	return err
 }

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragforge/ragforge/data/runs"
 	"github.com/ragforge/ragforge/data/sample"
+	"github.com/ragforge/ragforge/data/tracker"
 )
 
 // syncBuffer is a bytes.Buffer safe for a child's stderr and the test.
@@ -46,14 +46,14 @@ func buildBinary(t *testing.T, dir string) string {
 }
 
 // runOf returns the newest run of kind in db, or nil.
-func runOf(t *testing.T, db, kind string) *runs.RunInfo {
+func runOf(t *testing.T, db, kind string) *tracker.RunInfo {
 	t.Helper()
-	st, err := runs.OpenRead(db)
+	st, err := tracker.OpenRead(db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	l, err := st.List(runs.ListOptions{Kind: kind, Limit: 1})
+	l, err := st.List(tracker.ListOptions{Kind: kind, Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func runOf(t *testing.T, db, kind string) *runs.RunInfo {
 // newest run of kind is a new running one, sends sig, and returns the
 // run as the store shows it after the process ended, with the exit code
 // (-1 when killed by the signal).
-func signalRun(t *testing.T, bin, db, kind string, sig syscall.Signal, ready func() bool, args ...string) (runs.RunInfo, int, string) {
+func signalRun(t *testing.T, bin, db, kind string, sig syscall.Signal, ready func() bool, args ...string) (tracker.RunInfo, int, string) {
 	t.Helper()
 	var before string
 	if r := runOf(t, db, kind); r != nil {
@@ -81,7 +81,7 @@ func signalRun(t *testing.T, bin, db, kind string, sig syscall.Signal, ready fun
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		if r := runOf(t, db, kind); r != nil && r.ID != before && r.Status == runs.StatusRunning && (ready == nil || ready()) {
+		if r := runOf(t, db, kind); r != nil && r.ID != before && r.Status == tracker.StatusRunning && (ready == nil || ready()) {
 			break
 		}
 		if cmd.ProcessState != nil || time.Now().After(deadline) {
@@ -140,11 +140,11 @@ func TestRunLifecycleSignals(t *testing.T) {
 		return func() bool { _, err := os.Stat(p); return err == nil }
 	}
 	wantCode := map[syscall.Signal]int{syscall.SIGINT: 130, syscall.SIGTERM: 143, syscall.SIGKILL: -1}
-	check := func(what string, sig syscall.Signal, r runs.RunInfo, code int, stderr string) {
+	check := func(what string, sig syscall.Signal, r tracker.RunInfo, code int, stderr string) {
 		t.Helper()
-		want := runs.StatusInterrupted
+		want := tracker.StatusInterrupted
 		if sig == syscall.SIGKILL {
-			want = runs.StatusStale
+			want = tracker.StatusStale
 		}
 		t.Logf("%s, %v: exit %d, run %s %s %q", what, sig, code, r.ID, r.Status, r.Error)
 		if r.Status != want || code != wantCode[sig] {
@@ -155,7 +155,7 @@ func TestRunLifecycleSignals(t *testing.T) {
 		}
 	}
 
-	var killed runs.RunInfo
+	var killed tracker.RunInfo
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		out := filepath.Join(dir, "filter-"+sig.String())
 		r, code, stderr := signalRun(t, bin, db, "train-filter", sig, exists(filepath.Join(out, "checkpoint-2")), trainArgs(out)...)
@@ -182,7 +182,7 @@ func TestRunLifecycleSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d runs.RunDetail
+	var d tracker.RunDetail
 	if err := json.Unmarshal(show, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestRunLifecycleSignals(t *testing.T) {
 		}
 		steps[m.Name][m.Step]++
 	}
-	if d.Status != runs.StatusDone || len(steps["train/loss"]) != 40 {
+	if d.Status != tracker.StatusDone || len(steps["train/loss"]) != 40 {
 		t.Errorf("resumed run: status %s, %d train/loss steps; want done with steps 1..40", d.Status, len(steps["train/loss"]))
 	}
 	for name, byStep := range steps {
@@ -234,10 +234,10 @@ func TestRunLifecycleSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []runs.RunInfo
+	var all []tracker.RunInfo
 	json.Unmarshal(list, &all)
 	for _, r := range all {
-		if r.Status == runs.StatusRunning || r.Status == runs.StatusStale {
+		if r.Status == tracker.StatusRunning || r.Status == tracker.StatusStale {
 			t.Errorf("after gc, run %s (%s) reads %s", r.ID, r.Kind, r.Status)
 		}
 	}
@@ -281,12 +281,12 @@ func TestLabelImportSignals(t *testing.T) {
 		want := 128 + int(sig)
 		switch {
 		case sig == syscall.SIGKILL:
-			if r.Status != runs.StatusStale {
+			if r.Status != tracker.StatusStale {
 				t.Errorf("after SIGKILL the run reads %s, want stale", r.Status)
 			}
-		case r.Status == runs.StatusDone && code == 0:
+		case r.Status == tracker.StatusDone && code == 0:
 			t.Logf("the import finished within the grace period")
-		case r.Status != runs.StatusInterrupted || code != want:
+		case r.Status != tracker.StatusInterrupted || code != want:
 			t.Errorf("after %v: run %s, exit %d; want interrupted, %d\n%s", sig, r.Status, code, want, stderr)
 		}
 	}
@@ -311,7 +311,7 @@ func TestDBPathAndCorruptStore(t *testing.T) {
 	id := strings.TrimSpace(run(t, "--db", db, "runs", "list", "-q"))
 
 	// Flip the bytes of the labels table's root page header.
-	st, err := runs.Open(db)
+	st, err := tracker.Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestDBPathAndCorruptStore(t *testing.T) {
 // runs mark refuses a run whose process (this test) is alive unless --force.
 func TestRunsMarkLiveRun(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "runs.db")
-	st, err := runs.Open(db)
+	st, err := tracker.Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestBrokenStdoutFinishesRun(t *testing.T) {
 		t.Errorf("exit %d, want 141; stderr %q", code, errb.String())
 	}
 	r := runOf(t, db, "label-import")
-	if r == nil || r.Status != runs.StatusDone {
+	if r == nil || r.Status != tracker.StatusDone {
 		t.Fatalf("run after a broken stdout: %+v", r)
 	}
 }

@@ -10,12 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 )
 
 // runsListOptions are the flags of `runs list`.
 type runsListOptions struct {
-	runs.ListOptions
+	tracker.ListOptions
 	Quiet bool // ids only
 }
 
@@ -30,7 +30,7 @@ func newRunsListCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.Kind, "kind", "", "only runs of this kind (e.g. eval-retrieval, train-filter, selflearn)")
-	cmd.Flags().StringVar(&o.Status, "status", "", "only runs with this status ("+strings.Join(runs.Statuses, ", ")+"; stale: running, but its process is gone)")
+	cmd.Flags().StringVar(&o.Status, "status", "", "only runs with this status ("+strings.Join(tracker.Statuses, ", ")+"; stale: running, but its process is gone)")
 	cmd.Flags().IntVar(&o.Limit, "limit", 0, "at most this many runs (0 = all)")
 	minInt(cmd.Flags(), 0, "limit")
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "print only run ids, newest first (for scripts: RUN=$(ragforge runs list --kind label-evidence --limit 1 -q))")
@@ -198,7 +198,7 @@ func runRunsMark(_ context.Context, g *globals, o runsMarkOptions) error {
 	if o.Status == "" {
 		return fmt.Errorf("--status is required (failed, interrupted or done)")
 	}
-	if o.Message == "" && o.Status != runs.StatusDone {
+	if o.Message == "" && o.Status != tracker.StatusDone {
 		o.Message = "marked " + o.Status + " by runs mark"
 	}
 	st, err := openStore(g)
@@ -255,8 +255,8 @@ func runRunsGC(_ context.Context, g *globals) error {
 
 // openStore opens the run store for a command that writes, and registers it
 // so a forced exit after a signal can mark its open runs interrupted.
-func openStore(g *globals) (*runs.Store, error) {
-	st, err := runs.Open(g.DB)
+func openStore(g *globals) (*tracker.Store, error) {
+	st, err := tracker.Open(g.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -266,8 +266,8 @@ func openStore(g *globals) (*runs.Store, error) {
 
 // openStoreRead opens the run store for a command that only reads: a
 // corrupt file is opened read-only with a warning on stderr.
-func openStoreRead(g *globals) (*runs.Store, error) {
-	st, err := runs.OpenRead(g.DB)
+func openStoreRead(g *globals) (*tracker.Store, error) {
+	st, err := tracker.OpenRead(g.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -277,8 +277,8 @@ func openStoreRead(g *globals) (*runs.Store, error) {
 	return st, nil
 }
 
-func lastMetrics(ms []runs.MetricPoint) map[string]runs.MetricPoint {
-	last := map[string]runs.MetricPoint{}
+func lastMetrics(ms []tracker.MetricPoint) map[string]tracker.MetricPoint {
+	last := map[string]tracker.MetricPoint{}
 	for _, m := range ms {
 		if p, ok := last[m.Name]; !ok || m.Step >= p.Step {
 			last[m.Name] = m

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	tktrain "github.com/ragforge/ragforge/models/tokenizer/train"
+	tktrain "github.com/ragforge/ragforge/models/tokenizer/learn"
 )
 
 // tokenizerTrainOptions are the flags of `tokenizer train`.

@@ -5,7 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 )
 
 // versusRow puts a learned model's metric next to its baseline, so a reader
@@ -25,9 +25,9 @@ func (r versusRow) Diff() float64 { return r.Learned - r.Value }
 // (eval-filter, or train-filter's validation) against the majority class
 // and ROC-AUC 0.5; a self-learning run's last round against round 0 (dense)
 // and BM25 (hybrid). Other kinds have none.
-func runBaselines(kind string, ms []runs.MetricPoint) []versusRow {
+func runBaselines(kind string, ms []tracker.MetricPoint) []versusRow {
 	last := lastMetrics(ms)
-	first := map[string]runs.MetricPoint{}
+	first := map[string]tracker.MetricPoint{}
 	for _, m := range ms {
 		if p, ok := first[m.Name]; !ok || m.Step < p.Step {
 			first[m.Name] = m

@@ -31,7 +31,7 @@ import (
 	"regexp"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/fusion"
@@ -48,7 +48,7 @@ const (
 	FilterDir    = "filter"
 	GeneratorDir = "generator"
 	RerankerDir  = "reranker"
-	// ArtifactKind is the data/runs artifact kind under which `ragforge
+	// ArtifactKind is the data/tracker artifact kind under which `ragforge
 	// export` records a pipeline's pipeline.json; FromRun resolves it.
 	ArtifactKind = "pipeline"
 	// Version is the manifest format version written by Save.
@@ -509,7 +509,7 @@ func WriteChunks(path string, chunks []data.Chunk) error {
 // prefix) of store: the directory of its latest artifact of kind
 // ArtifactKind, which is the pipeline's pipeline.json. Errors: an unknown
 // run, a run without such an artifact, or one whose directory is gone.
-func FromRun(store *runs.Store, id string) (string, error) {
+func FromRun(store *tracker.Store, id string) (string, error) {
 	d, err := store.Get(id)
 	if err != nil {
 		return "", fmt.Errorf("pipeline of run %s: %w", id, err)

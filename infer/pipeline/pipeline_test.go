@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/faiss"
 )
@@ -140,7 +140,7 @@ func TestLoadErrors(t *testing.T) {
 
 func TestFromRun(t *testing.T) {
 	dir := bm25Only(t)
-	st, err := runs.Open(filepath.Join(t.TempDir(), "runs.sqlite"))
+	st, err := tracker.Open(filepath.Join(t.TempDir(), "runs.sqlite"))
 	if err != nil {
 		t.Fatal(err)
 	}

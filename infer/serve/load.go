@@ -35,7 +35,7 @@ type Config struct {
 	// when absent).
 	LLM        string
 	LLMOptions openai.Options
-	// LabelsDB is the SQLite file of the label store (data/runs' database);
+	// LabelsDB is the SQLite file of the label store (data/tracker' database);
 	// "" serves no labels unless Options.Labels is set.
 	LabelsDB string
 	// Search overrides, field by field when non-zero, the pipeline's

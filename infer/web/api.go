@@ -10,16 +10,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/infer/labelapi"
 	"github.com/ragforge/ragforge/label"
 )
 
 // RunSummary is one row of GET /api/runs: the run, the final value of each
-// of its metrics (the value at its highest step, as runs.Store.Compare
+// of its metrics (the value at its highest step, as tracker.Store.Compare
 // reads it) and the few of them its row shows (Headline).
 type RunSummary struct {
-	runs.RunInfo
+	tracker.RunInfo
 	Final    map[string]float64 `json:"final"`
 	Headline []NamedValue       `json:"headline"`
 }
@@ -36,27 +36,27 @@ type RunList struct {
 	Statuses []string     `json:"statuses"`
 }
 
-// StatusStale is the status data/runs reports for a run whose process died
+// StatusStale is the status data/tracker reports for a run whose process died
 // without finishing it. The page styles it apart from running runs.
 const StatusStale = "stale"
 
 // knownStatuses are offered by the status filter even before any run has them.
-var knownStatuses = []string{runs.StatusRunning, runs.StatusDone, runs.StatusFailed, StatusStale}
+var knownStatuses = []string{tracker.StatusRunning, tracker.StatusDone, tracker.StatusFailed, StatusStale}
 
 // MetricChange is one row of the comparison: the final values of a metric in
 // runs A and B, its Direction and whether B is better, worse or the same as
 // A by that direction ("" without a direction or when a run lacks it).
 type MetricChange struct {
-	runs.MetricDiff
+	tracker.MetricDiff
 	Better string `json:"better"` // HigherIsBetter, LowerIsBetter or "" (NoDirection)
 	Change string `json:"change"` // ChangeBetter, ChangeWorse, ChangeSame or ""
 }
 
 // CompareResult is the answer of GET /api/compare.
 type CompareResult struct {
-	A       *runs.RunDetail `json:"a"`
-	B       *runs.RunDetail `json:"b"`
-	Metrics []MetricChange  `json:"metrics"`
+	A       *tracker.RunDetail `json:"a"`
+	B       *tracker.RunDetail `json:"b"`
+	Metrics []MetricChange     `json:"metrics"`
 }
 
 // LabelView is a stored label as the review page shows it: the record, the
@@ -81,7 +81,7 @@ type LabelList struct {
 // and a reviewer (free text; default "web").
 type ReviewRequest = labelapi.ReviewRequest
 
-func (s *server) runStore() (*runs.Store, error) {
+func (s *server) runStore() (*tracker.Store, error) {
 	if s.opt.Runs == nil {
 		return nil, errStatus(http.StatusServiceUnavailable, "no run store configured")
 	}
@@ -111,16 +111,16 @@ func intParam(r *http.Request, name string, def int) (int, error) {
 // runErr maps run store lookup errors to 404 (unknown) and 400 (ambiguous prefix).
 func runErr(err error) error {
 	switch {
-	case errors.Is(err, runs.ErrNotFound):
+	case errors.Is(err, tracker.ErrNotFound):
 		return &httpError{status: http.StatusNotFound, err: err}
-	case errors.Is(err, runs.ErrAmbiguous):
+	case errors.Is(err, tracker.ErrAmbiguous):
 		return &httpError{status: http.StatusBadRequest, err: err}
 	}
 	return err
 }
 
 // listRuns answers GET /api/runs?kind=&status=&limit=&offset=. The filters
-// are applied here rather than in SQL so that a status data/runs derives
+// are applied here rather than in SQL so that a status data/tracker derives
 // when reading a run (stale) filters like a stored one.
 func (s *server) listRuns(r *http.Request) (any, error) {
 	st, err := s.runStore()
@@ -139,7 +139,7 @@ func (s *server) listRuns(r *http.Request) (any, error) {
 		return nil, err
 	}
 	q := r.URL.Query()
-	all, err := st.List(runs.ListOptions{})
+	all, err := st.List(tracker.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (s *server) listRuns(r *http.Request) (any, error) {
 	for _, st := range knownStatuses {
 		statuses[st] = true
 	}
-	var match []runs.RunInfo
+	var match []tracker.RunInfo
 	for _, ri := range all {
 		if !kinds[ri.Kind] {
 			kinds[ri.Kind] = true
@@ -180,8 +180,8 @@ func (s *server) listRuns(r *http.Request) (any, error) {
 }
 
 // finalMetrics returns each metric's last value, given points ordered by
-// name, step and insertion (runs.Store.Get's order).
-func finalMetrics(points []runs.MetricPoint) map[string]float64 {
+// name, step and insertion (tracker.Store.Get's order).
+func finalMetrics(points []tracker.MetricPoint) map[string]float64 {
 	out := make(map[string]float64)
 	for _, p := range points {
 		out[p.Name] = p.Value

@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 )
 
 // layout is what checkLayout measures on a drawn page.
@@ -254,7 +254,7 @@ func TestBrowserLayout(t *testing.T) {
 	})
 	t.Run("other runs", func(t *testing.T) {
 		for _, kind := range []string{"eval-answers", "eval-sensitivity", "eval-filter", "label-evidence"} {
-			list, err := rs.List(runs.ListOptions{Kind: kind})
+			list, err := rs.List(tracker.ListOptions{Kind: kind})
 			if err != nil || len(list) == 0 {
 				t.Fatalf("%s: %v %v", kind, list, err)
 			}

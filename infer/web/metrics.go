@@ -81,7 +81,7 @@ type NamedValue struct {
 // those the commands record: eval retrieval (retrieval/eval), selflearn
 // (variant/metric of its last round), train filter and eval filter
 // (train/filter EvalReport.Metrics), label runs, retriever training and eval
-// answers (infer/answers).
+// answers (infer/eval/answers).
 var headlineOrder = []string{
 	"nDCG@10", "Recall@10", "MRR@10", "Success@10", "nDCG@*", "Recall@*", "P@*",
 	"sl-hyde/nDCG@10", "sl-hyde/Recall@10", "hybrid/nDCG@10", "hyde/nDCG@10", "dense/nDCG@10",

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 )
 
 // seeded names the runs of seedStore that tests look at.
@@ -44,9 +44,9 @@ func evalRetrievalMetrics(q float64) map[string]float64 {
 // seedStore fills a run store as a few days of use would: 21 runs of the
 // commands' kinds with the metric names and step series they record (see
 // metrics.js for the list), newest first by started_at.
-func seedStore(t *testing.T) (*runs.Store, seeded) {
+func seedStore(t *testing.T) (*tracker.Store, seeded) {
 	t.Helper()
-	rs, err := runs.Open(filepath.Join(t.TempDir(), "ragforge.db"))
+	rs, err := tracker.Open(filepath.Join(t.TempDir(), "ragforge.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func seedStore(t *testing.T) (*runs.Store, seeded) {
 		}
 	}
 	// start records a run started n hours after base and finished after dur.
-	start := func(kind string, cfg any, dur time.Duration, fail string) *runs.Run {
+	start := func(kind string, cfg any, dur time.Duration, fail string) *tracker.Run {
 		t.Helper()
 		r, err := rs.Start(kind, cfg, "v0.9.0", "simplego+blas")
 		must(err)
@@ -100,13 +100,13 @@ func seedStore(t *testing.T) (*runs.Store, seeded) {
 
 	// train filter: HF Trainer-style logging every 10 steps, validation
 	// every 100 steps (train/filter: train/*, valid/*).
-	trainFilter := func(lr float64, steps int, lossBias float64, status string) *runs.Run {
+	trainFilter := func(lr float64, steps int, lossBias float64, status string) *tracker.Run {
 		cfg := map[string]any{"config": map[string]any{"model": "google/flan-t5-base", "learning_rate": lr, "epochs": 3,
 			"batch_size": 8, "max_seq_length": 512, "warmup_ratio": 0.1, "logging_steps": 10, "eval_steps": 100},
 			"train": "labels/train.jsonl", "valid": "labels/valid.jsonl"}
 		dur := time.Duration(steps) * 2 * time.Second
 		fail := ""
-		if status == runs.StatusFailed {
+		if status == tracker.StatusFailed {
 			fail = "train filter: step 120: context canceled"
 		}
 		r := start("train-filter", cfg, 0, "")
@@ -125,7 +125,7 @@ func seedStore(t *testing.T) (*runs.Store, seeded) {
 					"valid/majority_baseline": 0.58, "valid/roc_auc": acc + 0.1}, step))
 			}
 		}
-		if status != runs.StatusRunning {
+		if status != tracker.StatusRunning {
 			var ferr error
 			if fail != "" {
 				ferr = fmt.Errorf("%s", fail)
@@ -137,9 +137,9 @@ func seedStore(t *testing.T) (*runs.Store, seeded) {
 		}
 		return r
 	}
-	s.trainA = trainFilter(3e-4, 300, 0, runs.StatusDone).ID
-	s.trainB = trainFilter(1e-3, 300, 0.04, runs.StatusDone).ID
-	trainFilter(3e-4, 120, 0, runs.StatusFailed)
+	s.trainA = trainFilter(3e-4, 300, 0, tracker.StatusDone).ID
+	s.trainB = trainFilter(1e-3, 300, 0.04, tracker.StatusDone).ID
+	trainFilter(3e-4, 120, 0, tracker.StatusFailed)
 
 	for _, split := range []string{"valid", "test"} {
 		r := start("eval-filter", map[string]any{"model": "out/filter/checkpoint-300", "data": "labels/" + split + ".jsonl", "threshold": 0.5}, 20*time.Second, "")

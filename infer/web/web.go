@@ -42,7 +42,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/label"
 )
 
@@ -61,8 +61,8 @@ const maxBody = 1 << 20
 // 503), no token (label edits answer 403, reads are open), the playground
 // posts to DefaultPipelineURL.
 type Options struct {
-	Runs   *runs.Store  // run history; nil disables /api/runs and /api/compare
-	Labels *label.Store // label queue; nil disables /api/labels
+	Runs   *tracker.Store // run history; nil disables /api/runs and /api/compare
+	Labels *label.Store   // label queue; nil disables /api/labels
 	// Token is the bearer token, set at start-up, that state-changing
 	// requests (label reviews and undo) must carry. Empty disables them.
 	Token string

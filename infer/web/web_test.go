@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
 )
@@ -24,7 +24,7 @@ const testToken = "s3cret-token"
 // fixture is a run store and a label store sharing one SQLite file, seeded
 // with two runs and three labels.
 type fixture struct {
-	runs   *runs.Store
+	runs   *tracker.Store
 	labels *label.Store
 	runA   string // older run: loss 2.0, 1.5, 1.2 at steps 0..2; acc 0.5; one artifact
 	runB   string // newer run: loss 1.8, 1.0 at steps 0..1; acc 0.75, f1 0.6
@@ -48,7 +48,7 @@ const (
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	rs, err := runs.Open(filepath.Join(t.TempDir(), "ragforge.db"))
+	rs, err := tracker.Open(filepath.Join(t.TempDir(), "ragforge.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestReadAPI(t *testing.T) {
 			if h := l[0].Headline; len(h) != 3 || h[0].Name != "f1" || h[1].Name != "loss" || h[2].Name != "acc" || !near(h[0].Value, 0.6) {
 				t.Fatalf("run B headline %+v", h)
 			}
-			if l[1].Status != runs.StatusDone || l[0].Status != runs.StatusRunning {
+			if l[1].Status != tracker.StatusDone || l[0].Status != tracker.StatusRunning {
 				t.Fatalf("statuses %s %s", l[1].Status, l[0].Status)
 			}
 			if strings.Join(rl.Kinds, ",") != "train-filter" || strings.Join(rl.Statuses, ",") != "running,done,failed,stale" {
@@ -273,7 +273,7 @@ func TestReadAPI(t *testing.T) {
 			}
 		}},
 		{name: "run by full id", path: "/api/runs/" + f.runA, auth: bearer, wantStatus: 200, check: func(t *testing.T, b []byte) {
-			d := decode[runs.RunDetail](t, b)
+			d := decode[tracker.RunDetail](t, b)
 			if d.ID != f.runA || len(d.Metrics) != 4 || len(d.Artifacts) != 1 || d.Artifacts[0].Bytes != 3 {
 				t.Fatalf("detail %+v", d)
 			}

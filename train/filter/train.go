@@ -13,7 +13,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -88,7 +88,7 @@ type Result struct {
 // kill would). Errors: invalid cfg, no training examples, an OutputDir that
 // already holds checkpoints without cfg.Resume, a checkpoint made with other
 // data or settings, load/compute/write failures.
-func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run *runs.Run, progress func(Progress)) (*Result, error) {
+func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run *tracker.Run, progress func(Progress)) (*Result, error) {
 	r, err := newTrainRun(cfg, train, valid, run, progress)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run 
 type trainRun struct {
 	cfg          Config
 	train, valid []mfilter.Example
-	run          *runs.Run
+	run          *tracker.Run
 	progress     func(Progress)
 
 	lm     *labeled
@@ -134,7 +134,7 @@ type logWindow struct {
 // newTrainRun validates cfg, loads the model (from the newest checkpoint
 // when resuming), cuts the windows, plans the steps and restores the state
 // of a resumed run.
-func newTrainRun(cfg Config, train, valid []mfilter.Example, run *runs.Run, progress func(Progress)) (*trainRun, error) {
+func newTrainRun(cfg Config, train, valid []mfilter.Example, run *tracker.Run, progress func(Progress)) (*trainRun, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -137,7 +137,7 @@ func (c Config) optim(total int) trainer.Config {
 }
 
 // MetricLogger receives per-update metrics ("loss", "learning_rate",
-// "grad_norm", "epoch"); *runs.Run (data/runs) implements it.
+// "grad_norm", "epoch"); *tracker.Run (data/tracker) implements it.
 type MetricLogger interface {
 	LogMetrics(values map[string]float64, step int) error
 }

@@ -9,7 +9,7 @@
 // hybrid, the dense retriever, HyDE, SL-HyDE and the two ablations after
 // every round.
 //
-// Every step stores its per-item results in the run store (data/runs items)
+// Every step stores its per-item results in the run store (data/tracker items)
 // and its files under Config.WorkDir, so an interrupted run resumes at the
 // step and item where it stopped; every random choice is seeded by
 // (Config.Seed, round, item key), so a resumed run ends with the same

@@ -13,7 +13,7 @@ import (
 	"strconv"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/generate"
@@ -23,7 +23,7 @@ import (
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
-// Item kinds stored in the run (runs.Run.PutItem); keys are
+// Item kinds stored in the run (tracker.Run.PutItem); keys are
 // "r<round>/<chunk id>" unless noted.
 const (
 	KindQuery      = "query"      // genItem, Texts[0] is q (Eq. 2)
@@ -75,7 +75,7 @@ type Progress func(stage string, done, total int)
 
 type state struct {
 	cfg      Config
-	run      *runs.Run
+	run      *tracker.Run
 	corpus   []data.Chunk
 	byID     map[string]int
 	queries  []data.Query
@@ -139,7 +139,7 @@ type state struct {
 // (empty or non-UTF-8 text, a server error or timeout) is stored with the
 // item, counted in Round.Counts and leaves the other items going. ctx
 // cancellation stops with ctx.Err() and stores nothing partial. The run is
-// resumed (runs.Store.Resume: status running, owned by this process) and
+// resumed (tracker.Store.Resume: status running, owned by this process) and
 // finished on every return once open: done, failed with the error, or
 // interrupted when ctx was cancelled.
 //
@@ -147,7 +147,7 @@ type state struct {
 // WorkDir/run.json made with other settings, model load failures, store or
 // file failures.
 func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []data.Query, evalQrels data.Qrels,
-	store *runs.Store, progress Progress) (_ *Report, err error) {
+	store *tracker.Store, progress Progress) (_ *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []dat
 	}
 	defer func() {
 		// Every error after the run is open finishes it: failed, or
-		// interrupted when ctx was cancelled (runs.Run.Finish).
+		// interrupted when ctx was cancelled (tracker.Run.Finish).
 		if err != nil {
 			if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
 				err = fmt.Errorf("%w: %w", cause, err) // e.g. "interrupted by SIGINT: ..."
@@ -225,7 +225,7 @@ func configHash(c Config) string {
 	return hex.EncodeToString(h[:8])
 }
 
-func (s *state) openRun(store *runs.Store) (*runs.Run, error) {
+func (s *state) openRun(store *tracker.Store) (*tracker.Run, error) {
 	cfg := s.cfg
 	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("selflearn: %w", err)

@@ -18,7 +18,7 @@ import (
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/chunk"
 	"github.com/ragforge/ragforge/data/npy"
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
@@ -187,8 +187,8 @@ func toyConfig(t *testing.T, retDir string) Config {
 	return cfg
 }
 
-func openStore(t *testing.T) *runs.Store {
-	s, err := runs.Open(filepath.Join(t.TempDir(), "runs.db"))
+func openStore(t *testing.T) *tracker.Store {
+	s, err := tracker.Open(filepath.Join(t.TempDir(), "runs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestRunResumeMatchesUninterrupted(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: err %v, want context.Canceled", err)
 	}
-	if d, err := store.Get(repI.RunID); err != nil || d.Status != runs.StatusInterrupted {
+	if d, err := store.Get(repI.RunID); err != nil || d.Status != tracker.StatusInterrupted {
 		t.Fatalf("interrupted run reads %+v (%v), want status interrupted", d, err)
 	}
 	g2 := &counting{}
@@ -396,7 +396,7 @@ func TestRunResumeMatchesUninterrupted(t *testing.T) {
 	if repA.RunID == repB.RunID {
 		t.Fatal("separate stores should have separate runs")
 	}
-	if d, _ := store.Get(repB.RunID); repB.RunID != repI.RunID || d.Status != runs.StatusDone {
+	if d, _ := store.Get(repB.RunID); repB.RunID != repI.RunID || d.Status != tracker.StatusDone {
 		t.Fatalf("resumed run %s (%s), want the interrupted %s, done", repB.RunID, d.Status, repI.RunID)
 	}
 }
@@ -410,11 +410,11 @@ func TestRunErrorFinishesRun(t *testing.T) {
 	if err == nil {
 		t.Fatal("Run with a missing generator succeeded")
 	}
-	l, lerr := store.List(runs.ListOptions{Kind: "selflearn"})
+	l, lerr := store.List(tracker.ListOptions{Kind: "selflearn"})
 	if lerr != nil || len(l) != 1 {
 		t.Fatalf("runs: %v, %v", l, lerr)
 	}
-	if l[0].Status != runs.StatusFailed || l[0].Error != err.Error() {
+	if l[0].Status != tracker.StatusFailed || l[0].Error != err.Error() {
 		t.Errorf("run after %q: status %s error %q, want failed with the error", err, l[0].Status, l[0].Error)
 	}
 }

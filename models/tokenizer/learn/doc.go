@@ -1,4 +1,4 @@
-// Package train learns tokenizers from a corpus, so that ragforge's tiny T5
+// Package learn learns tokenizers from a corpus, so that ragforge's tiny T5
 // filter and tiny BERT retriever can run on a fresh clone with no pretrained
 // vocabulary (the demo) or on a user's own corpus.
 //
@@ -13,4 +13,4 @@
 // every tie is broken by the piece text, so the same texts and options give
 // byte-identical files. The package never prints; pass an io.Writer in the
 // options to receive progress lines.
-package train
+package learn

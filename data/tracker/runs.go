@@ -1,4 +1,4 @@
-// Package runs records experiment runs in one SQLite database: each run's
+// Package tracker records experiment runs in one SQLite database: each run's
 // kind, configuration, status and versions, its metric series, its artifacts
 // (with sha256 and size) and per-item results that let long stages resume.
 //
@@ -6,7 +6,7 @@
 // methods are safe for concurrent use by several goroutines (the Store holds
 // one connection, so statements are serialized), and several processes may
 // share a file (the busy timeout waits for their writes).
-package runs
+package tracker
 
 import (
 	"database/sql"

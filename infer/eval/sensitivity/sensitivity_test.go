@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/retrieval"
 )
 
@@ -118,7 +118,7 @@ func TestEvaluateHand(t *testing.T) {
 	r := mapRetriever{"s1": {"d1", "dx"}, "s2": {"dx", "d2"}, "s3": {"dx", "dy"}, "l1 a b": {"d1"}, "l2 a b c": {"d2", "d1"}, "l3 a b c d": {"d3"}}
 	qrels := data.Qrels{"q1": {"d1": 1}, "q2": {"d2": 1}, "q3": {"d3": 1}}
 	sc := mapScorer{"s1": {-1}, "s2": {-2, -2}, "s3": {-3}, "l1 a b": {-0.5}, "l2 a b c": {-0.25, -0.75}}
-	store, err := runs.Open(filepath.Join(t.TempDir(), "runs.db"))
+	store, err := tracker.Open(filepath.Join(t.TempDir(), "runs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

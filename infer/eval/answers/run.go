@@ -33,7 +33,7 @@ func ItemKey(queryID string, k int) string { return fmt.Sprintf("%s/K%d", queryI
 // e.g. "faithfulness@3"; error counts are "<metric>_errors@<k>".
 func MetricName(metric string, k int) string { return fmt.Sprintf("%s@%d", metric, k) }
 
-// Recorder stores per-item rows and metrics; *runs.Run implements it.
+// Recorder stores per-item rows and metrics; *tracker.Run implements it.
 type Recorder interface {
 	PutItem(kind, key string, v any) error
 	LogMetrics(values map[string]float64, step int) error

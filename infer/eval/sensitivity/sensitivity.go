@@ -19,7 +19,7 @@ type Scorer interface {
 	TargetLogProbs(ctx context.Context, prompt, target string) ([]float64, error)
 }
 
-// Recorder stores per-item rows and metrics; *runs.Run implements it.
+// Recorder stores per-item rows and metrics; *tracker.Run implements it.
 type Recorder interface {
 	PutItem(kind, key string, v any) error
 	LogMetrics(values map[string]float64, step int) error

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/chunk"
-	"github.com/ragforge/ragforge/data/runs"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/openai"
@@ -134,7 +134,7 @@ func TestRunAPAcceptance(t *testing.T) {
 	}
 	judge := &Judge{Client: judgeServer(t, goodReply), Embedder: encode.NewBERTEncoder(bm, wp, "bert-tiny")}
 
-	store, err := runs.Open(filepath.Join(t.TempDir(), "runs.db"))
+	store, err := tracker.Open(filepath.Join(t.TempDir(), "runs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestRunJudgeFailures(t *testing.T) {
 		}
 		return []string{"c1", "c2", "c3"}, nil
 	}
-	store, err := runs.Open(filepath.Join(t.TempDir(), "runs.db"))
+	store, err := tracker.Open(filepath.Join(t.TempDir(), "runs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
