@@ -144,7 +144,7 @@ L2-normalized.`,
 	f := cmd.Flags()
 	f.StringVar(&model, "model", "", "BERT model directory in HF layout (required)")
 	f.StringVar(&input, "input", "", "input text (required)")
-	f.StringVar(&pooling, "pooling", "cls", "pooling: cls (BGE) | mean (sentence-transformers mean pooling)")
+	f.StringVar(&pooling, "pooling", "", "pooling: cls (BGE) | mean (sentence-transformers mean pooling) (default: the model's 1_Pooling/config.json, else cls)")
 	f.StringVar(&inputType, "input-type", "document", "document (adds --passage-prefix) | query (adds --query-prefix), as /v1/embeddings' input_type")
 	opt.add(cmd)
 	cmd.MarkFlagRequired("model")

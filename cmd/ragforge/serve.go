@@ -23,6 +23,7 @@ import (
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/dense"
+	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
 func init() {
@@ -117,6 +118,13 @@ func buildPipeline(g *globals, o pipelineBuildOptions) (err error) {
 		if *m.dir, err = modelDir(g, m.flag, *m.dir); err != nil {
 			return err
 		}
+	}
+	if o.Retriever != "" {
+		p, err := encode.DirPooling(o.Retriever)
+		if err != nil {
+			return err
+		}
+		man.Retrieval.Pooling = string(p)
 	}
 	// Record the chunking actually used (the flags' effective values).
 	if o.Chunk.ChunkSize > 0 {

@@ -13,8 +13,8 @@ import (
 
 // LoadBERTEncoder loads a BERT bi-encoder (HF layout with vocab.txt or
 // tokenizer.json) on the named backend ("" = default). pooling is "cls" (BGE,
-// MedEmbed) or "mean" (sentence-transformers mean pooling); vectors are
-// L2-normalized so FAISS inner product is cosine similarity.
+// MedEmbed), "mean" (sentence-transformers mean pooling) or "" (what dir
+// declares, encode.DirPooling); vectors are L2-normalized so FAISS inner product is cosine similarity.
 func LoadBERTEncoder(dir, backendName, pooling string) (*encode.BERTEncoder, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
@@ -29,13 +29,17 @@ func LoadBERTEncoder(dir, backendName, pooling string) (*encode.BERTEncoder, err
 		return nil, err
 	}
 	enc := encode.NewBERTEncoder(m, tok, dir)
-	if pooling != "" {
-		p := bert.Pooling(pooling)
-		if !p.Valid() {
-			return nil, fmt.Errorf("pooling %q: want cls or mean", pooling)
+	if pooling == "" {
+		if enc.Pooling, err = encode.DirPooling(dir); err != nil {
+			return nil, err
 		}
-		enc.Pooling = p
+		return enc, nil
 	}
+	p := bert.Pooling(pooling)
+	if !p.Valid() {
+		return nil, fmt.Errorf("pooling %q: want cls or mean", pooling)
+	}
+	enc.Pooling = p
 	return enc, nil
 }
 

@@ -60,12 +60,11 @@ func (s *state) splitHoldout(t int, keys []string) (train, held []string) {
 // relevant chunk = the key's chunk); ties go to the smaller dense weight,
 // so a dense model that adds nothing gets weight 0 (BM25 alone).
 func (s *state) chooseFusion(ctx context.Context, t int, held []string, qs map[string][]string) (*FusionChoice, error) {
-	pfx := len(roundKey(t, ""))
 	queries := make([]string, len(held))
 	qrels := data.Qrels{}
 	for i, k := range held {
 		queries[i] = qs[k][0]
-		qrels["h"+strconv.Itoa(i)] = map[string]int{k[pfx:]: 1}
+		qrels["h"+strconv.Itoa(i)] = map[string]int{s.chunkOfKey(k): 1}
 	}
 	ix, enc, err := s.index(t)
 	if err != nil {

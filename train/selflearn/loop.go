@@ -99,6 +99,7 @@ type state struct {
 	bmRun    eval.Run               // BM25 hits of the evaluation queries
 	qvecs    map[string][][]float32 // evaluation query vectors: "r<ret>" or "g<gen>/r<ret>"
 	fusion   map[int]*FusionChoice  // retriever tag → chosen hybrid weights (absent: AP defaults)
+	keyChunk map[string]string      // pseudo-query key → chunk id (queryKeys)
 	rep      *Report
 }
 
@@ -442,6 +443,9 @@ func (s *state) encoder(tag int) (*encode.BERTEncoder, error) {
 	}
 	e := encode.NewBERTEncoder(m, tok, filepath.Base(dir))
 	e.MaxLength, e.QueryInstruction = s.cfg.MaxLength, s.cfg.QueryInstruction
+	if e.Pooling, err = s.pooling(); err != nil {
+		return nil, err
+	}
 	s.encs[tag] = e
 	return e, nil
 }
@@ -526,19 +530,12 @@ func (s *state) round(ctx context.Context, t int) error {
 	}
 	idx := s.sample(t)
 	rd.Counts.Sampled = len(idx)
-	keys := make([]string, len(idx))
-	for i, ci := range idx {
-		keys[i] = roundKey(t, s.corpus[ci].ID)
-	}
-	chunkOf := func(key string) data.Chunk { return s.corpus[s.byID[key[len(roundKey(t, "")):]]] }
+	keys := s.queryKeys(t, idx)
+	chunkOf := func(key string) data.Chunk { return s.corpus[s.byID[s.chunkOfKey(key)]] }
 
 	// 1. Queries (Eq. 2).
 	qs, nErr, err := s.genItems(ctx, roundKey(t, "queries"), KindQuery, keys, func(ctx context.Context, sel []int) ([][]string, []error) {
-		docs := make([]string, len(sel))
-		for j, i := range sel {
-			docs[j] = s.corpus[idx[i]].Text
-		}
-		return generate.Queries(ctx, gPrev, cfg.QueryTemplate, docs, s.genOpt(t, 1, cfg.MaxQueryTokens))
+		return s.genQueries(ctx, t, gPrev, keys, sel)
 	}, &rd)
 	if err != nil {
 		return err
@@ -712,7 +709,6 @@ func (s *state) selectAll(ctx context.Context, t int, keys []string, qs, cands m
 		return nil, err
 	}
 	depth := min(s.cfg.SelectionDepth, len(s.corpus))
-	pfx := len(roundKey(t, ""))
 	// Blocks are fixed over keys (not over the pending items), so a resumed
 	// run encodes and searches exactly the batches an uninterrupted one does.
 	for b := 0; b < len(keys); b += selectBlock {
@@ -754,7 +750,7 @@ func (s *state) selectAll(ctx context.Context, t int, keys []string, qs, cands m
 			}
 			it := selItem{Query: qs[k][0], Cands: cands[k], Ranks: make([]int, nc)}
 			for i, h := range hits[at : at+nc] {
-				it.Ranks[i] = RankOf(h, k[pfx:])
+				it.Ranks[i] = RankOf(h, s.chunkOfKey(k))
 			}
 			at += nc
 			it.Best = SelectBest(it.Ranks)
@@ -829,7 +825,6 @@ func (s *state) mine(ctx context.Context, t int, keys []string, qs, hypos map[st
 	if err != nil {
 		return nil, 0, err
 	}
-	pfx := len(roundKey(t, ""))
 	vecs := make([][]float32, len(keys))
 	pos := make([]string, len(keys))
 	for b := 0; b < len(keys); b += encodeBlock {
@@ -850,7 +845,7 @@ func (s *state) mine(ctx context.Context, t int, keys []string, qs, hypos map[st
 		s.report(stage, b+len(blk), len(keys)+1)
 	}
 	for i, k := range keys {
-		pos[i] = k[pfx:]
+		pos[i] = s.chunkOfKey(k)
 	}
 	q := retriever.MineQueries{Vecs: vecs, Positives: pos, Texts: make([]string, len(keys))}
 	for i, k := range keys {
@@ -910,6 +905,11 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 	}
 	rc.QueryInstruction, rc.Seed = s.cfg.QueryInstruction, uint64(s.cfg.Seed)+uint64(t)
 	rc.SkipNonFinite = s.cfg.SkipNonFinite
+	pool, err := s.pooling()
+	if err != nil {
+		return err
+	}
+	rc.Pooling = pool
 	_, _, total := rc.Plan(len(triplets))
 	s.report(stage, 0, total)
 	res, err := retriever.Train(ctx, rc, triplets, s.retrieverDir(t-1), s.run, func(e trainer.LogEntry) {
