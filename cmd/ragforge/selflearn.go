@@ -32,7 +32,7 @@ func newSelflearnCmd(g *globals) *cobra.Command {
 		Short: "Run SL-HyDE self-learning rounds on an unlabeled corpus and report retrieval before and after each round",
 		Long: `Runs SL-HyDE (AutoMIR) rounds on an unlabeled, chunked corpus with generator G
 and retriever R:
-  1. queries q = G(d) per sampled chunk (Eq. 2)
+  1. queries q = G(d) per sampled chunk (Eq. 2), --queries-per-chunk of them
   2. L hypothetical documents d'_i = G(q, d) (Eq. 3)
   3. keep the d' that ranks the true chunk highest with R over FAISS (Eq. 4-5)
   4. fine-tune a local T5 generator on (q, d*) (Eq. 6) and export SFT JSONL
@@ -52,8 +52,9 @@ chat server: vLLM, llama.cpp server, Ollama).
 --recipe pretrained keeps SL-HyDE's retriever settings (lr 1e-5, batch 32, one
 epoch) and the AP paper's hybrid weights (dense 0.3, BM25 0.7); --recipe
 scratch, the default for a retriever whose config.json has
-"ragforge_random_init": true, trains longer at a higher learning rate
-(docs/recipes.md) and holds out --fusion-holdout of each round's
+"ragforge_random_init": true, generates 16 pseudo-queries per chunk
+(--queries-per-chunk) and trains at a higher learning rate (docs/recipes.md)
+and holds out --fusion-holdout of each round's
 pseudo-queries to choose the hybrid's dense weight (0 to 1, BM25 gets the
 rest) by nDCG@10 on them: no relevance labels are used, and a dense model
 that adds nothing gets weight 0, so the hybrid is then BM25 alone. The chosen
@@ -80,6 +81,7 @@ are given.`,
 				keepExplicit(cmd, map[string]func(){
 					"retriever-lr": func() { c.RetrieverLR = x.RetrieverLR }, "retriever-batch": func() { c.RetrieverBatch = x.RetrieverBatch },
 					"epochs": func() { c.Epochs = x.Epochs }, "fusion-holdout": func() { c.FusionHoldout = x.FusionHoldout },
+					"queries-per-chunk": func() { c.QueriesPerChunk = x.QueriesPerChunk },
 				})
 				o.Recipe = recipe
 			}
