@@ -104,7 +104,7 @@ are given.`,
 	minInt(f, 0, "eval-limit")
 	f.IntVar(&c.Rounds, "rounds", c.Rounds, "self-learning rounds")
 	f.IntVar(&c.Samples, "samples", c.Samples, "chunks sampled per round for queries (<= 0: all)")
-	f.IntVar(&c.QueriesPerChunk, "queries-per-chunk", c.QueriesPerChunk, "pseudo-queries generated per sampled chunk (SL-HyDE: 1; ict draws that many distinct sentences)")
+	f.IntVar(&c.QueriesPerChunk, "queries-per-chunk", c.QueriesPerChunk, "pseudo-queries generated per sampled chunk (SL-HyDE: 1; scratch recipe: 16; ict draws distinct sentences, then word spans)")
 	f.StringVar(&c.Pooling, "pooling", c.Pooling, `retriever pooling: cls | mean (default: the retriever directory's 1_Pooling/config.json, else cls)`)
 	minInt(f, 1, "queries-per-chunk")
 	f.IntVar(&c.L, "candidates", c.L, "hypothetical documents per query, L (Eq. 3)")
