@@ -97,20 +97,21 @@ func TestGenQueriesPerChunk(t *testing.T) {
 	}
 }
 
-// TestRunQueriesPerChunkAndPooling: a round with 3 queries per chunk trains
-// on every pair, each query's positive being its own chunk, and the trained
-// retriever declares the configured pooling.
+// TestRunQueriesPerChunkAndPooling: a round with 3 queries per chunk holds
+// out whole chunks (3 of 12 at 0.25) and trains on every pair of the others,
+// each query's positive being its own chunk, and the trained retriever
+// declares the configured pooling.
 func TestRunQueriesPerChunkAndPooling(t *testing.T) {
 	cfg := toyConfig(t, toyRetriever(t))
-	cfg.QueriesPerChunk, cfg.Pooling = 3, "mean"
+	cfg.QueriesPerChunk, cfg.Pooling, cfg.FusionHoldout = 3, "mean", 0.25
 	qs, qrels := toyEval()
 	rep, err := Run(context.Background(), cfg, toyCorpus(), qs, qrels, openStore(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := rep.Rounds[1].Counts
-	if c.Sampled != 12 || c.Queries != 36 || c.QueryErrors != 0 || c.Triplets != 36 {
-		t.Fatalf("counts %+v, want 12 chunks, 36 queries and triplets", c)
+	if c.Sampled != 12 || c.Queries != 36 || c.QueryErrors != 0 || c.Triplets != 27 || c.HeldOut != 9 {
+		t.Fatalf("counts %+v, want 12 chunks, 36 queries, 27 trained, 9 held out", c)
 	}
 	f, err := os.Open(filepath.Join(cfg.WorkDir, "round-1", "train.jsonl"))
 	if err != nil {
@@ -136,8 +137,8 @@ func TestRunQueriesPerChunkAndPooling(t *testing.T) {
 		}
 		perPos[row.Pos[0]][row.Query] = true
 	}
-	if len(perPos) != 12 {
-		t.Errorf("%d positives, want 12", len(perPos))
+	if len(perPos) != 9 {
+		t.Errorf("%d positives, want the 9 chunks not held out (a held-out chunk trained by another query?)", len(perPos))
 	}
 	for p, q := range perPos {
 		if len(q) != 3 {
