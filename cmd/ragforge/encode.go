@@ -72,7 +72,7 @@ encode only the queries, with the recorded settings.`,
 	o.Enc.add(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.Encoder, "encoder", "", "BERT bi-encoder directory in HF layout (required)")
-	f.StringVar(&o.Pooling, "pooling", "cls", "pooling: cls (BGE, MedEmbed, MedCPT) | mean (sentence-transformers)")
+	f.StringVar(&o.Pooling, "pooling", "", "pooling: cls (BGE, MedEmbed, MedCPT) | mean (sentence-transformers) (default: the encoder's 1_Pooling/config.json, else cls)")
 	f.StringVar(&o.Out, "out", "", "root directory of the RAG² layout (embeddings/, articles/); other corpora in it are kept (required)")
 	f.StringVar(&o.Name, "name", "", "corpus name: the embeddings/<name> and articles/<name> directories (default: the corpus file or directory name)")
 	f.IntVar(&o.ShardSize, "shard-size", 0, "rows per .npy/.json file pair (0: one file pair)")

@@ -71,7 +71,7 @@ func TestEncodeThenEvalMatchesOnTheFly(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--pooling", "mean"}, "--pooling mean"},
+		{[]string{"--pooling", "cls"}, "--pooling cls"}, // models init declared mean (1_Pooling), which encode used
 		{[]string{"--query-prefix", "q: "}, "--query-prefix"},
 		{[]string{"--chunk-size", "300"}, "--chunk-size"},
 		{[]string{"--relevance", "span"}, "span"},
@@ -92,7 +92,7 @@ func TestEncodeThenEvalMatchesOnTheFly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := m.Retrieval; len(m.Corpora) != 1 || m.Corpora[0] != "corpus" || r.QueryInstruction != "question: " || r.DocInstruction != "passage: " || r.Pooling != "cls" || r.MaxLength != 512 {
+	if r := m.Retrieval; len(m.Corpora) != 1 || m.Corpora[0] != "corpus" || r.QueryInstruction != "question: " || r.DocInstruction != "passage: " || r.Pooling != "mean" || r.MaxLength != 512 {
 		t.Errorf("pipeline manifest: corpora %v, retrieval %+v", m.Corpora, r)
 	}
 	p, err := pipeline.Load(pipe)

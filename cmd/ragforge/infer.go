@@ -101,7 +101,7 @@ L2-normalized.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Model, "model", "", "BERT model directory in HF layout (required)")
 	f.StringVar(&o.Input, "input", "", "input text (required)")
-	f.StringVar(&o.Pooling, "pooling", "cls", "pooling: cls (BGE) | mean (sentence-transformers mean pooling)")
+	f.StringVar(&o.Pooling, "pooling", "", "pooling: cls (BGE) | mean (sentence-transformers mean pooling) (default: the model's 1_Pooling/config.json, else cls)")
 	f.StringVar(&o.InputType, "input-type", "document", "document (adds --passage-prefix) | query (adds --query-prefix), as /v1/embeddings' input_type")
 	o.Encoder.add(cmd)
 	cmd.MarkFlagRequired("model")

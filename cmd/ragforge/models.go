@@ -23,6 +23,7 @@ type modelsInitOptions struct {
 	Seed                       int64
 	Classifier                 bool
 	AddTokens                  []string
+	Pooling                    string // bert bi-encoder: "cls" or "mean" ("" = mean)
 }
 
 func newModelsInitCmd(g *globals) *cobra.Command {
@@ -42,7 +43,12 @@ The vocabulary size is the tokenizer's length (T5: SentencePiece pieces + 100
 sentinels + added tokens). For T5 the RAG² filter's label tokens [HELPFUL]
 and [NOT_HELPFUL] are added by default (--add-tokens '' adds none), so they
 get their own random rows: a filter trained from this checkpoint does not
-start with two identical label rows. config.json carries
+start with two identical label rows. A BERT bi-encoder (no --classifier) gets
+sentence-transformers files (modules.json, 1_Pooling/config.json) declaring
+its pooling, --pooling mean by default (sentence-transformers' default for a
+model without its own pooling; a random [CLS] state carries little of the
+text), which encode, eval, selflearn, pipeline build and export read.
+config.json carries
 "ragforge_random_init": true, which train filter and selflearn read to pick
 the scratch recipe.`,
 		Example: `  ragforge models init --arch t5 --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/t5-tiny
@@ -62,6 +68,7 @@ the scratch recipe.`,
 	f.StringVar(&o.Out, "out", "", "output directory (required)")
 	f.Int64Var(&o.Seed, "seed", 42, "initialization seed")
 	f.BoolVar(&o.Classifier, "classifier", false, "bert: add a 1-label sequence-classification head (cross-encoder)")
+	f.StringVar(&o.Pooling, "pooling", "", "bert bi-encoder pooling written to 1_Pooling/config.json: mean | cls (default mean)")
 	f.StringSliceVar(&o.AddTokens, "add-tokens", nil, "tokens to add before sizing the vocabulary (t5 default: [HELPFUL],[NOT_HELPFUL]; '' for none)")
 	return cmd
 }
@@ -134,8 +141,12 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 		return nil, err
 	}
 	vocab := tok.Len()
+	var st *hf.SentenceTransformer // a bi-encoder's pooling, written after the tokenizer
 	switch o.Arch {
 	case "t5":
+		if o.Pooling != "" {
+			return nil, fmt.Errorf("--pooling %q: only a bert bi-encoder has a pooling", o.Pooling)
+		}
 		var cfg t5.Config
 		switch o.Size {
 		case "tiny":
@@ -169,12 +180,24 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 		if o.Classifier {
 			cfg.NumLabels = 1
 		}
+		pool := o.Pooling
+		switch {
+		case pool != "" && o.Classifier:
+			return nil, fmt.Errorf("--pooling %q: a --classifier cross-encoder scores [CLS] and has no pooling", pool)
+		case pool == "":
+			pool = string(bert.PoolMean)
+		case !bert.Pooling(pool).Valid():
+			return nil, fmt.Errorf("--pooling %q: want mean or cls", pool)
+		}
 		m, err := bert.NewRandom(be, cfg, o.Classifier, o.Seed)
 		if err != nil {
 			return nil, err
 		}
 		if err := m.Save(o.Out); err != nil {
 			return nil, err
+		}
+		if !o.Classifier {
+			st = &hf.SentenceTransformer{Dim: cfg.HiddenSize, Pooling: pool, Normalize: true, MaxSeqLength: cfg.MaxPositionEmbeddings}
 		}
 	default:
 		return nil, fmt.Errorf("--arch %q: want t5 or bert", o.Arch)
@@ -184,6 +207,11 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 	}
 	if err := hf.MarkRandomInit(o.Out); err != nil {
 		return nil, err
+	}
+	if st != nil {
+		if err := hf.WriteSentenceTransformer(o.Out, *st); err != nil {
+			return nil, err
+		}
 	}
 	return inspect.Dir(o.Out)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -120,5 +122,40 @@ func TestModelsInitLabelTokensAndRandomMark(t *testing.T) {
 	}
 	if _, err := resolveRecipe("fast", "."); err == nil {
 		t.Error("--recipe fast accepted")
+	}
+}
+
+// models init declares a BERT bi-encoder's pooling in sentence-transformers
+// files (mean unless --pooling says otherwise), the one place encode, eval,
+// selflearn and pipeline build read it from; nonsense is an error.
+func TestModelsInitBERTPooling(t *testing.T) {
+	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
+	spm := sharedDir(t, "fixtures/tokenizer/spiece.model")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		want  bert.Pooling
+		error string
+	}{
+		{"default", nil, bert.PoolMean, ""},
+		{"cls", []string{"--pooling", "cls"}, bert.PoolCLS, ""},
+		{"max", []string{"--pooling", "max"}, "", "want mean or cls"},
+		{"classifier", []string{"--classifier", "--pooling", "mean"}, "", "has no pooling"},
+		{"t5", []string{"--arch", "t5", "--tokenizer", spm, "--pooling", "mean"}, "", "only a bert bi-encoder"},
+	} {
+		out := filepath.Join(dir, tc.name)
+		args := append([]string{"models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", out}, tc.args...)
+		if tc.error != "" {
+			if code, stderr := runErr(args...); code == 0 || !strings.Contains(stderr, tc.error) {
+				t.Errorf("%s: exit %d, stderr %q; want an error with %q", tc.name, code, stderr, tc.error)
+			}
+			continue
+		}
+		run(t, args...)
+		if p, err := encode.DirPooling(out); err != nil || p != tc.want {
+			t.Errorf("%s: pooling %q, %v; want %q", tc.name, p, err, tc.want)
+		}
 	}
 }

@@ -53,7 +53,7 @@ func (r *retrieverFlags) add(cmd *cobra.Command) {
 	f.StringVar(&r.Analyzer, "analyzer", "biomed", "BM25 analyzer: biomed | pt | en | cjk | standard")
 	f.StringVar(&r.IndexDir, "bm25-index", "", "persistent BM25 index directory (built if missing; default: in memory)")
 	f.StringVar(&r.Encoder, "encoder", "", "dense encoder: a BERT model directory in HF layout (dense and hybrid)")
-	f.StringVar(&r.Pooling, "pooling", "cls", "dense encoder pooling: cls (BGE, MedEmbed) | mean (sentence-transformers)")
+	f.StringVar(&r.Pooling, "pooling", "", "dense encoder pooling: cls (BGE, MedEmbed) | mean (sentence-transformers) (default: the encoder's 1_Pooling/config.json, else cls)")
 	f.StringVar(&r.Factory, "faiss", "Flat", "FAISS index_factory string for the dense index (Flat, HNSW32, IVF256,Flat)")
 	addFAISSSearchFlags(cmd, &r.Nprobe, &r.EfSearch)
 	f.Float64Var(&r.DenseWeight, "dense-weight", fusion.DenseWeight, "RRF weight of the dense retriever (hybrid; default: the encoder's ragforge_fusion.json from selflearn, else 0.3)")

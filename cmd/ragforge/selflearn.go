@@ -29,7 +29,7 @@ func newSelflearnCmd(g *globals) *cobra.Command {
 		Short: "Run SL-HyDE self-learning rounds on an unlabeled corpus and report retrieval before and after each round",
 		Long: `Runs SL-HyDE (AutoMIR) rounds on an unlabeled, chunked corpus with generator G
 and retriever R:
-  1. queries q = G(d) per sampled chunk (Eq. 2)
+  1. queries q = G(d) per sampled chunk (Eq. 2), --queries-per-chunk of them
   2. L hypothetical documents d'_i = G(q, d) (Eq. 3)
   3. keep the d' that ranks the true chunk highest with R over FAISS (Eq. 4-5)
   4. fine-tune a local T5 generator on (q, d*) (Eq. 6) and export SFT JSONL
@@ -49,8 +49,9 @@ chat server: vLLM, llama.cpp server, Ollama).
 --recipe pretrained keeps SL-HyDE's retriever settings (lr 1e-5, batch 32, one
 epoch) and the AP paper's hybrid weights (dense 0.3, BM25 0.7); --recipe
 scratch, the default for a retriever whose config.json has
-"ragforge_random_init": true, trains longer at a higher learning rate
-(docs/recipes.md) and holds out --fusion-holdout of each round's
+"ragforge_random_init": true, generates 16 pseudo-queries per chunk
+(--queries-per-chunk) and trains at a higher learning rate (docs/recipes.md)
+and holds out --fusion-holdout of each round's
 pseudo-queries to choose the hybrid's dense weight (0 to 1, BM25 gets the
 rest) by nDCG@10 on them: no relevance labels are used, and a dense model
 that adds nothing gets weight 0, so the hybrid is then BM25 alone. The chosen
@@ -77,6 +78,7 @@ are given.`,
 				keepExplicit(cmd, map[string]func(){
 					"retriever-lr": func() { c.RetrieverLR = x.RetrieverLR }, "retriever-batch": func() { c.RetrieverBatch = x.RetrieverBatch },
 					"epochs": func() { c.Epochs = x.Epochs }, "fusion-holdout": func() { c.FusionHoldout = x.FusionHoldout },
+					"queries-per-chunk": func() { c.QueriesPerChunk = x.QueriesPerChunk },
 				})
 				o.Recipe = recipe
 			}
@@ -99,6 +101,9 @@ are given.`,
 	minInt(f, 0, "eval-limit")
 	f.IntVar(&c.Rounds, "rounds", c.Rounds, "self-learning rounds")
 	f.IntVar(&c.Samples, "samples", c.Samples, "chunks sampled per round for queries (<= 0: all)")
+	f.IntVar(&c.QueriesPerChunk, "queries-per-chunk", c.QueriesPerChunk, "pseudo-queries generated per sampled chunk (SL-HyDE: 1; scratch recipe: 16; ict draws distinct sentences, then word spans)")
+	f.StringVar(&c.Pooling, "pooling", c.Pooling, `retriever pooling: cls | mean (default: the retriever directory's 1_Pooling/config.json, else cls)`)
+	minInt(f, 1, "queries-per-chunk")
 	f.IntVar(&c.L, "candidates", c.L, "hypothetical documents per query, L (Eq. 3)")
 	f.IntVar(&c.N, "fuse", c.N, "hypothetical documents fused with the query, N (Eq. 10)")
 	f.IntVar(&c.TrainFuse, "train-fuse", c.TrainFuse, "hypothetical documents fused with the query in retriever training (-1: as --fuse, SL-HyDE; 0: the plain query)")

@@ -23,6 +23,7 @@ import (
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/dense"
+	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
 type pipelineBuildOptions struct {
@@ -109,6 +110,13 @@ func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (er
 		if *m.dir, err = modelDir(g, m.flag, *m.dir); err != nil {
 			return err
 		}
+	}
+	if o.Retriever != "" {
+		p, err := encode.DirPooling(o.Retriever)
+		if err != nil {
+			return err
+		}
+		man.Retrieval.Pooling = string(p)
 	}
 	// Record the chunking actually used (the flags' effective values).
 	if o.Chunk.ChunkSize > 0 {

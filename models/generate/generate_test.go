@@ -204,3 +204,65 @@ func TestT5GeneratorDeterministicPerPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestICTQueriesPerDocument: N queries per document are deterministic for a
+// seed, distinct while the document allows, the same first j for every N
+// (so query j of a chunk does not depend on how many are drawn), balanced
+// (exactly N per document), sentences before spans.
+func TestICTQueriesPerDocument(t *testing.T) {
+	long := "Gout is caused by uric acid crystals. Aspirin lowers fever in adults today. " +
+		"Formalin fixes tissue within a day. Sections are cut at four micrometres thick."
+	short := "Fever."
+	tests := []struct {
+		name      string
+		doc       string
+		n         int
+		distinct  int // distinct queries expected
+		sentences int // queries that are whole sentences (drawn first)
+	}{
+		{"fewer than sentences", long, 2, 2, 2},
+		{"all sentences", long, 4, 4, 4},
+		{"sentences then spans", long, 12, 12, 4},
+		{"short document repeats", short, 3, 1, 1},
+	}
+	sents := map[string]bool{}
+	for _, s := range sentences(long) {
+		sents[s] = true
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			outs, errs := ICT{}.Queries(context.Background(), []string{tc.doc, tc.doc}, Options{Seed: 7, N: tc.n})
+			if errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			q := outs[0]
+			if len(q) != tc.n || strings.Join(outs[1], "|") != strings.Join(q, "|") {
+				t.Fatalf("got %d queries %q (second copy %q), want %d, the same for the same document", len(q), q, outs[1], tc.n)
+			}
+			seen := map[string]bool{}
+			for j, s := range q {
+				if !seen[s] && len(seen) < tc.distinct && j != len(seen) {
+					t.Errorf("query %d %q: a repeat came before all distinct ones", j, s)
+				}
+				seen[s] = true
+				if tc.doc == long && j < tc.sentences && !sents[s] {
+					t.Errorf("query %d %q: want a whole sentence before any span", j, s)
+				}
+				if tc.doc == long && j >= tc.sentences && (sents[s] || !strings.Contains(long, s)) {
+					t.Errorf("query %d %q: want a span of the document that is not a sentence", j, s)
+				}
+			}
+			if len(seen) != tc.distinct {
+				t.Errorf("%d distinct of %q, want %d", len(seen), q, tc.distinct)
+			}
+			more, _ := ICT{}.Queries(context.Background(), []string{tc.doc}, Options{Seed: 7, N: tc.n + 5})
+			if strings.Join(more[0][:min(tc.n, tc.distinct)], "|") != strings.Join(q[:min(tc.n, tc.distinct)], "|") {
+				t.Errorf("N=%d starts %q, N=%d %q: query j depends on N", tc.n, q, tc.n+5, more[0])
+			}
+			other, _ := ICT{}.Queries(context.Background(), []string{tc.doc}, Options{Seed: 8, N: tc.n})
+			if tc.n == 12 && strings.Join(other[0], "|") == strings.Join(q, "|") {
+				t.Errorf("seeds 7 and 8 drew the same %d queries", tc.n)
+			}
+		})
+	}
+}

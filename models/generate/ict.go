@@ -16,7 +16,12 @@ import (
 //   - Queries: the document is split with chunk.SplitSentences; a sentence
 //     of at least MinWords words (all sentences when none has) is drawn
 //     uniformly with PCG(ItemSeed(opt.Seed, doc)); N > 1 draws N distinct
-//     sentences while there are enough, then repeats.
+//     sentences while there are enough, then word spans (ictSpans): windows
+//     of MinWords to 3·MinWords consecutive words of the document, each
+//     distinct from every earlier query; a document too short for N
+//     distinct queries gets its distinct ones followed by repeats of them
+//     (the first N′ stay the same for every N ≥ N′, so query j of a
+//     document does not depend on N).
 //   - HypoDocs: for a query that is sentence s of its document, candidate k
 //     (k = 0..N−1) is the window of sentences [s−k−1, s+k+1] without
 //     sentence s itself, joined by one space (Lee et al.'s context with the
@@ -85,8 +90,15 @@ func (g ICT) Queries(ctx context.Context, docs []string, opt Options) ([][]strin
 		}
 		rng := rand.New(rand.NewPCG(uint64(ItemSeed(opt.Seed, d)), 0x1c7))
 		perm := rng.Perm(len(pool))
-		for k := range opt.n() {
-			outs[i] = append(outs[i], sents[pool[perm[k%len(perm)]]])
+		n := opt.n()
+		for k := range min(n, len(perm)) {
+			outs[i] = append(outs[i], sents[pool[perm[k]]])
+		}
+		if n > len(perm) {
+			outs[i] = append(outs[i], ictSpans(rng, strings.Fields(d), minWords, n-len(perm), outs[i])...)
+		}
+		for k := 0; len(outs[i]) < n; k++ {
+			outs[i] = append(outs[i], outs[i][k])
 		}
 	}
 	return outs, errs
@@ -133,4 +145,30 @@ func (g ICT) HypoDocs(ctx context.Context, queries, docs []string, opt Options) 
 		}
 	}
 	return outs, errs
+}
+
+// ictSpans draws up to n word spans of words with rng: a length uniform in
+// [minWords, 3·minWords] (capped to len(words)) and a uniform start, joined
+// by one space; a span equal to one in have or drawn before is redrawn, at
+// most 20·n draws in all, so a short document yields fewer than n.
+func ictSpans(rng *rand.Rand, words []string, minWords, n int, have []string) []string {
+	if len(words) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, h := range have {
+		seen[h] = true
+	}
+	var out []string
+	for try := 0; try < 20*n && len(out) < n; try++ {
+		lo, hi := min(minWords, len(words)), min(3*minWords, len(words))
+		w := lo + rng.IntN(hi-lo+1)
+		start := rng.IntN(len(words) - w + 1)
+		sp := strings.Join(words[start:start+w], " ")
+		if !seen[sp] {
+			seen[sp] = true
+			out = append(out, sp)
+		}
+	}
+	return out
 }

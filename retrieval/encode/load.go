@@ -10,14 +10,17 @@ import (
 // LoadBERT loads the BERT bi-encoder of an HF model directory (config.json,
 // model.safetensors, vocab.txt or tokenizer.json; bert.LoadWithTokenizer)
 // on the named GoMLX backend ("" = default) with NewBERTEncoder's BGE defaults, named after
-// the directory's base name. pooling is "cls" (BGE, MedEmbed, MedCPT; also
-// "") or "mean" (sentence-transformers). Errors name dir: backend, weights
+// the directory's base name. pooling is "cls" (BGE, MedEmbed, MedCPT), "mean"
+// (sentence-transformers) or "" (what dir declares, DirPooling). Errors name dir: backend, weights
 // (bert.Load) and tokenizer failures, a tokenizer with more tokens than the
 // model's vocab_size (tokenizer.LoadFor), an unknown pooling.
 func LoadBERT(dir, backendName, pooling string) (*BERTEncoder, error) {
 	p := bert.Pooling(pooling)
 	if pooling == "" {
-		p = bert.PoolCLS
+		var err error
+		if p, err = DirPooling(dir); err != nil {
+			return nil, err
+		}
 	}
 	if !p.Valid() {
 		return nil, fmt.Errorf("pooling %q: want cls or mean", pooling)

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/retrieval/hyde"
 )
@@ -48,8 +49,15 @@ type Config struct {
 
 	Rounds  int // self-learning rounds; round t+1 starts from round t's G and R (default 1)
 	Samples int // documents (chunks) sampled per round for queries (10,000; ≤ 0 = all)
-	L       int // hypothetical-document candidates per query, Eq. 3 (4)
-	N       int // hypothetical documents fused with the query, Eq. 10 (1)
+	// QueriesPerChunk is the number of pseudo-queries generated per sampled
+	// chunk (1, SL-HyDE's one query per document). With more, one round has
+	// QueriesPerChunk × Samples (q, d) pairs: the ICT generator draws that
+	// many distinct sentences of the chunk (a chunk with fewer gives fewer;
+	// the repeats are item errors, not trained on), which a randomly
+	// initialised retriever needs (docs/recipes.md).
+	QueriesPerChunk int
+	L               int // hypothetical-document candidates per query, Eq. 3 (4)
+	N               int // hypothetical documents fused with the query, Eq. 10 (1)
 	// TrainFuse is the number of hypothetical documents fused with the
 	// query in retriever training: < 0 = max(N, 1) (SL-HyDE), 0 = the plain
 	// query, as dense and hybrid retrieval encode it. With the ICT
@@ -78,6 +86,10 @@ type Config struct {
 	// negatives; e.g. 0.95). 0 = no ceiling, as in SL-HyDE.
 	NegativeMaxScore float64
 
+	// Pooling is the retriever's pooling, "cls" or "mean"; "" (default) =
+	// what RetrieverDir declares (encode.DirPooling: its
+	// sentence-transformers 1_Pooling, else cls).
+	Pooling         string
 	Temperature     float64 // InfoNCE τ, Eq. 8 (0.02)
 	RetrieverLR     float64 // retriever AdamW peak learning rate (1e-5)
 	RetrieverBatch  int     // retriever micro-batch (32)
@@ -114,7 +126,7 @@ type Config struct {
 // DefaultConfig returns the paper's defaults (see the field comments).
 func DefaultConfig() Config {
 	return Config{
-		Rounds: 1, Samples: 10000, L: 4, N: 1, TrainFuse: -1,
+		Rounds: 1, Samples: 10000, QueriesPerChunk: 1, L: 4, N: 1, TrainFuse: -1,
 		QueryTemplate: hyde.QueryPrompt, HypoTemplate: hyde.HypoPrompt,
 		GenTemperature: generate.DefaultT5Temperature, MaxQueryTokens: 64, MaxDocTokens: 256, GenBatch: 8,
 		SelectionDepth: 1000, RankFrom: 10, RankTo: 100, NumNegatives: 7,
@@ -141,6 +153,10 @@ func (c Config) Validate() error {
 		return bad("RetrieverDir", `""`, "a BERT model directory")
 	case c.Rounds < 1:
 		return bad("Rounds", c.Rounds, ">= 1")
+	case c.QueriesPerChunk < 1:
+		return bad("QueriesPerChunk", c.QueriesPerChunk, ">= 1")
+	case c.Pooling != "" && !bert.Pooling(c.Pooling).Valid():
+		return bad("Pooling", fmt.Sprintf("%q", c.Pooling), `"" (the retriever's), "cls" or "mean"`)
 	case c.L < 1:
 		return bad("L", c.L, ">= 1")
 	case c.N < 0:

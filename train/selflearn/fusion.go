@@ -26,25 +26,39 @@ type FusionChoice struct {
 	NDCG        map[string]float64 `json:"ndcg_at_10"`
 }
 
-// splitHoldout returns the keys kept for training and the ones held out
-// (a fraction cfg.FusionHoldout, at least one when the fraction is > 0 and
-// at least one key stays for training), by a PCG(Seed, 2000+t) permutation.
+// splitHoldout returns the keys kept for training and the ones held out:
+// the pseudo-queries of a fraction cfg.FusionHoldout of the round's chunks
+// (at least one chunk when the fraction is > 0 and at least one stays for
+// training), chosen by a PCG(Seed, 2000+t) permutation of the chunks in key
+// order. Whole chunks are held out, so with several queries per chunk
+// (QueriesPerChunk) the hybrid's weight is chosen on chunks the retriever
+// was not trained to retrieve, as most evaluation questions' chunks are when
+// only Samples of a large corpus are sampled; with one query per chunk this
+// is the split by query.
 func (s *state) splitHoldout(t int, keys []string) (train, held []string) {
-	n := int(s.cfg.FusionHoldout*float64(len(keys)) + 0.5)
+	var chunks []string
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if c := s.chunkOfKey(k); !seen[c] {
+			seen[c] = true
+			chunks = append(chunks, c)
+		}
+	}
+	n := int(s.cfg.FusionHoldout*float64(len(chunks)) + 0.5)
 	if s.cfg.FusionHoldout > 0 {
 		n = max(n, 1)
 	}
-	n = min(n, len(keys)-1)
+	n = min(n, len(chunks)-1)
 	if n <= 0 {
 		return keys, nil
 	}
-	perm := rand.New(rand.NewPCG(uint64(s.cfg.Seed), uint64(2000+t))).Perm(len(keys))
-	isHeld := map[int]bool{}
+	perm := rand.New(rand.NewPCG(uint64(s.cfg.Seed), uint64(2000+t))).Perm(len(chunks))
+	isHeld := map[string]bool{}
 	for _, i := range perm[:n] {
-		isHeld[i] = true
+		isHeld[chunks[i]] = true
 	}
-	for i, k := range keys {
-		if isHeld[i] {
+	for _, k := range keys {
+		if isHeld[s.chunkOfKey(k)] {
 			held = append(held, k)
 		} else {
 			train = append(train, k)
@@ -58,12 +72,11 @@ func (s *state) splitHoldout(t int, keys []string) (train, held []string) {
 // relevant chunk = the key's chunk); ties go to the smaller dense weight,
 // so a dense model that adds nothing gets weight 0 (BM25 alone).
 func (s *state) chooseFusion(ctx context.Context, t int, held []string, qs map[string][]string) (*FusionChoice, error) {
-	pfx := len(roundKey(t, ""))
 	queries := make([]string, len(held))
 	qrels := data.Qrels{}
 	for i, k := range held {
 		queries[i] = qs[k][0]
-		qrels["h"+strconv.Itoa(i)] = map[string]int{k[pfx:]: 1}
+		qrels["h"+strconv.Itoa(i)] = map[string]int{s.chunkOfKey(k): 1}
 	}
 	ix, enc, err := s.index(t)
 	if err != nil {

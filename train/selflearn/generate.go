@@ -172,7 +172,6 @@ func (s *state) selectAll(ctx context.Context, t int, keys []string, qs, cands m
 		return nil, err
 	}
 	depth := min(s.cfg.SelectionDepth, len(s.corpus))
-	pfx := len(roundKey(t, ""))
 	// Blocks are fixed over keys (not over the pending items), so a resumed
 	// run encodes and searches exactly the batches an uninterrupted one does.
 	for b := 0; b < len(keys); b += selectBlock {
@@ -214,7 +213,7 @@ func (s *state) selectAll(ctx context.Context, t int, keys []string, qs, cands m
 			}
 			it := selItem{Query: qs[k][0], Cands: cands[k], Ranks: make([]int, nc)}
 			for i, h := range hits[at : at+nc] {
-				it.Ranks[i] = RankOf(h, k[pfx:])
+				it.Ranks[i] = RankOf(h, s.chunkOfKey(k))
 			}
 			at += nc
 			it.Best = SelectBest(it.Ranks)

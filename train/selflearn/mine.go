@@ -24,7 +24,6 @@ func (s *state) mine(ctx context.Context, t int, keys []string, qs, hypos map[st
 	if err != nil {
 		return nil, 0, err
 	}
-	pfx := len(roundKey(t, ""))
 	vecs := make([][]float32, len(keys))
 	pos := make([]string, len(keys))
 	for b := 0; b < len(keys); b += encodeBlock {
@@ -45,7 +44,7 @@ func (s *state) mine(ctx context.Context, t int, keys []string, qs, hypos map[st
 		s.report(stage, b+len(blk), len(keys)+1)
 	}
 	for i, k := range keys {
-		pos[i] = k[pfx:]
+		pos[i] = s.chunkOfKey(k)
 	}
 	q := retriever.MineQueries{Vecs: vecs, Positives: pos, Texts: make([]string, len(keys))}
 	for i, k := range keys {

@@ -26,7 +26,11 @@ func (s *state) encoder(tag int) (*encode.BERTEncoder, error) {
 		return e, nil
 	}
 	dir := s.retrieverDir(tag)
-	e, err := encode.LoadBERT(dir, s.cfg.Backend, "")
+	pool, err := s.pooling()
+	if err != nil {
+		return nil, err
+	}
+	e, err := encode.LoadBERT(dir, s.cfg.Backend, string(pool))
 	if err != nil {
 		return nil, fmt.Errorf("retriever: %w", err)
 	}
@@ -119,6 +123,11 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 	}
 	rc.QueryInstruction, rc.Seed = s.cfg.QueryInstruction, uint64(s.cfg.Seed)+uint64(t)
 	rc.SkipNonFinite = s.cfg.SkipNonFinite
+	pool, err := s.pooling()
+	if err != nil {
+		return err
+	}
+	rc.Pooling = pool
 	_, _, total := rc.Plan(len(triplets))
 	s.report(stage, 0, total)
 	res, err := retriever.Train(ctx, rc, triplets, s.retrieverDir(t-1), s.run, func(e trainer.LogEntry) {

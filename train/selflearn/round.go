@@ -44,10 +44,7 @@ func (s *state) round(ctx context.Context, t int) error {
 	}
 	r.idx = s.sample(t)
 	rd.Counts.Sampled = len(r.idx)
-	r.keys = make([]string, len(r.idx))
-	for i, ci := range r.idx {
-		r.keys[i] = roundKey(t, s.corpus[ci].ID)
-	}
+	r.keys = s.queryKeys(t, r.idx)
 	if err := s.generateRound(ctx, r); err != nil {
 		return err
 	}
@@ -86,9 +83,9 @@ func (s *state) round(ctx context.Context, t int) error {
 	return s.fusionStep(ctx, r)
 }
 
-// chunkOf is the chunk of a round key.
+// chunkOf is the chunk of a round key (queryKeys).
 func (s *state) chunkOf(t int, key string) data.Chunk {
-	return s.corpus[s.byID[key[len(roundKey(t, "")):]]]
+	return s.corpus[s.byID[s.chunkOfKey(key)]]
 }
 
 // generateRound generates a pseudo-query per sampled chunk (1., Eq. 2) and
@@ -96,11 +93,7 @@ func (s *state) chunkOf(t int, key string) data.Chunk {
 func (s *state) generateRound(ctx context.Context, r *roundData) error {
 	cfg, t, rd := s.cfg, r.t, r.result
 	qs, nErr, err := s.genItems(ctx, roundKey(t, "queries"), KindQuery, r.keys, func(ctx context.Context, sel []int) ([][]string, []error) {
-		docs := make([]string, len(sel))
-		for j, i := range sel {
-			docs[j] = s.corpus[r.idx[i]].Text
-		}
-		return generate.Queries(ctx, r.gPrev, cfg.QueryTemplate, docs, s.genOpt(t, 1, cfg.MaxQueryTokens))
+		return s.genQueries(ctx, t, r.gPrev, r.keys, sel)
 	}, rd)
 	if err != nil {
 		return err

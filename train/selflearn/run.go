@@ -89,6 +89,7 @@ type state struct {
 	bm       *bm25.Index            // BM25 over the corpus, built on first use
 	qvecs    map[string][][]float32 // evaluation query vectors: "r<ret>" or "g<gen>/r<ret>"
 	fusion   map[int]*FusionChoice  // retriever tag → chosen hybrid weights (absent: AP defaults)
+	keyChunk map[string]string      // pseudo-query key → chunk id (queryKeys)
 	rep      *Report
 }
 

@@ -109,6 +109,8 @@ func TestConfigValidate(t *testing.T) {
 		{"Rounds", func(c *Config) { c.Rounds = 0 }},
 		{"NegativeMaxScore", func(c *Config) { c.NegativeMaxScore = 1.5 }},
 		{"NegativeMaxScore", func(c *Config) { c.NegativeMaxScore = -0.5 }},
+		{"QueriesPerChunk", func(c *Config) { c.QueriesPerChunk = 0 }},
+		{"Pooling", func(c *Config) { c.Pooling = "max" }},
 	}
 	for _, tc := range tests {
 		c := ok
