@@ -22,10 +22,12 @@ type demoOptions struct {
 	ChunkSize  int
 	Overlap    int
 	Seed       int64
-	Samples    int    // chunks sampled for the self-learning round
-	Epochs     int    // filter training epochs (0: the recipe's)
-	Quick      bool   // fewer steps (tests)
-	Recipe     string // training recipe for the filter and the retriever (auto: scratch, models init marks them random)
+	Samples    int // chunks sampled for the self-learning round
+	Epochs     int // filter training epochs (0: the recipe's)
+	// QueriesPerChunk is selflearn's --queries-per-chunk (0: the recipe's).
+	QueriesPerChunk int
+	Quick           bool   // fewer steps (tests)
+	Recipe          string // training recipe for the filter and the retriever (auto: scratch, models init marks them random)
 }
 
 // demoStage is one line of the summary.
@@ -89,6 +91,8 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.Int64Var(&o.Seed, "seed", 42, "seed for initialization, sampling and data order")
 	f.IntVar(&o.Samples, "samples", 64, "chunks sampled for the self-learning round (the paper samples up to 10,000)")
 	f.IntVar(&o.Epochs, "filter-epochs", 0, "filter training epochs (0: the training recipe's, see docs/recipes.md)")
+	f.IntVar(&o.QueriesPerChunk, "queries-per-chunk", 0, "ICT pseudo-queries per sampled chunk in the self-learning round (0: the training recipe's, see docs/recipes.md)")
+	minInt(f, 0, "filter-epochs", "queries-per-chunk")
 	f.BoolVar(&o.Quick, "quick", false, "fewer training steps (for tests)")
 	f.StringVar(&o.Recipe, "recipe", "auto", "training recipe of the filter and the retriever: pretrained | scratch | auto (scratch, since models init marks its models random); see docs/recipes.md")
 	return cmd

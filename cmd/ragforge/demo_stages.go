@@ -224,6 +224,9 @@ func demoSelflearn(ctx context.Context, st *demoState) (demoStage, error) {
 	args := append([]string{"selflearn"}, st.chunkArgs()...)
 	args = append(args, "--retriever", st.dirs["bert-tiny"], "--generator", "ict", "--rounds", "1", "--eval-qa", st.qa,
 		"--work", work, "--samples", strconv.Itoa(st.o.Samples), "--max-length", "256", "--seed", strconv.FormatInt(st.o.Seed, 10))
+	if st.o.QueriesPerChunk > 0 {
+		args = append(args, "--queries-per-chunk", strconv.Itoa(st.o.QueriesPerChunk))
+	}
 	args = append(args, st.recipeArgs()...)
 	var rep struct {
 		RunID  string `json:"run_id"`
