@@ -188,11 +188,14 @@ func filterLogLine(p filter.Progress) string {
 	return line + "}"
 }
 
+// evalFilterOptions are the flags of `eval filter`.
+type evalFilterOptions struct {
+	Model, Data, Out string
+	Eval             filter.EvalOptions
+}
+
 func newEvalFilterCmd(g *globals) *cobra.Command {
-	var (
-		model, dataPath, out string
-		opt                  filter.EvalOptions
-	)
+	var o evalFilterOptions
 	cmd := &cobra.Command{
 		Use:   "filter",
 		Short: "Evaluate a filter checkpoint: accuracy, per-class accuracy, P/R/F1 of [HELPFUL], ROC-AUC, threshold sweep",
@@ -202,79 +205,90 @@ dict_id_pred_results.json, final_eval_results.json and
 final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 		Example: `  ragforge eval filter --model work/filter/best --data work/labels-test.jsonl --out work/filter-eval`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			if model == "" || dataPath == "" {
-				return fmt.Errorf("--model and --data are required")
-			}
-			if model, err = modelDir(g, "model", model); err != nil {
-				return err
-			}
-			examples, err := mfilter.ReadExamples(dataPath)
-			if err != nil {
-				return err
-			}
-			st, run, err := startRun(g, "eval-filter", map[string]any{"model": model, "data": dataPath,
-				"max_seq_length": opt.MaxSeqLength, "doc_stride": opt.DocStride, "batch_size": opt.BatchSize, "threshold": opt.Threshold})
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			defer finishRun(run, &err)
-			bar := progress.New(g.Err, -1, "eval filter")
-			opt.Backend = g.Backend
-			opt.Progress = bar.Func()
-			rep, err := filter.Evaluate(model, examples, opt)
-			bar.Finish()
-			if err != nil {
-				return err
-			}
-			dir, err := runDir(g, run.ID, out)
-			if err != nil {
-				return err
-			}
-			if err := rep.WriteRAG2Files(dir); err != nil {
-				return err
-			}
-			for _, f := range []string{"dict_id_pred_results.json", "final_eval_results.json", "final_eval_results_perClass.json"} {
-				if err := run.Artifact(f, filepath.Join(dir, f)); err != nil {
-					return err
-				}
-			}
-			if err := run.LogMetrics(rep.Metrics(""), 0); err != nil {
-				return err
-			}
-			if g.JSON {
-				rep.Predictions = nil
-				return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": dir, "report": rep})
-			}
-			auc := "n/a (one class)"
-			if rep.ROCAUC != nil {
-				auc = fmt.Sprintf("%.4f", *rep.ROCAUC)
-			}
-			fmt.Fprintf(g.Out, "run %s: %d examples (%d windows)\naccuracy %.4f  (majority-class baseline %.4f: always %s)\n",
-				run.ID, rep.N, rep.Windows, rep.Accuracy, rep.MajorityBaseline, rep.MajorityClass)
-			fmt.Fprintf(g.Out, "[HELPFUL] precision %.4f recall %.4f F1 %.4f  ROC-AUC %s\n", rep.Precision, rep.Recall, rep.F1, auc)
-			for _, k := range sortedKeys(rep.PerClass) {
-				fmt.Fprintf(g.Out, "accuracy on %-14s %.4f\n", k, rep.PerClass[k])
-			}
-			fmt.Fprintf(g.Out, "files in %s\n", dir)
-			return nil
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runEvalFilter(g, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&model, "model", "", "filter checkpoint directory (with [HELPFUL]/[NOT_HELPFUL] tokens) (required)")
-	f.StringVar(&dataPath, "data", "", "examples in the RAG² filter schema (.json or .jsonl) (required)")
-	f.StringVar(&out, "out", "", "directory for the RAG² result files (default runs/<run id>)")
-	f.IntVar(&opt.MaxSeqLength, "max-seq-length", 512, "tokens per window")
-	f.IntVar(&opt.DocStride, "doc-stride", 128, "tokens shared by consecutive windows")
-	f.IntVar(&opt.BatchSize, "batch-size", 16, "windows per batch")
-	f.Float64Var(&opt.Threshold, "threshold", 0.5, "predict [HELPFUL] when P([HELPFUL]) >= threshold")
+	f.StringVar(&o.Model, "model", "", "filter checkpoint directory (with [HELPFUL]/[NOT_HELPFUL] tokens) (required)")
+	f.StringVar(&o.Data, "data", "", "examples in the RAG² filter schema (.json or .jsonl) (required)")
+	f.StringVar(&o.Out, "out", "", "directory for the RAG² result files (default runs/<run id>)")
+	f.IntVar(&o.Eval.MaxSeqLength, "max-seq-length", 512, "tokens per window")
+	f.IntVar(&o.Eval.DocStride, "doc-stride", 128, "tokens shared by consecutive windows")
+	f.IntVar(&o.Eval.BatchSize, "batch-size", 16, "windows per batch")
+	f.Float64Var(&o.Eval.Threshold, "threshold", 0.5, "predict [HELPFUL] when P([HELPFUL]) >= threshold")
 	return cmd
 }
 
+// runEvalFilter scores o.Data with the checkpoint o.Model, writes RAG²'s
+// result files and records the metrics in a run.
+func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
+	if o.Model == "" || o.Data == "" {
+		return fmt.Errorf("--model and --data are required")
+	}
+	if o.Model, err = modelDir(g, "model", o.Model); err != nil {
+		return err
+	}
+	examples, err := mfilter.ReadExamples(o.Data)
+	if err != nil {
+		return err
+	}
+	st, run, err := startRun(g, "eval-filter", map[string]any{"model": o.Model, "data": o.Data,
+		"max_seq_length": o.Eval.MaxSeqLength, "doc_stride": o.Eval.DocStride, "batch_size": o.Eval.BatchSize, "threshold": o.Eval.Threshold})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer finishRun(run, &err)
+	bar := progress.New(g.Err, -1, "eval filter")
+	o.Eval.Backend = g.Backend
+	o.Eval.Progress = bar.Func()
+	rep, err := filter.Evaluate(o.Model, examples, o.Eval)
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	dir, err := runDir(g, run.ID, o.Out)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteRAG2Files(dir); err != nil {
+		return err
+	}
+	for _, f := range []string{"dict_id_pred_results.json", "final_eval_results.json", "final_eval_results_perClass.json"} {
+		if err := run.Artifact(f, filepath.Join(dir, f)); err != nil {
+			return err
+		}
+	}
+	if err := run.LogMetrics(rep.Metrics(""), 0); err != nil {
+		return err
+	}
+	if g.JSON {
+		rep.Predictions = nil
+		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": dir, "report": rep})
+	}
+	auc := "n/a (one class)"
+	if rep.ROCAUC != nil {
+		auc = fmt.Sprintf("%.4f", *rep.ROCAUC)
+	}
+	fmt.Fprintf(g.Out, "run %s: %d examples (%d windows)\naccuracy %.4f  (majority-class baseline %.4f: always %s)\n",
+		run.ID, rep.N, rep.Windows, rep.Accuracy, rep.MajorityBaseline, rep.MajorityClass)
+	fmt.Fprintf(g.Out, "[HELPFUL] precision %.4f recall %.4f F1 %.4f  ROC-AUC %s\n", rep.Precision, rep.Recall, rep.F1, auc)
+	for _, k := range sortedKeys(rep.PerClass) {
+		fmt.Fprintf(g.Out, "accuracy on %-14s %.4f\n", k, rep.PerClass[k])
+	}
+	fmt.Fprintf(g.Out, "files in %s\n", dir)
+	return nil
+}
+
+// exportOptions are the flags of `export`.
+type exportOptions struct {
+	Run, From, Out string
+	Retriever      retrieverExportFlags
+}
+
 func newExportCmd(g *globals) *cobra.Command {
-	var runID, from, out string
-	var ret retrieverExportFlags
+	var o exportOptions
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Write a trained filter (HF layout) or retriever (sentence-transformers layout) for transformers / sentence-transformers",
@@ -293,54 +307,60 @@ set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
   ragforge export --retriever work/selflearn/round-1/retriever --out work/retriever-st`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if ret.Dir != "" {
-				if out == "" || runID != "" || from != "" {
-					return fmt.Errorf("--retriever takes --out and neither --run nor --from")
-				}
-				return ret.export(g, out)
-			}
-			if out == "" || (runID == "") == (from == "") {
-				return fmt.Errorf("--out and exactly one of --run, --from or --retriever are required")
-			}
-			if err := ret.stray(); err != nil {
-				return err
-			}
-			src, err := modelDir(g, "from", from)
-			if err != nil {
-				return err
-			}
-			if runID != "" {
-				st, err := openStore(g)
-				if err != nil {
-					return err
-				}
-				d, err := st.Get(runID)
-				st.Close()
-				if err != nil {
-					return err
-				}
-				if d.Kind != "train-filter" {
-					return fmt.Errorf("run %s is a %s run; export takes a train-filter run", d.ID, d.Kind)
-				}
-				var cfg struct {
-					Config filter.Config `json:"config"`
-				}
-				if err := jsonUnmarshal(d.Config, &cfg); err != nil {
-					return fmt.Errorf("run %s: config: %w", d.ID, err)
-				}
-				src = filepath.Join(cfg.Config.OutputDir, "best")
-			}
-			if err := filter.Export(src, out); err != nil {
-				return err
-			}
-			fmt.Fprintf(g.Out, "exported %s to %s\n", src, out)
-			return nil
+			return runExport(g, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&runID, "run", "", "train-filter run id (its best checkpoint is exported)")
-	f.StringVar(&from, "from", "", "checkpoint directory to export instead of a run's")
-	f.StringVar(&out, "out", "", "output directory (required)")
-	ret.add(cmd)
+	f.StringVar(&o.Run, "run", "", "train-filter run id (its best checkpoint is exported)")
+	f.StringVar(&o.From, "from", "", "checkpoint directory to export instead of a run's")
+	f.StringVar(&o.Out, "out", "", "output directory (required)")
+	o.Retriever.add(cmd)
 	return cmd
+}
+
+// runExport writes a filter checkpoint (a train-filter run's best, or
+// o.From) or, with --retriever, a bi-encoder to o.Out.
+func runExport(g *globals, o exportOptions) error {
+	if o.Retriever.Dir != "" {
+		if o.Out == "" || o.Run != "" || o.From != "" {
+			return fmt.Errorf("--retriever takes --out and neither --run nor --from")
+		}
+		return o.Retriever.export(g, o.Out)
+	}
+	if o.Out == "" || (o.Run == "") == (o.From == "") {
+		return fmt.Errorf("--out and exactly one of --run, --from or --retriever are required")
+	}
+	if err := o.Retriever.stray(); err != nil {
+		return err
+	}
+	src, err := modelDir(g, "from", o.From)
+	if err != nil {
+		return err
+	}
+	if o.Run != "" {
+		st, err := openStore(g)
+		if err != nil {
+			return err
+		}
+		d, err := st.Get(o.Run)
+		st.Close()
+		if err != nil {
+			return err
+		}
+		if d.Kind != "train-filter" {
+			return fmt.Errorf("run %s is a %s run; export takes a train-filter run", d.ID, d.Kind)
+		}
+		var cfg struct {
+			Config filter.Config `json:"config"`
+		}
+		if err := jsonUnmarshal(d.Config, &cfg); err != nil {
+			return fmt.Errorf("run %s: config: %w", d.ID, err)
+		}
+		src = filepath.Join(cfg.Config.OutputDir, "best")
+	}
+	if err := filter.Export(src, o.Out); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.Out, "exported %s to %s\n", src, o.Out)
+	return nil
 }
