@@ -1,13 +1,13 @@
 package data
 
 import (
-	"bytes"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/internal/testutil"
 )
 
 // writeRAG2 lays out root/embeddings/<corpus>/<name>.npy and
@@ -32,7 +32,7 @@ func writeRAG2(t *testing.T, root, corpus string, npy map[string][]byte, article
 }
 
 func f4npy(shape string, v ...float32) []byte {
-	return rawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': "+shape+", }", f4bytes(v...))
+	return testutil.RawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': "+shape+", }", testutil.F4Bytes(v...))
 }
 
 func TestLoadRAG2Corpus(t *testing.T) {
@@ -124,7 +124,7 @@ func TestLoadRAG2CorpusErrors(t *testing.T) {
 			map[string]string{"a.json": `["ok", {"text": 3}]`}, `record 1: field "text": want a string`},
 		{"duplicate id", map[string][]byte{"a.npy": f4npy("(2, 1)", 1, 2)},
 			map[string]string{"a.json": `[{"id": "x"}, {"id": "x"}]`}, `duplicate id "x"`},
-		{"float64 embeddings", map[string][]byte{"a.npy": rawNPY(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }", make([]byte, 8))},
+		{"float64 embeddings", map[string][]byte{"a.npy": testutil.RawNPY(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }", make([]byte, 8))},
 			map[string]string{"a.json": `["a"]`}, `a.npy: dtype "<f8"`},
 	}
 	for _, tt := range tests {
@@ -149,27 +149,4 @@ func TestNaturalCompare(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("sorted = %v, want %v", got, want)
 	}
-}
-
-// rawNPY builds a .npy file by hand (format major.0, dict, data bytes),
-// independently of package npy's writer.
-func rawNPY(major byte, dict string, data []byte) []byte {
-	var b bytes.Buffer
-	b.WriteString("\x93NUMPY")
-	b.Write([]byte{major, 0})
-	h := dict + "\n"
-	if major == 1 {
-		binary.Write(&b, binary.LittleEndian, uint16(len(h)))
-	} else {
-		binary.Write(&b, binary.LittleEndian, uint32(len(h)))
-	}
-	b.WriteString(h)
-	b.Write(data)
-	return b.Bytes()
-}
-
-func f4bytes(v ...float32) []byte {
-	var b bytes.Buffer
-	binary.Write(&b, binary.LittleEndian, v)
-	return b.Bytes()
 }

@@ -2,13 +2,14 @@ package npy
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/internal/testutil"
 )
 
 func TestReadNPYGolden(t *testing.T) {
@@ -119,50 +120,27 @@ func TestWriteReadNPYRoundTrip(t *testing.T) {
 	}
 }
 
-// rawNPY builds a .npy file by hand: format major.0, the given dict, and
-// data bytes, without this package's writer.
-func rawNPY(major byte, dict string, data []byte) []byte {
-	var b bytes.Buffer
-	b.WriteString("\x93NUMPY")
-	b.Write([]byte{major, 0})
-	h := dict + "\n"
-	if major == 1 {
-		binary.Write(&b, binary.LittleEndian, uint16(len(h)))
-	} else {
-		binary.Write(&b, binary.LittleEndian, uint32(len(h)))
-	}
-	b.WriteString(h)
-	b.Write(data)
-	return b.Bytes()
-}
-
-func f4bytes(v ...float32) []byte {
-	var b bytes.Buffer
-	binary.Write(&b, binary.LittleEndian, v)
-	return b.Bytes()
-}
-
 func TestReadNPYErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		file []byte
 		want string
 	}{
-		{"float64", rawNPY(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }", make([]byte, 8)), `dtype "<f8"`},
-		{"float16", rawNPY(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (1, 2), }", make([]byte, 4)), `dtype "<f2"`},
-		{"big endian", rawNPY(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (1, 1), }", make([]byte, 4)), `dtype ">f4"`},
-		{"fortran order", rawNPY(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", f4bytes(1, 2, 3, 4)), "fortran_order is True"},
-		{"1-D", rawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", f4bytes(1, 2, 3)), "want 2 dimensions"},
-		{"3-D", rawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1), }", f4bytes(1)), "want 2 dimensions"},
-		{"truncated data", rawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", f4bytes(1, 2, 3)), "want"},
-		{"extra data", rawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), }", f4bytes(1, 2)), "want"},
+		{"float64", testutil.RawNPY(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }", make([]byte, 8)), `dtype "<f8"`},
+		{"float16", testutil.RawNPY(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (1, 2), }", make([]byte, 4)), `dtype "<f2"`},
+		{"big endian", testutil.RawNPY(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (1, 1), }", make([]byte, 4)), `dtype ">f4"`},
+		{"fortran order", testutil.RawNPY(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", testutil.F4Bytes(1, 2, 3, 4)), "fortran_order is True"},
+		{"1-D", testutil.RawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", testutil.F4Bytes(1, 2, 3)), "want 2 dimensions"},
+		{"3-D", testutil.RawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1), }", testutil.F4Bytes(1)), "want 2 dimensions"},
+		{"truncated data", testutil.RawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", testutil.F4Bytes(1, 2, 3)), "want"},
+		{"extra data", testutil.RawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), }", testutil.F4Bytes(1, 2)), "want"},
 		{"bad magic", []byte("\x93NUMPX\x01\x00\x00\x00"), "bad magic"},
-		{"version 4", rawNPY(4, "{}", nil), "unsupported format version 4.0"},
-		{"missing key", rawNPY(1, "{'descr': '<f4', 'shape': (1, 1), }", f4bytes(1)), `missing key "fortran_order"`},
-		{"extra key", rawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), 'x': True}", f4bytes(1)), "unexpected keys"},
-		{"not a dict", rawNPY(1, "descr=<f4", nil), "want '{'"},
-		{"shape not ints", rawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (a, 1), }", nil), "non-negative integer"},
-		{"descr not string", rawNPY(1, "{'descr': True, 'fortran_order': False, 'shape': (1, 1), }", f4bytes(1)), `field "descr"`},
+		{"version 4", testutil.RawNPY(4, "{}", nil), "unsupported format version 4.0"},
+		{"missing key", testutil.RawNPY(1, "{'descr': '<f4', 'shape': (1, 1), }", testutil.F4Bytes(1)), `missing key "fortran_order"`},
+		{"extra key", testutil.RawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), 'x': True}", testutil.F4Bytes(1)), "unexpected keys"},
+		{"not a dict", testutil.RawNPY(1, "descr=<f4", nil), "want '{'"},
+		{"shape not ints", testutil.RawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (a, 1), }", nil), "non-negative integer"},
+		{"descr not string", testutil.RawNPY(1, "{'descr': True, 'fortran_order': False, 'shape': (1, 1), }", testutil.F4Bytes(1)), `field "descr"`},
 		{"short header", []byte("\x93NUMPY\x01\x00\xff\x00{'descr'"), "255-byte dict"},
 		{"empty file", nil, "EOF"},
 	}
