@@ -58,12 +58,14 @@ func splitScope(scope string) []string {
 	return parts
 }
 
-// bcast broadcasts y to x's dimensions, adding leading axes as needed.
+// bcast gives y x's rank, adding leading axes of size 1: the binary op it
+// feeds broadcasts them implicitly, which reads y in place instead of
+// materialising a [B, L, H] copy (same values, bit for bit).
 func bcast(y *graph.Node, dims []int) *graph.Node {
 	if y.Rank() < len(dims) {
 		y = graph.ExpandLeftToRank(y, len(dims))
 	}
-	return graph.BroadcastToDims(y, dims...)
+	return y
 }
 
 // dense is PyTorch nn.Linear: y = x·Wᵀ + b with W [out, in] and x [..., in]
@@ -185,7 +187,7 @@ func (m *Model) selfAttention(ctx *context.Context, x, keyBias *graph.Node, pref
 	q, k, v := split("query"), split("key"), split("value")
 	scores := graph.Einsum("bqhd,bkhd->bhqk", q, k)
 	scores = graph.MulScalar(scores, 1/math.Sqrt(float64(hd)))
-	scores = graph.Add(scores, graph.BroadcastToDims(keyBias, batch, nh, length, length))
+	scores = graph.Add(scores, keyBias) // [B, 1, 1, L] broadcast implicitly
 	probs := m.dropout(ctx, graph.Softmax(scores, -1), c.AttentionProbsDropoutProb)
 	out := graph.Einsum("bhqk,bkhd->bqhd", probs, v)
 	return graph.Reshape(out, batch, length, h)

@@ -49,7 +49,7 @@ func rmsNorm(x, w *graph.Node, eps float64) *graph.Node {
 	variance := graph.ReduceAndKeep(graph.Square(x), graph.ReduceMean, -1)
 	// x / sqrt(·) rather than x·rsqrt(·): GoMLX v0.26 has no gradient for Rsqrt.
 	y := graph.Div(x, graph.Sqrt(graph.AddScalar(variance, eps)))
-	return graph.Mul(y, graph.BroadcastToDims(graph.ExpandLeftToRank(w, x.Rank()), x.Shape().Dimensions...))
+	return graph.Mul(y, graph.ExpandLeftToRank(w, x.Rank())) // w broadcast implicitly, read in place
 }
 
 // geluNew is HF gelu_new: 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))).
@@ -115,7 +115,7 @@ func (m *Model) mergeHeads(x *graph.Node) *graph.Node {
 // (position bias plus additive mask) → [B,H,Lq,d_kv].
 func (m *Model) attend(ctx *context.Context, q, k, v, bias *graph.Node) *graph.Node {
 	scores := graph.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [B,H,Lq,Lk]
-	scores = graph.Add(scores, graph.BroadcastToDims(bias, scores.Shape().Dimensions...))
+	scores = graph.Add(scores, bias) // implicit broadcasting: no [B,H,Lq,Lk] copy of bias
 	w := m.dropout(ctx, graph.Softmax(scores, -1))
 	return graph.DotGeneral(w, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1}) // [B,H,Lq,d_kv]
 }
@@ -163,7 +163,7 @@ func (m *Model) crossAttention(ctx *context.Context, prefix string, x, enc, bias
 	qk := graph.DotGeneral(q, []int{3}, []int{1}, wk, []int{1}, []int{0})       // [H,B,T,D]
 	qk = graph.Reshape(graph.TransposeAllAxes(qk, 1, 0, 2, 3), B, H*T, D)       // [B,H·T,D]
 	scores := graph.DotGeneral(qk, []int{2}, []int{0}, enc, []int{2}, []int{0}) // [B,H·T,L]
-	scores = graph.Add(graph.Reshape(scores, B, H, T, L), graph.BroadcastToDims(bias, B, H, T, L))
+	scores = graph.Add(graph.Reshape(scores, B, H, T, L), bias)
 	w := m.dropout(ctx, graph.Softmax(scores, -1))                                                   // [B,H,T,L]
 	we := graph.DotGeneral(graph.Reshape(w, B, H*T, L), []int{2}, []int{0}, enc, []int{1}, []int{0}) // [B,H·T,D]
 	we = graph.Reshape(we, B, H, T, D)
@@ -232,12 +232,12 @@ func (m *Model) EncoderGraph(ctx *context.Context, inputIDs, mask *graph.Node) *
 func (m *Model) encoderStack(ctx *context.Context, inputIDs, mask *graph.Node, keep bool) (*graph.Node, []*graph.Node) {
 	g := inputIDs.Graph()
 	c := m.Config
-	dims := inputIDs.Shape().Dimensions
-	B, L := dims[0], dims[1]
+	L := inputIDs.Shape().Dimensions[1]
 	h := m.dropout(ctx, embed(ctx, inputIDs))
 	pos := m.positionBias(weight(ctx, g, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"), L, L, 0, true)
-	full := []int{B, c.NumHeads, L, L}
-	bias := graph.Add(graph.BroadcastToDims(pos, full...), graph.BroadcastToDims(paddingBias(mask), full...))
+	// [1,H,L,L] + [B,1,1,L] → [B,H,L,L], broadcast implicitly: made once,
+	// shared by every layer.
+	bias := graph.Add(pos, paddingBias(mask))
 	var outs []*graph.Node
 	for i := range c.NumLayers {
 		p := fmt.Sprintf("encoder.block.%d.layer.", i)
@@ -277,13 +277,11 @@ func (m *Model) DecoderGraph(ctx *context.Context, decIDs, encOut, encMask *grap
 func (m *Model) decoderStack(ctx *context.Context, decIDs, encOut, encMask *graph.Node, keep bool) (*graph.Node, []*graph.Node) {
 	g := decIDs.Graph()
 	c := m.Config
-	dims := decIDs.Shape().Dimensions
-	B, T := dims[0], dims[1]
-	L := encOut.Shape().Dimensions[1]
+	T := decIDs.Shape().Dimensions[1]
 	h := m.dropout(ctx, embed(ctx, decIDs))
 	pos := m.positionBias(weight(ctx, g, "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"), T, T, 0, false)
-	selfBias := graph.Add(pos, graph.BroadcastToDims(causalBias(g, T), 1, c.NumHeads, T, T))
-	crossBias := graph.BroadcastToDims(paddingBias(encMask), B, c.NumHeads, T, L)
+	selfBias := graph.Add(pos, causalBias(g, T)) // [1,H,T,T]
+	crossBias := paddingBias(encMask)            // [B,1,1,L], broadcast by each attention's Add
 	var outs []*graph.Node
 	for i := range c.NumDecoderLayers {
 		p := fmt.Sprintf("decoder.block.%d.layer.", i)
