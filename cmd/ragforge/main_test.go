@@ -170,3 +170,22 @@ func TestBackendFlagLeavesEnvironment(t *testing.T) {
 		t.Fatalf("GOMLX_BACKEND = %q after --backend go, want it unchanged (empty)", v)
 	}
 }
+
+// --cpuprofile writes a pprof profile (gzip-compressed protobuf) once the
+// command has run, and an unwritable path is an error naming the flag.
+func TestCPUProfileFlag(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.prof")
+	run(t, "--cpuprofile", prof, "runs", "list", "--db", filepath.Join(dir, "x.db"))
+	b, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("%s: want a gzip-compressed pprof profile, got %d bytes starting %q", prof, len(b), b[:min(len(b), 8)])
+	}
+	code, stderr := runErr("--cpuprofile", filepath.Join(dir, "no", "such", "dir", "cpu.prof"), "runs", "list", "--db", filepath.Join(dir, "x.db"))
+	if code == 0 || !strings.Contains(stderr, "--cpuprofile") {
+		t.Fatalf("unwritable --cpuprofile: exit %d, stderr %q; want an error naming the flag", code, stderr)
+	}
+}

@@ -16,11 +16,13 @@ import (
 
 // globals are the flags every command shares.
 type globals struct {
-	DB      string // run store (SQLite)
-	Backend string // GoMLX backend: "go" (default) or "xla[:plugin]"
-	JSON    bool   // machine-readable output
-	Out     io.Writer
-	Err     io.Writer
+	DB          string // run store (SQLite)
+	Backend     string // GoMLX backend: "go" (default) or "xla[:plugin]"
+	JSON        bool   // machine-readable output
+	Profile     string // --cpuprofile: pprof CPU profile of the command
+	stopProfile func() error
+	Out         io.Writer
+	Err         io.Writer
 }
 
 func defaultDB() string {
@@ -41,6 +43,7 @@ func newRoot(g *globals) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.DB, "db", defaultDB(), "run store: SQLite database path ($RAGFORGE_DB)")
 	root.PersistentFlags().StringVar(&g.Backend, "backend", "", "GoMLX backend: go (pure Go, default) or xla[:plugin] (needs a PJRT plugin; $GOMLX_BACKEND)")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print JSON instead of tables")
+	root.PersistentFlags().StringVar(&g.Profile, "cpuprofile", "", "write a pprof CPU profile of the command to this file (go tool pprof)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if err := checkFlags(cmd); err != nil {
 			return err
@@ -52,7 +55,9 @@ func newRoot(g *globals) *cobra.Command {
 				return err
 			}
 		}
-		return nil
+		stop, err := startCPUProfile(g.Profile)
+		g.stopProfile = stop
+		return err
 	}
 	root.SetOut(g.Out)
 	root.SetErr(g.Err)
@@ -106,6 +111,11 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	root := newRoot(g)
 	root.SetArgs(args)
 	err := life.interrupted(root.ExecuteContext(ctx))
+	if g.stopProfile != nil {
+		if perr := g.stopProfile(); err == nil {
+			err = perr
+		}
+	}
 	switch {
 	case out.isBroken():
 		// As a tool killed by SIGPIPE, silently; the run was finished.
