@@ -115,7 +115,8 @@ func (m *Model) mergeHeads(x *graph.Node) *graph.Node {
 // (position bias plus additive mask) → [B,H,Lq,d_kv].
 func (m *Model) attend(ctx *context.Context, q, k, v, bias *graph.Node) *graph.Node {
 	scores := graph.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [B,H,Lq,Lk]
-	scores = graph.Add(scores, bias) // implicit broadcasting: no [B,H,Lq,Lk] copy of bias
+	// bias broadcasts implicitly: no [B,H,Lq,Lk] copy of it per layer.
+	scores = graph.Add(scores, bias)
 	w := m.dropout(ctx, graph.Softmax(scores, -1))
 	return graph.DotGeneral(w, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1}) // [B,H,Lq,d_kv]
 }
