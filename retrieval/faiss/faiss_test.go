@@ -1,10 +1,13 @@
 package faiss
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -513,5 +516,93 @@ func TestClose(t *testing.T) {
 	}
 	if ix.Ntotal() != 0 || ix.IsTrained() {
 		t.Error("accessors after Close should report an empty, untrained index")
+	}
+}
+
+// A flat search large enough to run on every OpenMP thread (queries ×
+// vectors × dim ≥ 2^26, rf_search's threshold) returns the same ids and
+// scores, bit for bit, with OMP_NUM_THREADS=1 and =2: what lets rf_search
+// run small searches on the calling thread only without changing any
+// result. The test runs itself in two subprocesses (the thread count is read
+// when the library loads). HNSW: TestHNSWSearchSameAloneOrBatched.
+func TestSearchSameOnAnyThreadCount(t *testing.T) {
+	const d, n, nq, k = 64, 4096, 300, 10 // 300·4096·64 ≈ 2^26.2
+	if out := os.Getenv("RAGFORGE_FAISS_TEST_DUMP"); out != "" {
+		db, q := randVecs(11, n, d, true), randVecs(12, nq, d, true)
+		var buf bytes.Buffer
+		for _, factory := range []string{"Flat", "IVF4,Flat"} {
+			ix := mustNew(t, d, factory, MetricInnerProduct)
+			if err := ix.Train(db); err != nil {
+				t.Fatal(err)
+			}
+			if err := ix.Add(db); err != nil {
+				t.Fatal(err)
+			}
+			scores, ids, err := ix.Search(q, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range ids {
+				fmt.Fprintf(&buf, "%s %d %d %08x\n", factory, i, ids[i], math.Float32bits(scores[i]))
+			}
+		}
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	dir := t.TempDir()
+	var got [2][]byte
+	for i, threads := range []string{"1", "2"} {
+		path := filepath.Join(dir, "threads-"+threads)
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestSearchSameOnAnyThreadCount$")
+		// OpenBLAS (faiss's sgemm) would follow OMP_NUM_THREADS too; ragforge
+		// runs it on one thread (models/backend/hook), so only OpenMP varies.
+		cmd.Env = append(os.Environ(), "RAGFORGE_FAISS_TEST_DUMP="+path, "OMP_NUM_THREADS="+threads, "OPENBLAS_NUM_THREADS=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("OMP_NUM_THREADS=%s: %v\n%s", threads, err, out)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[i] = b
+	}
+	if len(got[0]) == 0 || !bytes.Equal(got[0], got[1]) {
+		a, b := strings.Split(string(got[0]), "\n"), strings.Split(string(got[1]), "\n")
+		for i := range min(len(a), len(b)) {
+			if a[i] != b[i] {
+				t.Fatalf("search results differ by thread count: 1 thread %q, 2 threads %q", a[i], b[i])
+			}
+		}
+		t.Fatalf("search results differ by thread count (%d vs %d bytes)", len(got[0]), len(got[1]))
+	}
+}
+
+// HNSW searches each query on its own, so a batch above rf_search's
+// threading threshold (all threads) and the same queries one at a time
+// (calling thread only) give the same results. (Its parallel add, not
+// search, depends on the thread count, so one index serves both.)
+func TestHNSWSearchSameAloneOrBatched(t *testing.T) {
+	const d, n, nq, k = 64, 4096, 300, 10
+	ix := mustNew(t, d, "HNSW16", MetricInnerProduct)
+	if err := ix.Add(randVecs(11, n, d, true)); err != nil {
+		t.Fatal(err)
+	}
+	q := randVecs(12, nq, d, true)
+	scores, ids, err := ix.Search(q, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range nq {
+		s1, id1, err := ix.Search(q[i*d:(i+1)*d], k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range k {
+			if id1[j] != ids[i*k+j] || s1[j] != scores[i*k+j] {
+				t.Fatalf("query %d rank %d: alone (%d, %g), in the batch (%d, %g)", i, j, id1[j], s1[j], ids[i*k+j], scores[i*k+j])
+			}
+		}
 	}
 }

@@ -16,8 +16,27 @@
 #include <faiss/index_factory.h>
 #include <faiss/index_io.h>
 #include <faiss/impl/FaissException.h>
+#include <omp.h>
 
 namespace {
+
+// OpenMP's default thread count, read once at load time (OMP_NUM_THREADS
+// or the cores), before rf_search changes the calling thread's setting.
+const int default_threads = omp_get_max_threads();
+
+// Searches below this many multiply-adds (queries × vectors × dim, ~20 ms
+// on one core) run on the calling thread. libgomp's workers busy-wait for a
+// while after every parallel region; after the many small searches of a
+// self-learning round (generator selection, hard-negative mining) that
+// spinning took 7% of the process's CPU and competed with the model's own
+// threads for the cores. Exact and per-query searches give the same results
+// on any number of threads.
+constexpr double min_parallel_work = 1 << 26;
+
+int search_threads(const faiss::Index* index, int64_t n) {
+    double work = static_cast<double>(n) * static_cast<double>(index->ntotal) * index->d;
+    return work < min_parallel_work ? 1 : default_threads;
+}
 
 char* dup_str(const std::string& s) {
     char* out = static_cast<char*>(std::malloc(s.size() + 1));
@@ -113,7 +132,18 @@ char* rf_add_with_ids(rf_index idx, int64_t n, const float* x, const int64_t* id
 }
 
 char* rf_search(rf_index idx, int64_t n, const float* x, int64_t k, float* distances, int64_t* labels) {
-    return guard([&] { as_index(idx)->search(n, x, k, distances, labels); });
+    return guard([&] {
+        faiss::Index* index = as_index(idx);
+        const int prev = omp_get_max_threads();
+        omp_set_num_threads(search_threads(index, n));
+        try {
+            index->search(n, x, k, distances, labels);
+        } catch (...) {
+            omp_set_num_threads(prev);
+            throw;
+        }
+        omp_set_num_threads(prev);
+    });
 }
 
 char* rf_set_nprobe(rf_index idx, int64_t nprobe) {
