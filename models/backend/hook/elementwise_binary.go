@@ -2,6 +2,7 @@ package hook
 
 import (
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
@@ -46,18 +47,31 @@ func execBinary(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buf
 	if inner == 0 {
 		return out, nil
 	}
-	lStrides, rStrides := broadcastStrides(ls, outShape), broadcastStrides(rs, outShape)
 	lInner, rInner := innerStep(ls, outShape), innerStep(rs, outShape)
+	if flatOperand(ls, outShape) && flatOperand(rs, outShape) {
+		// No axis broadcast: the whole tensor is one row, split in blocks,
+		// with no per-row work (rows of d_kv = 16 floats made that count).
+		parallelFor(len(o), len(o), func(lo, hi int) {
+			binaryRow(op, o[lo:hi], l, lo*lInner, lInner, r, lo*rInner, rInner)
+		})
+		return out, nil
+	}
+	st := [][]int{broadcastStrides(ls, outShape), broadcastStrides(rs, outShape)}
 	rows := len(o) / inner
 	// Split by whole rows of the last axis: each row is one loop with each
 	// operand either contiguous or constant.
 	parallelFor(rows, len(o), func(lo, hi int) {
-		for row := lo; row < hi; row++ {
-			lOff, rOff := rowOffset(row, dims, lStrides), rowOffset(row, dims, rStrides)
-			binaryRow(op, o[row*inner:(row+1)*inner], l, lOff, lInner, r, rOff, rInner)
-		}
+		walkRows(lo, hi, dims, st, func(row int, off []int) {
+			binaryRow(op, o[row*inner:(row+1)*inner], l, off[0], lInner, r, off[1], rInner)
+		})
 	})
 	return out, nil
+}
+
+// flatOperand reports whether s is read as a flat run along the output: a
+// scalar (size 1) or the output's own dimensions.
+func flatOperand(s, out shapes.Shape) bool {
+	return s.Size() == 1 || slices.Equal(s.Dimensions, out.Dimensions)
 }
 
 // commutative ops are computed by simplego with a size-1 operand on the
@@ -118,6 +132,46 @@ func rowOffset(row int, dims, strides []int) int {
 		row /= dims[ax]
 	}
 	return off
+}
+
+// walkRows calls fn(row, off) for the output rows [lo, hi) of dims (every
+// axis but the last), off[k] being the flat offset of the row's first
+// element in operand k with per-axis strides st[k]. The offsets are carried
+// from row to row like an odometer: rowOffset's divisions run once per
+// block, not once per row.
+func walkRows(lo, hi int, dims []int, st [][]int, fn func(row int, off []int)) {
+	if lo >= hi {
+		return
+	}
+	r := len(dims) - 1 // the row axes are 0 … r-1
+	idx := make([]int, max(r, 0))
+	off := make([]int, len(st))
+	for k := range st {
+		off[k] = rowOffset(lo, dims, st[k])
+	}
+	for ax, rem := r-1, lo; ax >= 0; ax-- {
+		idx[ax] = rem % dims[ax]
+		rem /= dims[ax]
+	}
+	for row := lo; ; {
+		fn(row, off)
+		if row++; row == hi {
+			return
+		}
+		for ax := r - 1; ax >= 0; ax-- {
+			idx[ax]++
+			if idx[ax] < dims[ax] {
+				for k := range st {
+					off[k] += st[k][ax]
+				}
+				break
+			}
+			for k := range st {
+				off[k] -= (dims[ax] - 1) * st[k][ax]
+			}
+			idx[ax] = 0
+		}
+	}
 }
 
 // binaryRow computes one output row; each operand is contiguous (step 1)

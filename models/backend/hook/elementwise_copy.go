@@ -80,9 +80,10 @@ func stridedCopy(dst, src []float32, dims, strides []int) {
 	}
 	inner, innerStride := dims[r-1], strides[r-1]
 	rows := len(dst) / inner
+	st := [][]int{strides}
 	parallelFor(rows, len(dst), func(lo, hi int) {
-		for row := lo; row < hi; row++ {
-			off := rowOffset(row, dims, strides)
+		walkRows(lo, hi, dims, st, func(row int, offs []int) {
+			off := offs[0]
 			d := dst[row*inner : (row+1)*inner]
 			switch innerStride {
 			case 0:
@@ -98,6 +99,6 @@ func stridedCopy(dst, src []float32, dims, strides []int) {
 					off += innerStride
 				}
 			}
-		}
+		})
 	})
 }

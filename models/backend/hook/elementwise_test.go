@@ -184,3 +184,42 @@ func TestParallelForCoversOnce(t *testing.T) {
 		}
 	}
 }
+
+// walkRows' carried offsets equal rowOffset's for every row of every block,
+// including wraps of several axes at once and broadcast (stride 0) axes.
+func TestWalkRowsMatchesRowOffset(t *testing.T) {
+	tests := []struct {
+		dims    []int
+		strides [][]int
+	}{
+		{[]int{7}, [][]int{{1}}},
+		{[]int{5, 3}, [][]int{{3, 1}, {0, 1}}},
+		{[]int{2, 3, 4, 16}, [][]int{{192, 64, 16, 1}, {0, 4, 1, 0}, {12, 1, 3, 0}}},
+		{[]int{3, 1, 5, 2}, [][]int{{10, 10, 2, 1}, {0, 0, 1, 0}}},
+	}
+	for _, tt := range tests {
+		rows := 1
+		for _, d := range tt.dims[:len(tt.dims)-1] {
+			rows *= d
+		}
+		for lo := 0; lo <= rows; lo++ {
+			for hi := lo; hi <= rows; hi++ {
+				next := lo
+				walkRows(lo, hi, tt.dims, tt.strides, func(row int, off []int) {
+					if row != next {
+						t.Fatalf("dims %v [%d,%d): row %d, want %d", tt.dims, lo, hi, row, next)
+					}
+					next++
+					for k, st := range tt.strides {
+						if want := rowOffset(row, tt.dims, st); off[k] != want {
+							t.Fatalf("dims %v strides %v [%d,%d) row %d: offset %d, want %d", tt.dims, st, lo, hi, row, off[k], want)
+						}
+					}
+				})
+				if next != hi {
+					t.Fatalf("dims %v [%d,%d): stopped at row %d", tt.dims, lo, hi, next)
+				}
+			}
+		}
+	}
+}
