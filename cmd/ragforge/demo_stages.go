@@ -13,23 +13,28 @@ import (
 	"time"
 )
 
-// demoStages are the demo's stages, run in order. Each calls the same
-// subcommand a user would run, so the summary's commands reproduce the
-// figures.
-func demoStages() []stageFunc {
-	return []stageFunc{
-		{"retrieval: BM25", demoEvalBM25},
-		{"tokenizers", demoTokenizers},
-		{"models init", demoModelsInit},
-		{"retrieval: hybrid (base)", demoEvalHybrid},
-		{"labels: evidence", demoLabels},
-		{"labels: ICT (corpus only)", demoICTLabels},
-		{"filter: train", demoTrainFilter},
-		{"filter: eval", demoEvalFilter},
-		{"selflearn: 1 round (ICT)", demoSelflearn},
-		{"retrieval: hybrid (tuned)", demoEvalTuned},
-		{"export", demoExport},
-		{"serve + /v1/pipeline", demoServe},
+// demoSteps are the demo's stages, the steps run in order. Each stage calls
+// the same subcommand a user would run, so the summary's commands reproduce
+// the figures, whether its step ran it alone or beside another lane.
+func demoSteps() []demoStep {
+	one := func(name string, run func(context.Context, *demoState) (demoStage, error)) demoStep {
+		return demoStep{{{name, run}}}
+	}
+	return []demoStep{
+		one("retrieval: BM25", demoEvalBM25),
+		one("tokenizers", demoTokenizers),
+		one("models init", demoModelsInit),
+		one("retrieval: hybrid (base)", demoEvalHybrid),
+		one("labels: evidence", demoLabels),
+		one("labels: ICT (corpus only)", demoICTLabels),
+		// The filter and the retriever depend only on the steps above and
+		// not on each other: two lanes, side by side.
+		{
+			{{"filter: train", demoTrainFilter}, {"filter: eval", demoEvalFilter}},
+			{{"selflearn: 1 round (ICT)", demoSelflearn}, {"retrieval: hybrid (tuned)", demoEvalTuned}},
+		},
+		one("export", demoExport),
+		one("serve + /v1/pipeline", demoServe),
 	}
 }
 

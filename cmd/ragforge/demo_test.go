@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A step's lanes run side by side: each lane's stages see what earlier
+// steps made, the held-back lane's output comes after the first lane's, and
+// afterwards the step's artifacts, metrics and summary lines are all in st,
+// the summary in the step's stage order.
+func TestDemoStepLanesRunSideBySide(t *testing.T) {
+	var errOut bytes.Buffer
+	st := &demoState{g: &globals{Err: &errOut}, dirs: map[string]string{"models": "m"},
+		metrics: map[string]map[string]float64{"earlier": {"x": 1}}}
+	ready := make(chan struct{})
+	stage := func(name string, run func(st *demoState) error) stageFunc {
+		return stageFunc{name, func(_ context.Context, st *demoState) (demoStage, error) {
+			if st.dirs["models"] != "m" || st.metrics["earlier"]["x"] != 1 {
+				return demoStage{}, errors.New(name + ": earlier steps' artifacts missing")
+			}
+			errf(st, "output of "+name)
+			st.dirs[name] = "dir-" + name
+			return demoStage{Metrics: map[string]float64{name: 1}}, run(st)
+		}}
+	}
+	// a1 waits for b1: were the lanes run one after the other, it would
+	// time out.
+	a1 := stage("a1", func(*demoState) error {
+		select {
+		case <-ready:
+			return nil
+		case <-time.After(time.Minute):
+			return errors.New("a1: lane b never ran beside lane a")
+		}
+	})
+	a2 := stage("a2", func(st *demoState) error {
+		if st.dirs["a1"] == "" {
+			return errors.New("a2: a1's artifact missing")
+		}
+		return nil
+	})
+	b1 := stage("b1", func(*demoState) error { close(ready); return nil })
+	b2 := stage("b2", func(st *demoState) error {
+		if st.metrics["b1"]["b1"] != 1 {
+			return errors.New("b2: b1's metrics missing")
+		}
+		return nil
+	})
+	if err := st.runStep(context.Background(), demoStep{{a1, a2}, {b1, b2}}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range st.summary {
+		names = append(names, s.Name)
+	}
+	if got := strings.Join(names, ","); got != "a1,a2,b1,b2" {
+		t.Fatalf("summary stages %s, want a1,a2,b1,b2", got)
+	}
+	for _, n := range []string{"a1", "a2", "b1", "b2"} {
+		if st.dirs[n] != "dir-"+n || st.metrics[n][n] != 1 {
+			t.Fatalf("stage %s: dir %q, metrics %v after the step", n, st.dirs[n], st.metrics[n])
+		}
+	}
+	out := errOut.String()
+	if i, j := strings.Index(out, "output of a2"), strings.Index(out, "output of b1"); i < 0 || j < i {
+		t.Fatalf("lane b's output should follow lane a's:\n%s", out)
+	}
+}
+
+// A failing lane fails the step, naming its stage, after the other lane has
+// finished.
+func TestDemoStepLaneError(t *testing.T) {
+	st := &demoState{g: &globals{Err: &bytes.Buffer{}}, dirs: map[string]string{}, metrics: map[string]map[string]float64{}}
+	ok := stageFunc{"fine", func(context.Context, *demoState) (demoStage, error) { return demoStage{}, nil }}
+	bad := stageFunc{"broken", func(context.Context, *demoState) (demoStage, error) {
+		return demoStage{}, errors.New("boom")
+	}}
+	err := st.runStep(context.Background(), demoStep{{ok}, {bad}})
+	if err == nil || !strings.Contains(err.Error(), `"broken"`) || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("err = %v, want the broken stage's error", err)
+	}
+}
+
+func errf(st *demoState, s string) { st.g.Err.Write([]byte(s + "\n")) }
