@@ -19,8 +19,8 @@ func TestDemoSelflearnArgs(t *testing.T) {
 	}{
 		{"defaults", func(*demoOptions) {}, []string{"samples=64"}, []string{"--queries-per-chunk", "--negatives", "--candidates", "--train-fuse", "--recipe"}},
 		{"ap settings", func(o *demoOptions) {
-			o.Samples, o.QueriesPerChunk, o.Negatives, o.Candidates, o.TrainFuse = 0, 6, 1, 1, 0
-		}, []string{"samples=0", "queries-per-chunk=6", "negatives=1", "candidates=1", "train-fuse=0"}, []string{"--recipe"}},
+			o.Samples, o.QueriesPerChunk, o.Negatives, o.Candidates, o.TrainFuse = 0, 4, 3, 1, 0
+		}, []string{"samples=0", "queries-per-chunk=4", "negatives=3", "candidates=1", "train-fuse=0"}, []string{"--recipe"}},
 		{"explicit recipe", func(o *demoOptions) { o.Recipe = "scratch" }, []string{"recipe=scratch"}, []string{"--negatives"}},
 	}
 	for _, tc := range tests {
