@@ -224,15 +224,30 @@ func demoEvalFilter(ctx context.Context, st *demoState) (demoStage, error) {
 	return demoStage{Command: st.command(args...), RunID: res.RunID, Metrics: m, Versus: vs, Artifacts: []string{res.Dir}}, nil
 }
 
-func demoSelflearn(ctx context.Context, st *demoState) (demoStage, error) {
-	work := st.fresh("selflearn")
+// selflearnArgs is the demo's selflearn command line: one ICT round from
+// the models init BERT, with the demo's retriever flags passed on only when
+// set (otherwise selflearn's recipe and defaults apply).
+func (st *demoState) selflearnArgs(work string) []string {
 	args := append([]string{"selflearn"}, st.chunkArgs()...)
 	args = append(args, "--retriever", st.dirs["bert-tiny"], "--generator", "ict", "--rounds", "1", "--eval-qa", st.qa,
 		"--work", work, "--samples", strconv.Itoa(st.o.Samples), "--max-length", "256", "--seed", strconv.FormatInt(st.o.Seed, 10))
 	if st.o.QueriesPerChunk > 0 {
 		args = append(args, "--queries-per-chunk", strconv.Itoa(st.o.QueriesPerChunk))
 	}
-	args = append(args, st.recipeArgs()...)
+	if st.o.Negatives > 0 {
+		args = append(args, "--negatives", strconv.Itoa(st.o.Negatives))
+	}
+	if st.o.Candidates > 0 {
+		args = append(args, "--candidates", strconv.Itoa(st.o.Candidates))
+	}
+	if st.o.TrainFuse >= 0 {
+		args = append(args, "--train-fuse", strconv.Itoa(st.o.TrainFuse))
+	}
+	return append(args, st.recipeArgs()...)
+}
+
+func demoSelflearn(ctx context.Context, st *demoState) (demoStage, error) {
+	args := st.selflearnArgs(st.fresh("selflearn"))
 	var rep struct {
 		RunID  string `json:"run_id"`
 		Rounds []struct {
