@@ -24,6 +24,10 @@ type demoOptions struct {
 	Seed       int64
 	Samples    int // chunks sampled for the self-learning round
 	Epochs     int // filter training epochs (0: the recipe's)
+	// ICTPerChunk and ICTMaxChunks are label ict's --per-chunk and
+	// --max-chunks for the filter's examples (8 and 150: the sample's
+	// sweep; a large corpus trades pseudo-questions per chunk for chunks).
+	ICTPerChunk, ICTMaxChunks int
 	// QueriesPerChunk is selflearn's --queries-per-chunk (0: the recipe's).
 	QueriesPerChunk int
 	Quick           bool   // fewer steps (tests)
@@ -92,7 +96,10 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.IntVar(&o.Samples, "samples", 64, "chunks sampled for the self-learning round (the paper samples up to 10,000)")
 	f.IntVar(&o.Epochs, "filter-epochs", 0, "filter training epochs (0: the training recipe's, see docs/recipes.md)")
 	f.IntVar(&o.QueriesPerChunk, "queries-per-chunk", 0, "ICT pseudo-queries per sampled chunk in the self-learning round (0: the training recipe's, see docs/recipes.md)")
-	minInt(f, 0, "filter-epochs", "queries-per-chunk")
+	f.IntVar(&o.ICTPerChunk, "ict-per-chunk", 8, "pseudo-questions per chunk in the filter's ICT examples (label ict --per-chunk)")
+	f.IntVar(&o.ICTMaxChunks, "ict-max-chunks", 150, "chunks the filter's ICT examples are drawn from (label ict --max-chunks; 0: all)")
+	minInt(f, 0, "filter-epochs", "queries-per-chunk", "ict-max-chunks")
+	minInt(f, 1, "ict-per-chunk")
 	f.BoolVar(&o.Quick, "quick", false, "fewer training steps (for tests)")
 	f.StringVar(&o.Recipe, "recipe", "auto", "training recipe of the filter and the retriever: pretrained | scratch | auto (scratch, since models init marks its models random); see docs/recipes.md")
 	return cmd
