@@ -59,9 +59,10 @@ the scratch recipe.
 
 --token-match-heads N (t5) gives N heads of the first encoder layer a
 structured random start: their key projection equals their (rescaled) query
-projection, so q·k of a token with itself is --token-match-score and about
-score/4 with another token, and their relative-position bias at distance 0
-is minus that score: a token attends to its other occurrences in the input.
+projection, so q·k of a token with itself is --token-match-score and of two
+different tokens about score/√d_kv (score/4 for tiny), and their
+relative-position bias at distance 0 is minus that score: a token attends
+to its other occurrences in the input.
 A random T5 filter trained on ICT examples learns the question–evidence word
 match from this start within the demo's budget and not from HF's init
 (docs/recipes.md). The tensors are HF's; config.json records the settings
