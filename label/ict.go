@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/chunk"
@@ -43,6 +44,14 @@ type ICTOptions struct {
 	// that many words (at least MinWords), closer to a short question than
 	// a whole sentence; 0 keeps the sentence.
 	QueryWords int
+	// ContentWords > 0 writes each pseudo-question as a short question
+	// made of at most that many of its sentence's content words (words of
+	// at least 4 letters, punctuation stripped), drawn at random and kept in
+	// sentence order, after a wh-word and before a "?" ("How fixative
+	// volume tissue?"). Real questions share a few content words with their
+	// evidence, not a copied sentence; applied after QueryWords/DropWords.
+	// 0 keeps the words as they are.
+	ContentWords int
 	// DropWords is the probability that each word of a pseudo-question is
 	// dropped (at least MinWords stay), mimicking a question that shares only
 	// some of its evidence's words; 0 drops none.
@@ -69,6 +78,8 @@ func (o ICTOptions) Validate() error {
 		return fmt.Errorf("ict options: field %q: %d, want >= 0 (0: the whole sentence)", "QueryWords", o.QueryWords)
 	case o.DropWords < 0 || o.DropWords >= 1:
 		return fmt.Errorf("ict options: field %q: %v, want in [0, 1)", "DropWords", o.DropWords)
+	case o.ContentWords < 0:
+		return fmt.Errorf("ict options: field %q: %d, want >= 0 (0: the words as they are)", "ContentWords", o.ContentWords)
 	case o.NumNegatives < 0:
 		return fmt.Errorf("ict options: field %q: %d, want >= 0 (0: 1)", "NumNegatives", o.NumNegatives)
 	}
@@ -139,7 +150,7 @@ func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]fi
 		h.Write([]byte(c.ID))
 		rng := rand.New(rand.NewPCG(opt.Seed, h.Sum64()))
 		perm := rng.Perm(len(sents))
-		cycle := opt.Keep > 0 || opt.QueryWords > 0 || opt.DropWords > 0 || opt.Negatives == nil
+		cycle := opt.Keep > 0 || opt.QueryWords > 0 || opt.DropWords > 0 || opt.ContentWords > 0 || opt.Negatives == nil
 		n := opt.PerChunk
 		if !cycle {
 			n = min(n, len(sents))
@@ -203,7 +214,47 @@ func pseudoQuestion(s string, opt ICTOptions, rng *rand.Rand) string {
 			w = kept
 		}
 	}
+	if opt.ContentWords > 0 {
+		return contentQuestion(w, opt.ContentWords, rng)
+	}
 	return strings.Join(w, " ")
+}
+
+// questionWords start the short questions of contentQuestion, as real
+// questions start.
+var questionWords = []string{"What", "How", "Which", "When", "Why", "Where", "Is", "Does"}
+
+// contentQuestion writes at most n content words of w (at least 4 letters
+// once leading and trailing punctuation is stripped) in their order, drawn
+// at random, as "<wh-word> w1 … wk?". A sentence without content words
+// gives its words as they are.
+func contentQuestion(w []string, n int, rng *rand.Rand) string {
+	var content []string
+	for _, x := range w {
+		x = strings.TrimFunc(x, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		letters := 0
+		for _, r := range x {
+			if unicode.IsLetter(r) {
+				letters++
+			}
+		}
+		if letters >= 4 {
+			content = append(content, x)
+		}
+	}
+	if len(content) == 0 {
+		content = w
+	}
+	if len(content) > n {
+		pick := rng.Perm(len(content))[:n]
+		sort.Ints(pick)
+		kept := make([]string, n)
+		for i, j := range pick {
+			kept[i] = content[j]
+		}
+		content = kept
+	}
+	return questionWords[rng.IntN(len(questionWords))] + " " + strings.Join(content, " ") + "?"
 }
 
 // ictNegatives returns NumNegatives distinct chunk indexes of documents

@@ -3,6 +3,7 @@ package label
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,6 +111,21 @@ func TestICTExamplesOptions(t *testing.T) {
 			}
 			return ""
 		}},
+		{"content words: a wh-word, at most 3 words of 4+ letters in order, ?", ICTOptions{PerChunk: 3, ContentWords: 3, Keep: 1}, 2, 15, func(own data.Chunk, ev, q string) string {
+			w := strings.Fields(strings.TrimSuffix(q, "?"))
+			if !strings.HasSuffix(q, "?") || len(w) != 4 || !slices.Contains(questionWords, w[0]) {
+				return "not a wh-word, 3 words and ?"
+			}
+			for _, x := range w[1:] {
+				if len(x) < 4 || strings.ContainsAny(x, ".,") {
+					return fmt.Sprintf("%q is not a content word", x)
+				}
+			}
+			if !sentenceOf(own, strings.Join(w[1:], " ")) {
+				return "words not in their sentence's order"
+			}
+			return ""
+		}},
 		{"cycles through sentences past their count", ICTOptions{PerChunk: 6, Keep: 0.5}, 2, 30, nil},
 		{"two negatives", ICTOptions{PerChunk: 1, NumNegatives: 2}, 3, 5, nil},
 	}
@@ -169,6 +185,7 @@ func TestICTOptionsValidate(t *testing.T) {
 		{ICTOptions{QueryWords: -3}, "QueryWords"},
 		{ICTOptions{DropWords: 1}, "DropWords"},
 		{ICTOptions{NumNegatives: -1}, "NumNegatives"},
+		{ICTOptions{ContentWords: -1}, "ContentWords"},
 		{ICTOptions{PerChunk: 8, Keep: 1, QueryWords: 10, DropWords: 0.25, NumNegatives: 2}, ""},
 	} {
 		err := tc.opt.Validate()

@@ -29,6 +29,10 @@ type demoOptions struct {
 	Seed       int64
 	Samples    int // chunks sampled for the self-learning round
 	Epochs     int // filter training epochs (0: the recipe's)
+	// ICTPerChunk and ICTMaxChunks are label ict's --per-chunk and
+	// --max-chunks for the filter's examples (8 and 150: the sample's
+	// sweep; a large corpus trades pseudo-questions per chunk for chunks).
+	ICTPerChunk, ICTMaxChunks int
 	// QueriesPerChunk is selflearn's --queries-per-chunk (0: the recipe's).
 	QueriesPerChunk int
 	// Negatives, Candidates and TrainFuse are selflearn's --negatives,
@@ -105,8 +109,11 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.IntVar(&o.Negatives, "negatives", 0, "hard negatives per pseudo-query in the self-learning round (0: selflearn's, 7 as SL-HyDE)")
 	f.IntVar(&o.Candidates, "candidates", 0, "hypothetical-document candidates per pseudo-query in the self-learning round (0: selflearn's, 4)")
 	f.IntVar(&o.TrainFuse, "train-fuse", -1, "hypothetical documents fused with the query in retriever training (-1: selflearn's, SL-HyDE's; 0: the plain query)")
-	minInt(f, 0, "filter-epochs", "queries-per-chunk", "negatives", "candidates")
+	f.IntVar(&o.ICTPerChunk, "ict-per-chunk", 8, "pseudo-questions per chunk in the filter's ICT examples (label ict --per-chunk)")
+	f.IntVar(&o.ICTMaxChunks, "ict-max-chunks", 150, "chunks the filter's ICT examples are drawn from (label ict --max-chunks; 0: all)")
+	minInt(f, 0, "filter-epochs", "queries-per-chunk", "negatives", "candidates", "ict-max-chunks")
 	minInt(f, -1, "train-fuse")
+	minInt(f, 1, "ict-per-chunk")
 	f.BoolVar(&o.Quick, "quick", false, "fewer training steps (for tests)")
 	f.StringVar(&o.Recipe, "recipe", "auto", "training recipe of the filter and the retriever: pretrained | scratch | auto (scratch, since models init marks its models random); see docs/recipes.md")
 	return cmd

@@ -114,6 +114,12 @@ func demoModelsInit(ctx context.Context, st *demoState) (demoStage, error) {
 	for _, m := range []struct{ arch, tok, name string }{{"t5", st.dirs["spm"], "t5-tiny"}, {"bert", st.dirs["wordpiece"], "bert-tiny"}} {
 		out := st.fresh("models", m.name)
 		args := []string{"models", "init", "--arch", m.arch, "--size", "tiny", "--tokenizer", m.tok, "--seed", strconv.FormatInt(st.o.Seed, 10), "--out", out}
+		if m.arch == "t5" {
+			// Token-matching heads: the random filter learns the
+			// question–evidence word match from this start within the
+			// demo's budget (docs/recipes.md, "Filter, third sweep").
+			args = append(args, "--token-match-heads", "4", "--token-match-score", "8")
+		}
 		if _, err := st.sub(args...); err != nil {
 			return demoStage{}, err
 		}
@@ -145,13 +151,14 @@ func demoLabels(ctx context.Context, st *demoState) (demoStage, error) {
 // (label ict), the filter's only training data: a random T5 trained on the
 // evidence labels memorises which chunks were helpful. The settings are the
 // scratch recipe's sweep (docs/recipes.md): 200-character chunks (short
-// inputs, many updates), 8 pseudo-questions per chunk, the sentence kept in
-// its evidence, random negatives. At most 150 chunks bound the cost on a
-// real corpus.
+// inputs, many updates), --ict-per-chunk pseudo-questions per chunk (8),
+// the sentence kept in its evidence, random negatives. --ict-max-chunks
+// (150) bounds the cost on a real corpus; make demo-ap draws 2 from every
+// chunk instead, which transfers better there (docs/recipes.md).
 func demoICTLabels(ctx context.Context, st *demoState) (demoStage, error) {
 	out := st.path("labels", "ict.jsonl")
 	args := []string{"label", "ict", "--corpus", st.corpus, "--chunk-size", "200", "--chunk-overlap", "0", "--min-words", "3",
-		"--per-chunk", "8", "--keep", "1", "--random-negatives", "--max-chunks", "150", "--seed", strconv.FormatInt(st.o.Seed, 10), "--out", out}
+		"--per-chunk", strconv.Itoa(st.o.ICTPerChunk), "--keep", "1", "--random-negatives", "--max-chunks", strconv.Itoa(st.o.ICTMaxChunks), "--seed", strconv.FormatInt(st.o.Seed, 10), "--out", out}
 	var res labelResult
 	if err := st.subJSON(&res, args...); err != nil {
 		return demoStage{}, err

@@ -45,6 +45,7 @@ labels are used.`,
 	f.IntVar(&o.ICT.MinWords, "min-words", 4, "shortest sentence (words) used as a pseudo-question")
 	f.Float64Var(&o.ICT.Keep, "keep", 0, "fraction of pseudo-questions whose sentence stays in its [HELPFUL] evidence, in [0, 1] (0: always removed)")
 	f.IntVar(&o.ICT.QueryWords, "query-words", 0, "cut each pseudo-question to a random span of at most N words (0: the whole sentence)")
+	f.IntVar(&o.ICT.ContentWords, "content-words", 0, "write each pseudo-question as a wh-word and at most N of its content words (4+ letters), e.g. \"How fixative volume tissue?\" (0: the words as they are)")
 	f.Float64Var(&o.ICT.DropWords, "drop-words", 0, "probability of dropping each word of a pseudo-question, in [0, 1)")
 	f.IntVar(&o.ICT.NumNegatives, "negatives", 1, "[NOT_HELPFUL] chunks per pseudo-question (best BM25 hits of other documents first)")
 	f.BoolVar(&o.RandomNegatives, "random-negatives", false, "negative evidence: a random chunk of another document instead of the best BM25 hit")
@@ -69,6 +70,8 @@ func runLabelICT(ctx context.Context, g *globals, o labelICTOptions) (err error)
 		return fmt.Errorf("--query-words %d: want >= 0 (0: the whole sentence)", o.ICT.QueryWords)
 	case o.ICT.DropWords < 0 || o.ICT.DropWords >= 1:
 		return fmt.Errorf("--drop-words %v: want a probability in [0, 1)", o.ICT.DropWords)
+	case o.ICT.ContentWords < 0:
+		return fmt.Errorf("--content-words %d: want >= 0 (0: the words as they are)", o.ICT.ContentWords)
 	}
 	if err := o.ICT.Validate(); err != nil {
 		return fmt.Errorf("label ict: %w", err)
@@ -90,7 +93,7 @@ func runLabelICT(ctx context.Context, g *globals, o labelICTOptions) (err error)
 		o.ICT.Negatives = idx
 	}
 	st, run, err := startRun(g, "label-ict", map[string]any{"corpus": o.Corpus, "per_chunk": o.ICT.PerChunk, "max_chunks": o.ICT.MaxChunks, "min_words": o.ICT.MinWords,
-		"keep": o.ICT.Keep, "query_words": o.ICT.QueryWords, "drop_words": o.ICT.DropWords, "negatives": o.ICT.NumNegatives,
+		"keep": o.ICT.Keep, "query_words": o.ICT.QueryWords, "drop_words": o.ICT.DropWords, "content_words": o.ICT.ContentWords, "negatives": o.ICT.NumNegatives,
 		"random_negatives": o.RandomNegatives, "seed": o.ICT.Seed, "out": o.Out})
 	if err != nil {
 		return err

@@ -24,6 +24,11 @@ type modelsInitOptions struct {
 	Classifier                 bool
 	AddTokens                  []string
 	Pooling                    string // bert bi-encoder: "cls" or "mean" ("" = mean)
+	// TokenMatchHeads > 0 (t5): that many heads of the first encoder layer
+	// start as token matchers (t5.Model.InitTokenMatch) with a self score
+	// of TokenMatchScore and distance-0 bias −TokenMatchScore.
+	TokenMatchHeads int
+	TokenMatchScore float64
 }
 
 func newModelsInitCmd(g *globals) *cobra.Command {
@@ -50,7 +55,18 @@ model without its own pooling; a random [CLS] state carries little of the
 text), which encode, eval, selflearn, pipeline build and export read.
 config.json carries
 "ragforge_random_init": true, which train filter and selflearn read to pick
-the scratch recipe.`,
+the scratch recipe.
+
+--token-match-heads N (t5) gives N heads of the first encoder layer a
+structured random start: their key projection equals their (rescaled) query
+projection, so q·k of a token with itself is --token-match-score and of two
+different tokens about score/√d_kv (score/4 for tiny), and their
+relative-position bias at distance 0 is minus that score: a token attends
+to its other occurrences in the input.
+A random T5 filter trained on ICT examples learns the question–evidence word
+match from this start within the demo's budget and not from HF's init
+(docs/recipes.md). The tensors are HF's; config.json records the settings
+under "ragforge_init".`,
 		Example: `  ragforge models init --arch t5 --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/t5-tiny
   ragforge models init --arch bert --size tiny --tokenizer ../shared/fixtures/bert-tiny/vocab.txt --out work/bert-tiny`,
 		Args: cobra.NoArgs,
@@ -69,6 +85,8 @@ the scratch recipe.`,
 	f.Int64Var(&o.Seed, "seed", 42, "initialization seed")
 	f.BoolVar(&o.Classifier, "classifier", false, "bert: add a 1-label sequence-classification head (cross-encoder)")
 	f.StringVar(&o.Pooling, "pooling", "", "bert bi-encoder pooling written to 1_Pooling/config.json: mean | cls (default mean)")
+	f.IntVar(&o.TokenMatchHeads, "token-match-heads", 0, "t5: start this many heads of the first encoder layer as token matchers (key rows = query rows, so a token attends to its other occurrences; 0: HF's init only)")
+	f.Float64Var(&o.TokenMatchScore, "token-match-score", 8, "t5: a token's attention score with itself in the token-match heads (its distance-0 bias is minus this)")
 	f.StringSliceVar(&o.AddTokens, "add-tokens", nil, "tokens to add before sizing the vocabulary (t5 default: [HELPFUL],[NOT_HELPFUL]; '' for none)")
 	return cmd
 }
@@ -142,6 +160,16 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 	}
 	vocab := tok.Len()
 	var st *hf.SentenceTransformer // a bi-encoder's pooling, written after the tokenizer
+	var initMark map[string]any    // a structured init's settings, config.json's hf.InitKey
+	if o.TokenMatchHeads != 0 && o.Arch != "t5" {
+		return nil, fmt.Errorf("--token-match-heads %d: only for --arch t5", o.TokenMatchHeads)
+	}
+	if o.TokenMatchHeads < 0 {
+		return nil, fmt.Errorf("--token-match-heads %d: want >= 0", o.TokenMatchHeads)
+	}
+	if o.TokenMatchScore <= 0 {
+		return nil, fmt.Errorf("--token-match-score %v: want > 0", o.TokenMatchScore)
+	}
 	switch o.Arch {
 	case "t5":
 		if o.Pooling != "" {
@@ -161,6 +189,12 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 		m, err := t5.NewRandom(be, cfg, o.Seed)
 		if err != nil {
 			return nil, err
+		}
+		if o.TokenMatchHeads > 0 {
+			if err := m.InitTokenMatch(o.TokenMatchHeads, o.TokenMatchScore, -o.TokenMatchScore); err != nil {
+				return nil, fmt.Errorf("--token-match-heads %d: %w", o.TokenMatchHeads, err)
+			}
+			initMark = map[string]any{"token_match_heads": o.TokenMatchHeads, "token_match_score": o.TokenMatchScore}
 		}
 		if err := m.Save(o.Out); err != nil {
 			return nil, err
@@ -207,6 +241,11 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 	}
 	if err := hf.MarkRandomInit(o.Out); err != nil {
 		return nil, err
+	}
+	if initMark != nil {
+		if err := hf.AddConfigKey(o.Out, hf.InitKey, initMark); err != nil {
+			return nil, fmt.Errorf("models init: %w", err)
+		}
 	}
 	if st != nil {
 		if err := hf.WriteSentenceTransformer(o.Out, *st); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,6 +123,40 @@ func TestModelsInitLabelTokensAndRandomMark(t *testing.T) {
 	}
 	if _, err := resolveRecipe("fast", "."); err == nil {
 		t.Error("--recipe fast accepted")
+	}
+}
+
+// --token-match-heads records its settings in config.json (the tensors are
+// checked in models/t5); a value that makes no sense is an error.
+func TestModelsInitTokenMatch(t *testing.T) {
+	spm := sharedDir(t, "fixtures/tokenizer/spiece.model")
+	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	out := filepath.Join(dir, "match")
+	run(t, "models", "init", "--db", db, "--arch", "t5", "--tokenizer", spm, "--token-match-heads", "4", "--token-match-score", "6", "--out", out)
+	var info struct {
+		Config map[string]any `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(run(t, "models", "inspect", out, "--json")), &info); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(info.Config["ragforge_init"]); got != "map[token_match_heads:4 token_match_score:6]" {
+		t.Errorf("config ragforge_init = %s", got)
+	}
+	for _, tc := range []struct {
+		flag string
+		args []string
+	}{
+		{"--token-match-heads", []string{"--arch", "t5", "--tokenizer", spm, "--token-match-heads", "5"}},
+		{"--token-match-heads", []string{"--arch", "t5", "--tokenizer", spm, "--token-match-heads", "-1"}},
+		{"--token-match-score", []string{"--arch", "t5", "--tokenizer", spm, "--token-match-heads", "2", "--token-match-score", "0"}},
+		{"--token-match-heads", []string{"--arch", "bert", "--tokenizer", vocab, "--token-match-heads", "2"}},
+	} {
+		code, stderr := runErr(append([]string{"--db", db, "models", "init", "--out", filepath.Join(dir, "bad")}, tc.args...)...)
+		if code == 0 || !strings.Contains(stderr, tc.flag) {
+			t.Errorf("%v: exit %d, stderr %q; want an error naming %s", tc.args, code, stderr, tc.flag)
+		}
 	}
 }
 

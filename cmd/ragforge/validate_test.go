@@ -29,6 +29,8 @@ func TestNonsenseFlagsAreRefused(t *testing.T) {
 		{[]string{"selflearn", "--negatives", "-3"}, "--negatives -3: must be at least 0"},
 		{[]string{"pipeline", "build", "--chunk-size", "-5", "--out", "/nonexistent/p"}, "--chunk-size -5: must be at least 0"},
 		{[]string{"runs", "list", "--limit", "-2"}, "--limit -2: must be at least 0"},
+		{[]string{"demo", "--ict-per-chunk", "0", "--work", "/nonexistent/demo"}, "--ict-per-chunk 0: must be at least 1"},
+		{[]string{"demo", "--ict-max-chunks", "-1", "--work", "/nonexistent/demo"}, "--ict-max-chunks -1: must be at least 0"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{}, tc.args...)
@@ -51,6 +53,7 @@ func TestMeaningfulZerosPassTheFlagCheck(t *testing.T) {
 	for _, args := range [][]string{
 		{"eval", "retrieval", "--chunk-size", "0", "--limit", "0"},
 		{"label", "evidence", "--negatives", "0"},
+		{"demo", "--ict-max-chunks", "0"},
 	} {
 		root := newRoot(&globals{})
 		cmd, rest, err := root.Find(args)

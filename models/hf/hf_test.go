@@ -274,3 +274,26 @@ func TestMarkRandomInit(t *testing.T) {
 		})
 	}
 }
+
+// AddConfigKey appends an object value after the other keys, accepts the
+// same value again and refuses another one.
+func TestAddConfigKey(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ConfigName), []byte("{\n  \"a\": 1\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v := map[string]any{"heads": 4, "score": 8.0}
+	if err := AddConfigKey(dir, InitKey, v); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, ConfigName))
+	if want := "{\n  \"a\": 1,\n  \"ragforge_init\": {\"heads\":4,\"score\":8}\n}\n"; string(b) != want {
+		t.Errorf("file:\n%s\nwant:\n%s", b, want)
+	}
+	if err := AddConfigKey(dir, InitKey, v); err != nil {
+		t.Errorf("same value again: %v", err)
+	}
+	if err := AddConfigKey(dir, InitKey, map[string]any{"heads": 2}); err == nil || !strings.Contains(err.Error(), InitKey) {
+		t.Errorf("another value: error %v, want one naming %s", err, InitKey)
+	}
+}

@@ -897,3 +897,73 @@ func TestSeparateRows(t *testing.T) {
 		t.Error("SeparateRows accepted a row outside the vocabulary")
 	}
 }
+
+// InitTokenMatch ties the first heads' key rows to their (rescaled) query
+// rows, so a token's score with itself is about the requested value and
+// well above its score with another token; other heads and tensors stay.
+func TestInitTokenMatch(t *testing.T) {
+	b := testBackend(t)
+	cfg := TinyConfig(200)
+	m, err := NewRandom(b, cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := NewRandom(b, cfg, 3)
+	if err := m.InitTokenMatch(2, 9, -9); err != nil {
+		t.Fatal(err)
+	}
+	p := "encoder.block.0.layer.0.SelfAttention."
+	q, _, _ := m.paramValues(p + "q.weight")
+	k, _, _ := m.paramValues(p + "k.weight")
+	k0, _, _ := ref.paramValues(p + "k.weight")
+	bias, _, _ := m.paramValues(p + "relative_attention_bias.weight")
+	emb, _, _ := m.paramValues("shared.weight")
+	D, K := cfg.DModel, cfg.DKV
+	// score(h, a, b): head h's q·k of RMS-normalised embeddings of tokens a and b.
+	score := func(h, a, bb int) float64 {
+		norm := func(i int) []float64 {
+			x := make([]float64, D)
+			ss := 0.0
+			for j := range D {
+				x[j] = float64(emb[i*D+j])
+				ss += x[j] * x[j]
+			}
+			for j := range x {
+				x[j] /= math.Sqrt(ss / float64(D))
+			}
+			return x
+		}
+		xa, xb := norm(a), norm(bb)
+		s := 0.0
+		for r := h * K; r < (h+1)*K; r++ {
+			qa, kb := 0.0, 0.0
+			for j := range D {
+				qa += float64(q[r*D+j]) * xa[j]
+				kb += float64(k[r*D+j]) * xb[j]
+			}
+			s += qa * kb
+		}
+		return s
+	}
+	var self, other float64
+	for tok := range 50 {
+		self += score(0, tok, tok) / 50
+		other += math.Abs(score(0, tok, tok+50)) / 50
+	}
+	if self < 6 || self > 12 || other > self/3 {
+		t.Errorf("head 0: mean self score %.2f (want about 9), mean |score| with another token %.2f", self, other)
+	}
+	for r := range cfg.NumHeads * K {
+		same := fmt.Sprint(k[r*D:(r+1)*D]) == fmt.Sprint(q[r*D:(r+1)*D])
+		unchanged := fmt.Sprint(k[r*D:(r+1)*D]) == fmt.Sprint(k0[r*D:(r+1)*D])
+		if r < 2*K && !same || r >= 2*K && !unchanged {
+			t.Errorf("k row %d: tied %v, unchanged %v", r, same, unchanged)
+		}
+	}
+	if bias[0] != -9 || bias[1] != -9 || bias[2] == -9 {
+		t.Errorf("distance-0 bias %v, want -9 for heads 0 and 1 only", bias[:cfg.NumHeads])
+	}
+	if err := m.InitTokenMatch(5, 9, -9); err == nil {
+		t.Error("5 of 4 heads: no error")
+	}
+}

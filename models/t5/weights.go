@@ -489,3 +489,58 @@ func (m *Model) SeparateRows(ids []int, std float64, seed uint64) (bool, error) 
 	}
 	return changed, nil
 }
+
+// InitTokenMatch gives the first `heads` heads of the first encoder layer's
+// self-attention a token-matching start: their key projection rows are set
+// equal to their query rows, rescaled so that q·k of a token with itself
+// is about score (the rows are N(0, (d_model·d_kv)⁻¹) as HF's q, so
+// ‖W·x‖² ≈ 1 for an RMS-normalised embedding x); scores between two
+// different tokens stay near zero (standard deviation ≈ score/√d_kv). The
+// head's relative-position bias at distance 0 gets selfBias, so that with
+// selfBias ≈ −score a token attends to the *other* occurrences of itself
+// when there are any, and spreads its attention otherwise. The tensors and
+// their shapes are unchanged (any T5 loader reads them). Errors: heads
+// outside [0, num_heads], a model without encoder layers.
+func (m *Model) InitTokenMatch(heads int, score, selfBias float64) error {
+	c := m.Config
+	if heads < 0 || heads > c.NumHeads {
+		return fmt.Errorf("t5 token-match init: %d heads, want in [0, %d]", heads, c.NumHeads)
+	}
+	if c.NumLayers < 1 {
+		return fmt.Errorf("t5 token-match init: no encoder layer")
+	}
+	p := "encoder.block.0.layer.0.SelfAttention."
+	q, qs, err := m.paramValues(p + "q.weight")
+	if err != nil {
+		return fmt.Errorf("t5 token-match init: %w", err)
+	}
+	k, ks, err := m.paramValues(p + "k.weight")
+	if err != nil {
+		return fmt.Errorf("t5 token-match init: %w", err)
+	}
+	bias, bs, err := m.paramValues(p + "relative_attention_bias.weight")
+	if err != nil {
+		return fmt.Errorf("t5 token-match init: %w", err)
+	}
+	f := float32(math.Sqrt(score))
+	d := c.DModel
+	for h := range heads {
+		for r := h * c.DKV; r < (h+1)*c.DKV; r++ {
+			for j := range d {
+				q[r*d+j] *= f
+				k[r*d+j] = q[r*d+j]
+			}
+		}
+		bias[h] = float32(selfBias) // bucket 0 (distance 0) is row 0
+	}
+	for _, t := range []struct {
+		name  string
+		v     []float32
+		shape []int
+	}{{"q.weight", q, qs}, {"k.weight", k, ks}, {"relative_attention_bias.weight", bias, bs}} {
+		if err := m.setParam(p+t.name, t.shape, t.v); err != nil {
+			return fmt.Errorf("t5 token-match init: %w", err)
+		}
+	}
+	return nil
+}

@@ -20,15 +20,16 @@ type Recipe struct {
 // the checkpoint's dropout 0.1, no clipping). scratch = the values chosen
 // by the sweeps recorded in docs/recipes.md, scored on pseudo-queries and
 // on the training questions (never the held-out ones) of the embedded
-// sample: a tiny random T5 trained on `label ict --keep 1` examples of
-// 200-character chunks learns the question–evidence match at lr 3e-3 (1e-3
-// is too slow for the demo's budget, 1e-2 learns less) with clipping at
-// 1.0 and warmup 0.1; batch 8 and dropout 0 as the first sweep; 8 epochs
-// of the demo's 976 examples = 976 updates (~1.0M tokens), what the demo's
-// 2-minute budget leaves for the filter on 2 cores.
+// sample: a tiny random T5 (with `models init --token-match-heads 4`)
+// trained on `label ict --keep 1` examples of 200-character chunks learns
+// the question–evidence match at lr 3e-3 (1e-3 is too slow for the demo's
+// budget, 1e-2 learns less) with clipping at 1.0 and warmup 0.1; batch 8
+// and dropout 0 as the first sweep (dropout 0.1 also lost the third); 7
+// epochs of the demo's 976 examples = 854 updates (~0.9M tokens), what the
+// demo's 2-minute budget leaves for the filter on 2 cores.
 var Recipes = map[string]Recipe{
 	trainer.RecipePretrained: {Name: trainer.RecipePretrained, LearningRate: 3e-5, WarmupRatio: 0, Epochs: 40, BatchSize: 16, Dropout: -1, MaxGradNorm: 0},
-	trainer.RecipeScratch:    {Name: trainer.RecipeScratch, LearningRate: 3e-3, WarmupRatio: 0.1, Epochs: 8, BatchSize: 8, Dropout: 0, MaxGradNorm: 1},
+	trainer.RecipeScratch:    {Name: trainer.RecipeScratch, LearningRate: 3e-3, WarmupRatio: 0.1, Epochs: 7, BatchSize: 8, Dropout: 0, MaxGradNorm: 1},
 }
 
 // LookupRecipe returns the named recipe (trainer.RecipePretrained or

@@ -14,7 +14,7 @@ func TestRecipeApply(t *testing.T) {
 		epochs, batch             int
 	}{
 		{trainer.RecipePretrained, 3e-5, 0, -1, 0, 40, 16},
-		{trainer.RecipeScratch, 3e-3, 0.1, 0, 1, 8, 8},
+		{trainer.RecipeScratch, 3e-3, 0.1, 0, 1, 7, 8},
 	} {
 		r, err := LookupRecipe(tc.name)
 		if err != nil {
