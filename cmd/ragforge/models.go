@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gomlx/gomlx/backends"
+
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/filter"
@@ -172,69 +174,14 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 	}
 	switch o.Arch {
 	case "t5":
-		if o.Pooling != "" {
-			return nil, fmt.Errorf("--pooling %q: only a bert bi-encoder has a pooling", o.Pooling)
-		}
-		var cfg t5.Config
-		switch o.Size {
-		case "tiny":
-			cfg = t5.TinyConfig(vocab)
-		case "mini":
-			cfg = t5.MiniConfig(vocab)
-		case "small":
-			cfg = t5.SmallConfig(vocab)
-		default:
-			return nil, fmt.Errorf("--size %q: want tiny, mini or small", o.Size)
-		}
-		m, err := t5.NewRandom(be, cfg, o.Seed)
-		if err != nil {
-			return nil, err
-		}
-		if o.TokenMatchHeads > 0 {
-			if err := m.InitTokenMatch(o.TokenMatchHeads, o.TokenMatchScore, -o.TokenMatchScore); err != nil {
-				return nil, fmt.Errorf("--token-match-heads %d: %w", o.TokenMatchHeads, err)
-			}
-			initMark = map[string]any{"token_match_heads": o.TokenMatchHeads, "token_match_score": o.TokenMatchScore}
-		}
-		if err := m.Save(o.Out); err != nil {
-			return nil, err
-		}
+		initMark, err = initT5(be, o, vocab)
 	case "bert":
-		var cfg bert.Config
-		switch o.Size {
-		case "tiny":
-			cfg = bert.TinyConfig(vocab)
-		case "mini":
-			cfg = bert.MiniConfig(vocab)
-		case "small":
-			cfg = bert.SmallConfig(vocab)
-		default:
-			return nil, fmt.Errorf("--size %q: want tiny, mini or small", o.Size)
-		}
-		if o.Classifier {
-			cfg.NumLabels = 1
-		}
-		pool := o.Pooling
-		switch {
-		case pool != "" && o.Classifier:
-			return nil, fmt.Errorf("--pooling %q: a --classifier cross-encoder scores [CLS] and has no pooling", pool)
-		case pool == "":
-			pool = string(bert.PoolMean)
-		case !bert.Pooling(pool).Valid():
-			return nil, fmt.Errorf("--pooling %q: want mean or cls", pool)
-		}
-		m, err := bert.NewRandom(be, cfg, o.Classifier, o.Seed)
-		if err != nil {
-			return nil, err
-		}
-		if err := m.Save(o.Out); err != nil {
-			return nil, err
-		}
-		if !o.Classifier {
-			st = &hf.SentenceTransformer{Dim: cfg.HiddenSize, Pooling: pool, Normalize: true, MaxSeqLength: cfg.MaxPositionEmbeddings}
-		}
+		st, err = initBERT(be, o, vocab)
 	default:
-		return nil, fmt.Errorf("--arch %q: want t5 or bert", o.Arch)
+		err = fmt.Errorf("--arch %q: want t5 or bert", o.Arch)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if err := tok.Save(o.Out); err != nil {
 		return nil, fmt.Errorf("save tokenizer to %s: %w", o.Out, err)
@@ -253,6 +200,77 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 		}
 	}
 	return inspect.Dir(o.Out)
+}
+
+// initT5 saves a randomly initialised T5 of o.Size to o.Out and returns the
+// structured init's settings for config.json (nil for HF's plain init).
+func initT5(be backends.Backend, o modelsInitOptions, vocab int) (map[string]any, error) {
+	if o.Pooling != "" {
+		return nil, fmt.Errorf("--pooling %q: only a bert bi-encoder has a pooling", o.Pooling)
+	}
+	var cfg t5.Config
+	switch o.Size {
+	case "tiny":
+		cfg = t5.TinyConfig(vocab)
+	case "mini":
+		cfg = t5.MiniConfig(vocab)
+	case "small":
+		cfg = t5.SmallConfig(vocab)
+	default:
+		return nil, fmt.Errorf("--size %q: want tiny, mini or small", o.Size)
+	}
+	m, err := t5.NewRandom(be, cfg, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	var mark map[string]any
+	if o.TokenMatchHeads > 0 {
+		if err := m.InitTokenMatch(o.TokenMatchHeads, o.TokenMatchScore, -o.TokenMatchScore); err != nil {
+			return nil, fmt.Errorf("--token-match-heads %d: %w", o.TokenMatchHeads, err)
+		}
+		mark = map[string]any{"token_match_heads": o.TokenMatchHeads, "token_match_score": o.TokenMatchScore}
+	}
+	return mark, m.Save(o.Out)
+}
+
+// initBERT saves a randomly initialised BERT of o.Size to o.Out (a
+// cross-encoder with --classifier) and returns a bi-encoder's
+// sentence-transformers pooling (nil for a cross-encoder).
+func initBERT(be backends.Backend, o modelsInitOptions, vocab int) (*hf.SentenceTransformer, error) {
+	var cfg bert.Config
+	switch o.Size {
+	case "tiny":
+		cfg = bert.TinyConfig(vocab)
+	case "mini":
+		cfg = bert.MiniConfig(vocab)
+	case "small":
+		cfg = bert.SmallConfig(vocab)
+	default:
+		return nil, fmt.Errorf("--size %q: want tiny, mini or small", o.Size)
+	}
+	if o.Classifier {
+		cfg.NumLabels = 1
+	}
+	pool := o.Pooling
+	switch {
+	case pool != "" && o.Classifier:
+		return nil, fmt.Errorf("--pooling %q: a --classifier cross-encoder scores [CLS] and has no pooling", pool)
+	case pool == "":
+		pool = string(bert.PoolMean)
+	case !bert.Pooling(pool).Valid():
+		return nil, fmt.Errorf("--pooling %q: want mean or cls", pool)
+	}
+	m, err := bert.NewRandom(be, cfg, o.Classifier, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Save(o.Out); err != nil {
+		return nil, err
+	}
+	if o.Classifier {
+		return nil, nil
+	}
+	return &hf.SentenceTransformer{Dim: cfg.HiddenSize, Pooling: pool, Normalize: true, MaxSeqLength: cfg.MaxPositionEmbeddings}, nil
 }
 
 func newModelsInspectCmd(g *globals) *cobra.Command {
