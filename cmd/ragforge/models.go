@@ -202,22 +202,30 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 	return inspect.Dir(o.Out)
 }
 
+// sizedConfig is an architecture's tiny, mini or small config (--size) for
+// a vocabulary of vocab tokens.
+func sizedConfig[C any](size string, vocab int, tiny, mini, small func(int) C) (C, error) {
+	switch size {
+	case "tiny":
+		return tiny(vocab), nil
+	case "mini":
+		return mini(vocab), nil
+	case "small":
+		return small(vocab), nil
+	}
+	var zero C
+	return zero, fmt.Errorf("--size %q: want tiny, mini or small", size)
+}
+
 // initT5 saves a randomly initialised T5 of o.Size to o.Out and returns the
 // structured init's settings for config.json (nil for HF's plain init).
 func initT5(be backends.Backend, o modelsInitOptions, vocab int) (map[string]any, error) {
 	if o.Pooling != "" {
 		return nil, fmt.Errorf("--pooling %q: only a bert bi-encoder has a pooling", o.Pooling)
 	}
-	var cfg t5.Config
-	switch o.Size {
-	case "tiny":
-		cfg = t5.TinyConfig(vocab)
-	case "mini":
-		cfg = t5.MiniConfig(vocab)
-	case "small":
-		cfg = t5.SmallConfig(vocab)
-	default:
-		return nil, fmt.Errorf("--size %q: want tiny, mini or small", o.Size)
+	cfg, err := sizedConfig(o.Size, vocab, t5.TinyConfig, t5.MiniConfig, t5.SmallConfig)
+	if err != nil {
+		return nil, err
 	}
 	m, err := t5.NewRandom(be, cfg, o.Seed)
 	if err != nil {
@@ -237,16 +245,9 @@ func initT5(be backends.Backend, o modelsInitOptions, vocab int) (map[string]any
 // cross-encoder with --classifier) and returns a bi-encoder's
 // sentence-transformers pooling (nil for a cross-encoder).
 func initBERT(be backends.Backend, o modelsInitOptions, vocab int) (*hf.SentenceTransformer, error) {
-	var cfg bert.Config
-	switch o.Size {
-	case "tiny":
-		cfg = bert.TinyConfig(vocab)
-	case "mini":
-		cfg = bert.MiniConfig(vocab)
-	case "small":
-		cfg = bert.SmallConfig(vocab)
-	default:
-		return nil, fmt.Errorf("--size %q: want tiny, mini or small", o.Size)
+	cfg, err := sizedConfig(o.Size, vocab, bert.TinyConfig, bert.MiniConfig, bert.SmallConfig)
+	if err != nil {
+		return nil, err
 	}
 	if o.Classifier {
 		cfg.NumLabels = 1
