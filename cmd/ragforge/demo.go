@@ -35,9 +35,10 @@ type demoOptions struct {
 	ICTPerChunk, ICTMaxChunks int
 	// QueriesPerChunk is selflearn's --queries-per-chunk (0: the recipe's).
 	QueriesPerChunk int
-	// Negatives, Candidates and TrainFuse are selflearn's --negatives,
-	// --candidates (0: its defaults, 7 and 4) and --train-fuse (-1: its
-	// default, SL-HyDE's fused query).
+	// Negatives, Candidates and TrainFuse are selflearn's --negatives (-1:
+	// its default, 7; 0 is a setting, in-batch negatives only),
+	// --candidates (0: its default, 4) and --train-fuse (-1: its default,
+	// SL-HyDE's fused query).
 	Negatives, Candidates, TrainFuse int
 	Quick                            bool   // fewer steps (tests)
 	Recipe                           string // training recipe for the filter and the retriever (auto: scratch, models init marks them random)
@@ -106,13 +107,13 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.IntVar(&o.Samples, "samples", 64, "chunks sampled for the self-learning round (the paper samples up to 10,000)")
 	f.IntVar(&o.Epochs, "filter-epochs", 0, "filter training epochs (0: the training recipe's, see docs/recipes.md)")
 	f.IntVar(&o.QueriesPerChunk, "queries-per-chunk", 0, "ICT pseudo-queries per sampled chunk in the self-learning round (0: the training recipe's, see docs/recipes.md)")
-	f.IntVar(&o.Negatives, "negatives", 0, "hard negatives per pseudo-query in the self-learning round (0: selflearn's, 7 as SL-HyDE)")
+	f.IntVar(&o.Negatives, "negatives", -1, "hard negatives per pseudo-query in the self-learning round (-1: selflearn's, 7 as SL-HyDE; 0: in-batch negatives only)")
 	f.IntVar(&o.Candidates, "candidates", 0, "hypothetical-document candidates per pseudo-query in the self-learning round (0: selflearn's, 4)")
 	f.IntVar(&o.TrainFuse, "train-fuse", -1, "hypothetical documents fused with the query in retriever training (-1: selflearn's, SL-HyDE's; 0: the plain query)")
 	f.IntVar(&o.ICTPerChunk, "ict-per-chunk", 8, "pseudo-questions per chunk in the filter's ICT examples (label ict --per-chunk)")
 	f.IntVar(&o.ICTMaxChunks, "ict-max-chunks", 150, "chunks the filter's ICT examples are drawn from (label ict --max-chunks; 0: all)")
-	minInt(f, 0, "filter-epochs", "queries-per-chunk", "negatives", "candidates", "ict-max-chunks")
-	minInt(f, -1, "train-fuse")
+	minInt(f, 0, "filter-epochs", "queries-per-chunk", "candidates", "ict-max-chunks")
+	minInt(f, -1, "train-fuse", "negatives")
 	minInt(f, 1, "ict-per-chunk")
 	f.BoolVar(&o.Quick, "quick", false, "fewer training steps (for tests)")
 	f.StringVar(&o.Recipe, "recipe", "auto", "training recipe of the filter and the retriever: pretrained | scratch | auto (scratch, since models init marks its models random); see docs/recipes.md")

@@ -241,7 +241,7 @@ func (st *demoState) selflearnArgs(work string) []string {
 	if st.o.QueriesPerChunk > 0 {
 		args = append(args, "--queries-per-chunk", strconv.Itoa(st.o.QueriesPerChunk))
 	}
-	if st.o.Negatives > 0 {
+	if st.o.Negatives >= 0 {
 		args = append(args, "--negatives", strconv.Itoa(st.o.Negatives))
 	}
 	if st.o.Candidates > 0 {

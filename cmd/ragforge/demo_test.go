@@ -93,7 +93,7 @@ func errf(st *demoState, s string) { st.g.Err.Write([]byte(s + "\n")) }
 // to selflearn only when set, under selflearn's own flag names (the args
 // are parsed by the selflearn command).
 func TestDemoSelflearnArgs(t *testing.T) {
-	base := demoOptions{ChunkSize: 512, Overlap: 128, Seed: 42, Samples: 64, TrainFuse: -1}
+	base := demoOptions{ChunkSize: 512, Overlap: 128, Seed: 42, Samples: 64, Negatives: -1, TrainFuse: -1}
 	tests := []struct {
 		name string
 		edit func(*demoOptions)
@@ -105,6 +105,7 @@ func TestDemoSelflearnArgs(t *testing.T) {
 			o.Samples, o.QueriesPerChunk, o.Negatives, o.Candidates, o.TrainFuse = 0, 4, 3, 1, 0
 		}, []string{"samples=0", "queries-per-chunk=4", "negatives=3", "candidates=1", "train-fuse=0"}, []string{"--recipe"}},
 		{"explicit recipe", func(o *demoOptions) { o.Recipe = "scratch" }, []string{"recipe=scratch"}, []string{"--negatives"}},
+		{"no hard negatives", func(o *demoOptions) { o.Negatives = 0 }, []string{"negatives=0"}, []string{"--candidates"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
