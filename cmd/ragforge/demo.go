@@ -181,12 +181,13 @@ func (st *demoState) runStep(ctx context.Context, step demoStep) error {
 	errs := make([]error, len(step))
 	var wg sync.WaitGroup
 	for i := 1; i < len(step); i++ {
+		fmt.Fprintf(st.g.Err, "== [%s] runs beside [%s]; its output follows that lane's\n", stageNames(step[i]), stageNames(step[0]))
 		wg.Go(func() { errs[i] = lanes[i].runLane(ctx, step[i]) })
 	}
 	errs[0] = st.runLane(ctx, step[0])
 	wg.Wait()
 	for i, buf := range held {
-		fmt.Fprintf(st.g.Err, "== (ran beside %q) output of: %s\n", step[0][0].name, stageNames(step[i+1]))
+		fmt.Fprintf(st.g.Err, "== output of [%s], which ran beside [%s]:\n", stageNames(step[i+1]), stageNames(step[0]))
 		st.g.Err.Write(buf.Bytes())
 		maps.Copy(st.dirs, lanes[i+1].dirs)
 		maps.Copy(st.metrics, lanes[i+1].metrics)
@@ -230,7 +231,7 @@ func stageNames(stages []stageFunc) string {
 	for i, s := range stages {
 		names[i] = s.name
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, " → ")
 }
 
 // flagChanged reports whether --db was given explicitly (else the demo keeps
