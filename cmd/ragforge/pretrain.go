@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/pretrain"
@@ -98,7 +99,13 @@ func runPretrain(cmd *cobra.Command, g *globals, o pretrainOptions) (err error) 
 	defer st.Close()
 	defer finishRun(run, &err)
 	bar := progress.New(g.Err, -1, "pretrain")
-	rec, err := pretrain.SpanCorruptT5(cmdContext(cmd), c, o.Corpus.Path, texts, run, func(p pretrain.Progress) {
+	name := o.Corpus.Path // recorded in config.json: absolute, as run artifacts are
+	if !data.IsEncodedSpec(name) {
+		if abs, aerr := filepath.Abs(name); aerr == nil {
+			name = abs
+		}
+	}
+	rec, err := pretrain.SpanCorruptT5(cmdContext(cmd), c, name, texts, run, func(p pretrain.Progress) {
 		switch p.Phase {
 		case "train":
 			bar.Describe(fmt.Sprintf("epoch %d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Loss, p.LearningRate, p.TokensPerSec))
