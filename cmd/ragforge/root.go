@@ -87,6 +87,7 @@ func addCommands(root *cobra.Command, g *globals) {
 			newPipelineBuildCmd(g)),
 		group("runs", "List, show and compare runs stored in the run database",
 			newRunsListCmd(g), newRunsShowCmd(g), newRunsCompareCmd(g), newRunsMarkCmd(g), newRunsGCCmd(g)),
+		newPretrainCmd(g),
 		newSelflearnCmd(g),
 		newServeCmd(g),
 		group("tokenizer", "Train tokenizers on a corpus",

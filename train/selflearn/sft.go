@@ -143,37 +143,11 @@ func FineTuneT5(ctx context.Context, g *generate.T5Generator, pairs []SFTPair, c
 				return losses, err
 			}
 			idx := perm[b:min(b+B, len(perm))]
-			L, T := 1, 1
-			for _, i := range idx {
-				L, T = max(L, len(inputs[i])), max(T, len(labels[i]))
+			in, lab := make([][]int, len(idx)), make([][]int, len(idx))
+			for r, i := range idx {
+				in[r], lab[r] = inputs[i], labels[i]
 			}
-			L, T = t5.PadLen(L), t5.PadLen(T)
-			iv, mv := make([]int32, B*L), make([]int32, B*L)
-			dv, lv := make([]int32, B*T), make([]int32, B*T)
-			for r := range B {
-				for j := range L {
-					iv[r*L+j] = int32(c.PadTokenID)
-				}
-				for j := range T {
-					dv[r*T+j], lv[r*T+j] = int32(c.PadTokenID), t5.IgnoreIndex
-				}
-				if r >= len(idx) {
-					mv[r*L] = 1 // padding row: one visible key, no labels
-					continue
-				}
-				for j, x := range inputs[idx[r]] {
-					iv[r*L+j], mv[r*L+j] = int32(x), 1
-				}
-				lab := labels[idx[r]]
-				dec := t5.ShiftRight([][]int{lab}, c.DecoderStartTokenID, c.PadTokenID)[0]
-				for j := range lab {
-					dv[r*T+j], lv[r*T+j] = int32(dec[j]), int32(lab[j])
-				}
-			}
-			sr, err := tr.Step([][]*tensors.Tensor{{
-				tensors.FromFlatDataAndDimensions(iv, B, L), tensors.FromFlatDataAndDimensions(mv, B, L),
-				tensors.FromFlatDataAndDimensions(dv, B, T), tensors.FromFlatDataAndDimensions(lv, B, T),
-			}})
+			sr, err := tr.Step([][]*tensors.Tensor{c.TrainBatch(in, lab, B)})
 			if err != nil {
 				return losses, fmt.Errorf("fine-tune t5: epoch %d batch %d: %w", ep+1, b/B+1, err)
 			}
