@@ -79,6 +79,7 @@ func newTrainFilterCmd(g *globals) *cobra.Command {
 	f.IntVar(&c.LoggingSteps, "logging-steps", c.LoggingSteps, "print loss, learning rate, gradient norm and throughput to stderr every N updates")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for data order and dropout")
 	f.Float64Var(&c.Dropout, "dropout", c.Dropout, "dropout rate while training (< 0: the checkpoint's dropout_rate)")
+	f.Float64Var(&c.LabelSmoothing, "label-smoothing", c.LabelSmoothing, "label smoothing factor in [0, 1) (HF label_smoothing_factor; 0: plain cross-entropy)")
 	f.IntVar(&c.SaveSteps, "save-steps", c.SaveSteps, "checkpoint every N updates (0: every epoch)")
 	f.IntVar(&c.EarlyStoppingPatience, "early-stopping", c.EarlyStoppingPatience, "stop after N validations without a better accuracy (0: off)")
 	f.BoolVar(&c.Resume, "resume", false, "continue from the newest checkpoint in --out")
