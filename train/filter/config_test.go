@@ -44,3 +44,29 @@ func TestConfigHashLabelSmoothing(t *testing.T) {
 		t.Error("label smoothing 0.1 has the hash of 0")
 	}
 }
+
+func TestMeanProbs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		members [][]float64
+		want    []float64
+	}{
+		{"none", nil, nil},
+		{"one member is itself", [][]float64{{0.2, 0.9}}, []float64{0.2, 0.9}},
+		{"two", [][]float64{{0.2, 1}, {0.6, 0}}, []float64{0.4, 0.5}},
+		{"three", [][]float64{{0, 0.3}, {0.3, 0.3}, {0.9, 0.3}}, []float64{0.4, 0.3}},
+	} {
+		got := MeanProbs(tc.members)
+		if len(got) != len(tc.want) {
+			t.Fatalf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		for i := range got {
+			if math.Abs(got[i]-tc.want[i]) > 1e-12 {
+				t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+			}
+		}
+	}
+	if _, err := EvaluateEnsemble(nil, nil, EvalOptions{}); err == nil || !strings.Contains(err.Error(), "no filter checkpoint") {
+		t.Errorf("no member: %v", err)
+	}
+}
