@@ -33,6 +33,9 @@ type demoOptions struct {
 	// --max-chunks for the filter's examples (8 and 150: the sample's
 	// sweep; a large corpus trades pseudo-questions per chunk for chunks).
 	ICTPerChunk, ICTMaxChunks int
+	// FilterEnsembleSeeds are the seeds of extra filters trained beside the
+	// first and evaluated with it as an ensemble (none: one filter).
+	FilterEnsembleSeeds []int64
 	// QueriesPerChunk is selflearn's --queries-per-chunk (0: the recipe's).
 	QueriesPerChunk int
 	// Negatives, Candidates and TrainFuse are selflearn's --negatives (-1:
@@ -65,7 +68,10 @@ type demoState struct {
 	dirs    map[string]string             // named artifacts: "t5-tokenizer", "bert", "filter", ...
 	metrics map[string]map[string]float64 // stage name → its metrics, for later stages' baselines
 	summary []demoStage
-	wall    float64 // seconds the whole demo took (lanes overlap, so not the stages' sum)
+	// filterMembers are the last checkpoints of the filter and of its
+	// ensemble members (--filter-ensemble-seeds), evaluated together.
+	filterMembers []string
+	wall          float64 // seconds the whole demo took (lanes overlap, so not the stages' sum)
 }
 
 func newDemoCmd(g *globals) *cobra.Command {
@@ -112,6 +118,7 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.IntVar(&o.TrainFuse, "train-fuse", -1, "hypothetical documents fused with the query in retriever training (-1: selflearn's, SL-HyDE's; 0: the plain query)")
 	f.IntVar(&o.ICTPerChunk, "ict-per-chunk", 8, "pseudo-questions per chunk in the filter's ICT examples (label ict --per-chunk)")
 	f.IntVar(&o.ICTMaxChunks, "ict-max-chunks", 150, "chunks the filter's ICT examples are drawn from (label ict --max-chunks; 0: all)")
+	f.Int64SliceVar(&o.FilterEnsembleSeeds, "filter-ensemble-seeds", nil, "train one more filter per seed (models init and train filter from it) and evaluate all as an ensemble, P([HELPFUL]) averaged; each costs another filter training (docs/recipes.md, \"Filter, fourth sweep\")")
 	minInt(f, 0, "filter-epochs", "queries-per-chunk", "candidates", "ict-max-chunks")
 	minInt(f, -1, "train-fuse", "negatives")
 	minInt(f, 1, "ict-per-chunk")
@@ -129,6 +136,13 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 	default:
 		return nil, fmt.Errorf("--recipe %q: want %s, %s or auto", o.Recipe, trainer.RecipePretrained, trainer.RecipeScratch)
 	}
+	seen := map[int64]bool{o.Seed: true}
+	for _, seed := range o.FilterEnsembleSeeds {
+		if seen[seed] {
+			return nil, fmt.Errorf("--filter-ensemble-seeds: seed %d twice (--seed %d is the first filter's): a member must differ from the others", seed, o.Seed)
+		}
+		seen[seed] = true
+	}
 	if err := os.MkdirAll(o.Work, 0o755); err != nil {
 		return nil, err
 	}
@@ -145,7 +159,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 		}
 	}
 	start := time.Now()
-	for _, step := range demoSteps() {
+	for _, step := range demoSteps(o) {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}

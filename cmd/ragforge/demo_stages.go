@@ -16,7 +16,7 @@ import (
 // demoSteps are the demo's stages, the steps run in order. Each stage calls
 // the same subcommand a user would run, so the summary's commands reproduce
 // the figures, whether its step ran it alone or beside another lane.
-func demoSteps() []demoStep {
+func demoSteps(o demoOptions) []demoStep {
 	one := func(name string, run func(context.Context, *demoState) (demoStage, error)) demoStep {
 		return demoStep{{{name, run}}}
 	}
@@ -30,12 +30,24 @@ func demoSteps() []demoStep {
 		// The filter and the retriever depend only on the steps above and
 		// not on each other: two lanes, side by side.
 		{
-			{{"filter: train", demoTrainFilter}, {"filter: eval", demoEvalFilter}},
+			filterLane(o),
 			{{"selflearn: 1 round (ICT)", demoSelflearn}, {"retrieval: hybrid (tuned)", demoEvalTuned}},
 		},
 		one("export", demoExport),
 		one("serve + /v1/pipeline", demoServe),
 	}
+}
+
+// filterLane trains the filter, then one more member per
+// --filter-ensemble-seeds seed, and evaluates them together.
+func filterLane(o demoOptions) []stageFunc {
+	lane := []stageFunc{{"filter: train", demoTrainFilter}}
+	for _, seed := range o.FilterEnsembleSeeds {
+		lane = append(lane, stageFunc{fmt.Sprintf("filter: train member (seed %d)", seed), func(ctx context.Context, st *demoState) (demoStage, error) {
+			return demoTrainFilterMember(ctx, st, seed)
+		}})
+	}
+	return append(lane, stageFunc{"filter: eval", demoEvalFilter})
 }
 
 func (st *demoState) chunkArgs() []string {
@@ -173,9 +185,44 @@ func demoICTLabels(ctx context.Context, st *demoState) (demoStage, error) {
 // alone, holding out 20% of the evidence labels' questions for evaluation.
 // 256 tokens hold a whole evidence example, so no window lacks its question.
 func demoTrainFilter(ctx context.Context, st *demoState) (demoStage, error) {
-	out := st.fresh("filter")
-	args := []string{"train", "filter", "--model", st.dirs["t5-tiny"], "--train", st.dirs["labels"], "--augment", st.dirs["labels-ict"], "--augment-only",
-		"--valid-frac", "0.2", "--out", out, "--max-seq-length", "256", "--doc-stride", "64", "--seed", strconv.FormatInt(st.o.Seed, 10)}
+	stage, last, err := st.trainFilter(st.dirs["t5-tiny"], st.fresh("filter"), st.o.Seed)
+	if err != nil {
+		return demoStage{}, err
+	}
+	st.dirs["filter-run"] = stage.RunID
+	st.dirs["filter-out"] = filepath.Join(st.o.Work, "filter")
+	st.filterMembers = []string{last}
+	return stage, nil
+}
+
+// demoTrainFilterMember adds an ensemble member: the T5 of models init
+// and the filter training of the demo, both from seed (docs/recipes.md,
+// "Filter, fourth sweep"). Only its last checkpoint is used, in eval
+// filter; export and the pipeline keep the first filter.
+func demoTrainFilterMember(ctx context.Context, st *demoState, seed int64) (demoStage, error) {
+	name := fmt.Sprintf("t5-tiny-seed%d", seed)
+	model := st.fresh("models", name)
+	init := []string{"models", "init", "--arch", "t5", "--size", "tiny", "--tokenizer", st.dirs["spm"], "--seed", strconv.FormatInt(seed, 10), "--out", model,
+		"--token-match-heads", "4", "--token-match-score", "8"}
+	if _, err := st.sub(init...); err != nil {
+		return demoStage{}, err
+	}
+	stage, last, err := st.trainFilter(model, st.fresh(fmt.Sprintf("filter-seed%d", seed)), seed)
+	if err != nil {
+		return demoStage{}, err
+	}
+	stage.Command = st.command(init...) + "\n  " + stage.Command
+	st.filterMembers = append(st.filterMembers, last)
+	return stage, nil
+}
+
+// trainFilter runs the demo's train filter from model into out with seed
+// and returns its stage and last checkpoint. With a seed other than the
+// demo's, the run's own --valid-frac split (logged, never used) differs
+// from the one the demo evaluates on; training sees the ICT examples only.
+func (st *demoState) trainFilter(model, out string, seed int64) (demoStage, string, error) {
+	args := []string{"train", "filter", "--model", model, "--train", st.dirs["labels"], "--augment", st.dirs["labels-ict"], "--augment-only",
+		"--valid-frac", "0.2", "--out", out, "--max-seq-length", "256", "--doc-stride", "64", "--seed", strconv.FormatInt(seed, 10)}
 	args = append(args, st.recipeArgs()...)
 	switch {
 	case st.o.Quick:
@@ -194,21 +241,22 @@ func demoTrainFilter(ctx context.Context, st *demoState) (demoStage, error) {
 		} `json:"result"`
 	}
 	if err := st.subJSON(&res, args...); err != nil {
-		return demoStage{}, err
+		return demoStage{}, "", err
 	}
-	st.dirs["filter-run"] = res.RunID
-	st.dirs["filter-out"] = out
-	st.dirs["filter-last"] = res.Result.LastCheckpoint
 	return demoStage{Command: st.command(args...), RunID: res.RunID, Artifacts: []string{res.Result.LastCheckpoint},
-		Metrics: map[string]float64{"final_loss": res.Result.FinalLoss, "steps": float64(res.Result.GlobalStep)}}, nil
+		Metrics: map[string]float64{"final_loss": res.Result.FinalLoss, "steps": float64(res.Result.GlobalStep)}}, res.Result.LastCheckpoint, nil
 }
 
 // demoEvalFilter evaluates the last checkpoint (not the one with the best
 // validation accuracy, which would choose it on the very labels reported)
 // on the held-out questions.
 func demoEvalFilter(ctx context.Context, st *demoState) (demoStage, error) {
-	args := []string{"eval", "filter", "--model", st.dirs["filter-last"], "--data", filepath.Join(st.dirs["filter-out"], "valid.jsonl"),
-		"--max-seq-length", "256", "--doc-stride", "64", "--out", st.fresh("filter-eval")}
+	args := []string{"eval", "filter"}
+	for _, m := range st.filterMembers {
+		args = append(args, "--model", m)
+	}
+	args = append(args, "--data", filepath.Join(st.dirs["filter-out"], "valid.jsonl"),
+		"--max-seq-length", "256", "--doc-stride", "64", "--out", st.fresh("filter-eval"))
 	var res struct {
 		RunID  string `json:"run_id"`
 		Dir    string `json:"dir"`

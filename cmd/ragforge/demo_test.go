@@ -134,3 +134,24 @@ func TestDemoSelflearnArgs(t *testing.T) {
 		})
 	}
 }
+
+// The filter lane trains one member per --filter-ensemble-seeds seed
+// between the first filter and the evaluation.
+func TestDemoFilterLane(t *testing.T) {
+	for _, tc := range []struct {
+		seeds []int64
+		want  string
+	}{
+		{nil, "filter: train,filter: eval"},
+		{[]int64{7}, "filter: train,filter: train member (seed 7),filter: eval"},
+		{[]int64{7, 9}, "filter: train,filter: train member (seed 7),filter: train member (seed 9),filter: eval"},
+	} {
+		var names []string
+		for _, s := range filterLane(demoOptions{FilterEnsembleSeeds: tc.seeds}) {
+			names = append(names, s.name)
+		}
+		if got := strings.Join(names, ","); got != tc.want {
+			t.Errorf("seeds %v: lane %s, want %s", tc.seeds, got, tc.want)
+		}
+	}
+}

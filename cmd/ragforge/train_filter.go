@@ -79,6 +79,7 @@ func newTrainFilterCmd(g *globals) *cobra.Command {
 	f.IntVar(&c.LoggingSteps, "logging-steps", c.LoggingSteps, "print loss, learning rate, gradient norm and throughput to stderr every N updates")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for data order and dropout")
 	f.Float64Var(&c.Dropout, "dropout", c.Dropout, "dropout rate while training (< 0: the checkpoint's dropout_rate)")
+	f.Float64Var(&c.LabelSmoothing, "label-smoothing", c.LabelSmoothing, "label smoothing factor in [0, 1) (HF label_smoothing_factor; 0: plain cross-entropy)")
 	f.IntVar(&c.SaveSteps, "save-steps", c.SaveSteps, "checkpoint every N updates (0: every epoch)")
 	f.IntVar(&c.EarlyStoppingPatience, "early-stopping", c.EarlyStoppingPatience, "stop after N validations without a better accuracy (0: off)")
 	f.BoolVar(&c.Resume, "resume", false, "continue from the newest checkpoint in --out")
@@ -99,6 +100,9 @@ func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (fi
 	}
 	if c.LoggingSteps < 1 {
 		return c, "", fmt.Errorf("--logging-steps %d: want >= 1", c.LoggingSteps)
+	}
+	if c.LabelSmoothing < 0 || c.LabelSmoothing >= 1 {
+		return c, "", fmt.Errorf("--label-smoothing %v: want in [0, 1)", c.LabelSmoothing)
 	}
 	if err := o.Data.Check(); err != nil {
 		return c, "", err
@@ -190,8 +194,9 @@ func filterLogLine(p filter.Progress) string {
 
 // evalFilterOptions are the flags of `eval filter`.
 type evalFilterOptions struct {
-	Model, Data, Out string
-	Eval             filter.EvalOptions
+	Models    []string // one checkpoint, or an ensemble's members
+	Data, Out string
+	Eval      filter.EvalOptions
 }
 
 func newEvalFilterCmd(g *globals) *cobra.Command {
@@ -200,7 +205,9 @@ func newEvalFilterCmd(g *globals) *cobra.Command {
 		Use:   "filter",
 		Short: "Evaluate a filter checkpoint: accuracy, per-class accuracy, P/R/F1 of [HELPFUL], ROC-AUC, threshold sweep",
 		Long: `P([HELPFUL]) is the softmax over the two label-token logits at the first
-decoder step; an example's probability is its best window's. Writes RAG²'s
+decoder step; an example's probability is its best window's. Given --model
+more than once, the filters form an ensemble: an example's P([HELPFUL]) is
+the mean of the members' (soft voting). Writes RAG²'s
 dict_id_pred_results.json, final_eval_results.json and
 final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 		Example: `  ragforge eval filter --model work/filter/best --data work/labels-test.jsonl --out work/filter-eval`,
@@ -210,7 +217,7 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Model, "model", "", "filter checkpoint directory (with [HELPFUL]/[NOT_HELPFUL] tokens) (required)")
+	f.StringArrayVar(&o.Models, "model", nil, "filter checkpoint directory (with [HELPFUL]/[NOT_HELPFUL] tokens) (required; repeat for an ensemble)")
 	f.StringVar(&o.Data, "data", "", "examples in the RAG² filter schema (.json or .jsonl) (required)")
 	f.StringVar(&o.Out, "out", "", "directory for the RAG² result files (default runs/<run id>)")
 	f.IntVar(&o.Eval.MaxSeqLength, "max-seq-length", 512, "tokens per window")
@@ -220,20 +227,27 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 	return cmd
 }
 
-// runEvalFilter scores o.Data with the checkpoint o.Model, writes RAG²'s
+// runEvalFilter scores o.Data with the checkpoint(s) o.Models, writes RAG²'s
 // result files and records the metrics in a run.
 func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
-	if o.Model == "" || o.Data == "" {
+	if len(o.Models) == 0 || o.Data == "" {
 		return fmt.Errorf("--model and --data are required")
 	}
-	if o.Model, err = modelDir(g, "model", o.Model); err != nil {
-		return err
+	for i, m := range o.Models {
+		if m == "" {
+			return fmt.Errorf("--model %d of %d: empty directory", i+1, len(o.Models))
+		}
+	}
+	for i, m := range o.Models {
+		if o.Models[i], err = modelDir(g, "model", m); err != nil {
+			return err
+		}
 	}
 	examples, err := mfilter.ReadExamples(o.Data)
 	if err != nil {
 		return err
 	}
-	st, run, err := startRun(g, "eval-filter", map[string]any{"model": o.Model, "data": o.Data,
+	st, run, err := startRun(g, "eval-filter", map[string]any{"model": strings.Join(o.Models, ","), "data": o.Data,
 		"max_seq_length": o.Eval.MaxSeqLength, "doc_stride": o.Eval.DocStride, "batch_size": o.Eval.BatchSize, "threshold": o.Eval.Threshold})
 	if err != nil {
 		return err
@@ -243,7 +257,7 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 	bar := progress.New(g.Err, -1, "eval filter")
 	o.Eval.Backend = g.Backend
 	o.Eval.Progress = bar.Func()
-	rep, err := filter.Evaluate(o.Model, examples, o.Eval)
+	rep, err := filter.EvaluateEnsemble(o.Models, examples, o.Eval)
 	bar.Finish()
 	if err != nil {
 		return err

@@ -16,6 +16,8 @@ func TestTrainFilterBadTrainerFlags(t *testing.T) {
 		{"--lr-scheduler", ""},
 		{"--logging-steps", "0"},
 		{"--logging-steps", "-5"},
+		{"--label-smoothing", "1"},
+		{"--label-smoothing", "-0.1"},
 	} {
 		code, stderr := runErr(append(base, tc.flag, tc.value)...)
 		if code == 0 || !strings.Contains(stderr, tc.flag) {
@@ -38,5 +40,14 @@ func TestTrainFilterAugmentOnlyFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr, "--augment-only") {
 			t.Errorf("%v: exit %d, stderr %q; want an error naming --augment-only", extra, code, stderr)
 		}
+	}
+}
+
+// eval filter refuses an empty --model among its members, naming which.
+func TestEvalFilterEmptyMember(t *testing.T) {
+	dir := t.TempDir()
+	code, stderr := runErr("--db", filepath.Join(dir, "runs.db"), "eval", "filter", "--model", dir, "--model", "", "--data", filepath.Join(dir, "x.jsonl"))
+	if code == 0 || !strings.Contains(stderr, "--model 2 of 2: empty directory") {
+		t.Errorf("exit %d, stderr %q; want an error naming the empty --model", code, stderr)
 	}
 }

@@ -31,6 +31,8 @@ func TestNonsenseFlagsAreRefused(t *testing.T) {
 		{[]string{"runs", "list", "--limit", "-2"}, "--limit -2: must be at least 0"},
 		{[]string{"demo", "--ict-per-chunk", "0", "--work", "/nonexistent/demo"}, "--ict-per-chunk 0: must be at least 1"},
 		{[]string{"demo", "--ict-max-chunks", "-1", "--work", "/nonexistent/demo"}, "--ict-max-chunks -1: must be at least 0"},
+		{[]string{"demo", "--filter-ensemble-seeds", "42", "--work", "/nonexistent/demo"}, "--filter-ensemble-seeds: seed 42 twice"},
+		{[]string{"demo", "--filter-ensemble-seeds", "7,7", "--work", "/nonexistent/demo"}, "--filter-ensemble-seeds: seed 7 twice"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{}, tc.args...)

@@ -368,6 +368,26 @@ func LossGraph(logits, labels *graph.Node) *graph.Node {
 	return graph.Div(graph.Neg(graph.ReduceAllSum(lp)), graph.MaxScalar(graph.ReduceAllSum(valid), 1))
 }
 
+// SmoothedLossGraph is LossGraph with label smoothing eps in [0, 1), as HF
+// Trainer's LabelSmoother (label_smoothing_factor): (1−eps)·NLL + eps·the
+// mean over the V vocabulary entries of −log p, both averaged over the
+// non-ignored label positions. eps 0 is LossGraph exactly. logits [B, T, V]
+// float, labels [B, T] int → scalar float32; a batch with no valid label
+// gives 0.
+func SmoothedLossGraph(logits, labels *graph.Node, eps float64) *graph.Node {
+	if eps == 0 {
+		return LossGraph(logits, labels)
+	}
+	lp, valid := labelLogProbs(logits, labels)
+	V := logits.Shape().Dimensions[2]
+	// Σ_v log p(v) per position [B, T], kept only at valid positions.
+	all := graph.Mul(graph.ReduceSum(graph.LogSoftmax(logits, -1), -1), valid)
+	n := graph.MaxScalar(graph.ReduceAllSum(valid), 1)
+	nll := graph.Div(graph.Neg(graph.ReduceAllSum(lp)), n)
+	smooth := graph.Div(graph.Neg(graph.ReduceAllSum(all)), graph.MulScalar(n, float64(V)))
+	return graph.Add(graph.MulScalar(nll, 1-eps), graph.MulScalar(smooth, eps))
+}
+
 // ShiftRight is HF T5PreTrainedModel._shift_right: each row becomes
 // [decoderStart, labels[:-1]...] with IgnoreIndex (-100) replaced by pad.
 func ShiftRight(labels [][]int, decoderStart, pad int) [][]int {

@@ -632,6 +632,35 @@ func TestLossGraphHand(t *testing.T) {
 	}
 }
 
+func TestSmoothedLossGraphHand(t *testing.T) {
+	// The logits of TestLossGraphHand (V = 3, valid positions: row0 t0,
+	// row1 t0, row1 t1). Σ_v −log p(v): row0 t0 [0,0,ln2] → 2·ln4 + ln2 =
+	// 5·ln2; row1 t0 [ln3,0,0] → (ln5 − ln3) + 2·ln5; row1 t1 → 3·ln3.
+	// smooth = (5·ln2 + 3·ln5 + 2·ln3)/(3·3); NLL = ln10/3 (LossGraph).
+	b := testBackend(t)
+	logits := [][][]float32{{{0, 0, float32(math.Ln2)}, {9, 9, 9}}, {{float32(math.Log(3)), 0, 0}, {0, 0, 0}}}
+	labels := [][]int32{{2, -100}, {0, 1}}
+	nll := math.Log(10) / 3
+	smooth := (5*math.Ln2 + 3*math.Log(5) + 2*math.Log(3)) / 9
+	for _, tc := range []struct {
+		eps  float64
+		want float64
+	}{
+		{0, nll},
+		{0.1, 0.9*nll + 0.1*smooth},
+		{0.5, 0.5*nll + 0.5*smooth},
+	} {
+		got := graph.MustExecOnce(b, func(l, y *graph.Node) *graph.Node { return SmoothedLossGraph(l, y, tc.eps) }, logits, labels)
+		if v := float64(tensors.ToScalar[float32](got)); math.Abs(v-tc.want) > 1e-5 {
+			t.Errorf("SmoothedLossGraph eps %v = %v, want %v", tc.eps, v, tc.want)
+		}
+		none := graph.MustExecOnce(b, func(l, y *graph.Node) *graph.Node { return SmoothedLossGraph(l, y, tc.eps) }, logits, [][]int32{{-100, -100}, {-100, -100}})
+		if v := tensors.ToScalar[float32](none); v != 0 {
+			t.Errorf("SmoothedLossGraph eps %v with no valid label = %v, want 0", tc.eps, v)
+		}
+	}
+}
+
 func TestPadLen(t *testing.T) {
 	for _, c := range []struct{ n, want int }{{0, 8}, {1, 8}, {8, 8}, {9, 16}, {45, 48}, {64, 64}, {65, 96}, {256, 256}, {257, 320}} {
 		if got := PadLen(c.n); got != c.want {

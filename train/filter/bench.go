@@ -52,7 +52,7 @@ func BenchTrainStep(backendName string, cfg t5.Config, batch, encLen, decLen, st
 	if err := m.Ctx.SetRNGStateFromSeed(1); err != nil {
 		return BenchResult{}, err
 	}
-	lm := &labeled{&mfilter.Predictor{Model: m, Helpful: cfg.VocabSize - 2, NotHelpful: cfg.VocabSize - 1, Config: mfilter.Config{BatchSize: batch}}}
+	lm := &labeled{Predictor: &mfilter.Predictor{Model: m, Helpful: cfg.VocabSize - 2, NotHelpful: cfg.VocabSize - 1, Config: mfilter.Config{BatchSize: batch}}}
 	oc := trainer.DefaultConfig()
 	oc.TotalSteps = steps + 1
 	tr, err := trainer.New(be, m.Ctx, lm.lossFn, oc)

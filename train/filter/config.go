@@ -24,6 +24,7 @@ package filter
 
 import (
 	"fmt"
+	"math"
 
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
@@ -77,6 +78,11 @@ type Config struct {
 	// is what the saved checkpoints' config.json then holds); < 0 keeps the
 	// checkpoint's value (RAG²: Flan-T5's 0.1).
 	Dropout float64 `json:"dropout"`
+	// LabelSmoothing in [0, 1) mixes the target with the uniform
+	// distribution over the vocabulary (HF TrainingArguments
+	// label_smoothing_factor, LabelSmoother); 0 (RAG², default) is plain
+	// cross-entropy.
+	LabelSmoothing float64 `json:"label_smoothing_factor"`
 
 	// SaveSteps > 0 writes a checkpoint every SaveSteps updates (and at the
 	// end); 0 writes one at the end of every epoch (RAG² --checkpointing_steps epoch).
@@ -133,6 +139,8 @@ func (c Config) Validate() error {
 		return bad("LoggingSteps", c.LoggingSteps, ">= 1")
 	case c.Dropout >= 1:
 		return bad("Dropout", c.Dropout, "in [0, 1), or < 0 for the checkpoint's")
+	case c.LabelSmoothing < 0 || c.LabelSmoothing >= 1 || math.IsNaN(c.LabelSmoothing):
+		return bad("LabelSmoothing", c.LabelSmoothing, "in [0, 1)")
 	}
 	return c.optim(1).Validate()
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
@@ -318,4 +319,66 @@ func (r *EvalReport) Metrics(prefix string) map[string]float64 {
 		m[prefix+"roc_auc"] = *r.ROCAUC
 	}
 	return m
+}
+
+// EvaluateEnsemble is Evaluate for the mean of several filters: each
+// checkpoint of modelDirs scores every example (windows aggregated as
+// opt.Aggregate), the ensemble's P(helpful) of an example is the mean of
+// the members' (soft voting, as sklearn's VotingClassifier(voting="soft")
+// with equal weights), and the report is made from those means. One
+// directory is Evaluate exactly. Report.Model lists the members, comma
+// separated; windows are the first member's (all share the settings).
+// Errors: no directory, and Evaluate's, naming the member.
+func EvaluateEnsemble(modelDirs []string, examples []mfilter.Example, opt EvalOptions) (*EvalReport, error) {
+	if len(modelDirs) == 0 {
+		return nil, fmt.Errorf("evaluate: no filter checkpoint")
+	}
+	var members [][]float64
+	var first *EvalReport
+	for _, dir := range modelDirs {
+		r, err := Evaluate(dir, examples, opt)
+		if err != nil {
+			return nil, err
+		}
+		if first == nil {
+			first = r
+		}
+		p := make([]float64, len(r.Predictions))
+		for i, pr := range r.Predictions {
+			p[i] = pr.PHelpful
+		}
+		members = append(members, p)
+	}
+	if len(modelDirs) == 1 {
+		return first, nil
+	}
+	windows := make([]int, len(first.Predictions))
+	for i, pr := range first.Predictions {
+		windows[i] = pr.Windows
+	}
+	r := Report(examples, MeanProbs(members), windows, opt.withDefaults().Threshold)
+	r.Aggregate, r.Model = first.Aggregate, strings.Join(modelDirs, ",")
+	return r, nil
+}
+
+// MeanProbs returns the element-wise mean of equal-length probability
+// vectors (members[m][i]: member m's P(helpful) of example i); nil for no
+// member. A length mismatch panics (the members scored the same examples).
+func MeanProbs(members [][]float64) []float64 {
+	if len(members) == 0 {
+		return nil
+	}
+	out := make([]float64, len(members[0]))
+	for _, p := range members {
+		if len(p) != len(out) {
+			panic(fmt.Sprintf("filter: MeanProbs: member of %d examples, want %d", len(p), len(out)))
+		}
+		for i, v := range p {
+			out[i] += v
+		}
+	}
+	for i := range out {
+		out[i] /= float64(len(members))
+	}
+	return out
 }

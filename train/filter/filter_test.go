@@ -315,6 +315,29 @@ func TestTrainLossDecreasesAndExport(t *testing.T) {
 	if r.Accuracy != res.BestAccuracy {
 		t.Errorf("exported best model: accuracy %v, training recorded %v", r.Accuracy, res.BestAccuracy)
 	}
+	// An ensemble of one is Evaluate; of two, each example's P(helpful) is
+	// the mean of the members'.
+	opt := EvalOptions{MaxSeqLength: 128, DocStride: 16, Backend: testBackend}
+	one, err := EvaluateEnsemble([]string{out}, valid, opt)
+	if err != nil || one.Model != out || one.Predictions[0].PHelpful != r.Predictions[0].PHelpful {
+		t.Fatalf("ensemble of one: %+v, %v", one, err)
+	}
+	rl, err := Evaluate(res.LastCheckpoint, valid, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := EvaluateEnsemble([]string{out, res.LastCheckpoint}, valid, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if two.Model != out+","+res.LastCheckpoint || len(two.Predictions) != len(valid) {
+		t.Fatalf("ensemble of two: model %q, %d predictions", two.Model, len(two.Predictions))
+	}
+	for i, p := range two.Predictions {
+		if want := (r.Predictions[i].PHelpful + rl.Predictions[i].PHelpful) / 2; math.Abs(p.PHelpful-want) > 1e-12 || p.Windows != r.Predictions[i].Windows {
+			t.Errorf("ensemble example %d: P %v (windows %d), want %v (%d)", i, p.PHelpful, p.Windows, want, r.Predictions[i].Windows)
+		}
+	}
 	cfgT5, err := t5.LoadConfig(out)
 	if err != nil || cfgT5.VocabSize != 2102 {
 		t.Errorf("exported vocab_size %d (%v), want 2100 + 2 label tokens", cfgT5.VocabSize, err)

@@ -19,6 +19,7 @@ import (
 // training and serving share one scoring path.
 type labeled struct {
 	*mfilter.Predictor
+	smoothing float64 // Config.LabelSmoothing
 }
 
 // loadForTraining loads dir, adds the label tokens when missing (HF
@@ -60,7 +61,7 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64, pc mf
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	return &labeled{p}, nil
+	return &labeled{Predictor: p}, nil
 }
 
 // loadForEval loads a trained checkpoint (models/filter.Load); the label
@@ -96,7 +97,8 @@ func (lm *labeled) targetBatch(labels []int, rows int) (dec, lab *tensors.Tensor
 }
 
 // lossFn is the trainer.LossFn of the filter: inputs ids, mask [B, L], decoder
-// ids, labels [B, 2] → HF T5 loss (mean cross-entropy over non-ignored labels).
+// ids, labels [B, 2] → HF T5 loss (mean cross-entropy over non-ignored
+// labels), label-smoothed by lm.smoothing (HF label_smoothing_factor).
 func (lm *labeled) lossFn(ctx *context.Context, in []*graph.Node) *graph.Node {
-	return t5.LossGraph(lm.Model.LogitsGraph(ctx, in[0], in[1], in[2]), in[3])
+	return t5.SmoothedLossGraph(lm.Model.LogitsGraph(ctx, in[0], in[1], in[2]), in[3], lm.smoothing)
 }

@@ -153,6 +153,7 @@ func newTrainRun(cfg Config, train, valid []mfilter.Example, run *tracker.Run, p
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
+	lm.smoothing = cfg.LabelSmoothing
 	wins, err := Windows(lm.Tokenizer, train, cfg.MaxSeqLength, cfg.DocStride)
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
@@ -479,6 +480,9 @@ func configHash(c Config) string {
 		// Appended only when not the default, so checkpoints written before
 		// the field existed still resume.
 		fields = append(fields, c.LRScheduler)
+	}
+	if c.LabelSmoothing != 0 {
+		fields = append(fields, "label_smoothing", c.LabelSmoothing) // likewise
 	}
 	b, _ := json.Marshal(fields)
 	h := sha256.Sum256(b)
