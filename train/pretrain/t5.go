@@ -170,48 +170,22 @@ func SpanCorruptT5(ctx context.Context, cfg Config, corpus string, texts []strin
 	if _, err := os.Stat(filepath.Join(cfg.OutputDir, t5.ConfigFile)); err == nil {
 		return nil, fmt.Errorf("pretrain: %s already holds a checkpoint; choose another --out", cfg.OutputDir)
 	}
-	be, err := backend.New(cfg.Backend)
+	m, tok, err := loadT5(cfg)
 	if err != nil {
 		return nil, err
 	}
-	m, err := t5.Load(be, cfg.ModelDir)
-	if err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	tok, err := tokenizer.Load(cfg.ModelDir)
-	if err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	if tok.Len() > m.Config.VocabSize {
-		return nil, fmt.Errorf("pretrain: %s: tokenizer has %d tokens, the model's vocab_size is %d", cfg.ModelDir, tok.Len(), m.Config.VocabSize)
-	}
-	var sentinels []int
-	for k := 0; ; k++ {
-		id, ok := tok.TokenToID(fmt.Sprintf("<extra_id_%d>", k))
-		if !ok {
-			break
-		}
-		sentinels = append(sentinels, id)
-	}
+	sentinels := sentinelIDs(tok)
 	if len(sentinels) == 0 {
 		return nil, fmt.Errorf("pretrain: %s: tokenizer has no <extra_id_0> sentinel (span corruption needs T5's sentinels)", cfg.ModelDir)
 	}
 	rec := &Record{Objective: ObjectiveSpanCorruption, Corpus: corpus, NoiseDensity: cfg.NoiseDensity,
 		MeanSpanLength: cfg.MeanSpanLength, MaxSeqLength: cfg.MaxSeqLength, BatchSize: cfg.BatchSize,
 		LearningRate: cfg.LearningRate, Seed: cfg.Seed}
-	var seqs [][]int
-	for _, t := range texts {
-		ids := tok.Encode(t, false)
-		if len(ids) > cfg.MaxSeqLength {
-			ids = ids[:cfg.MaxSeqLength]
-		}
-		if len(ids) < 2 {
-			continue
-		}
-		seqs = append(seqs, ids)
+	seqs := encodeChunks(tok, texts, cfg.MaxSeqLength)
+	rec.Chunks = len(seqs)
+	for _, ids := range seqs {
 		rec.Tokens += len(ids)
 	}
-	rec.Chunks = len(seqs)
 	if len(seqs) == 0 {
 		return nil, fmt.Errorf("pretrain: none of the %d chunks has 2 or more tokens", len(texts))
 	}
@@ -257,14 +231,9 @@ func SpanCorruptT5(ctx context.Context, cfg Config, corpus string, texts []strin
 		}
 		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(step)+1<<32))
 		idx := perm[b*B : min((b+1)*B, len(perm))]
-		in, tgt := make([][]int, len(idx)), make([][]int, len(idx))
-		tokens := 0
-		for r, i := range idx {
-			noise := NoiseMask(len(seqs[i]), cfg.NoiseDensity, cfg.MeanSpanLength, rng)
-			if in[r], tgt[r], err = SpanCorrupt(seqs[i], noise, sentinels, tok.EOSID()); err != nil {
-				return nil, fmt.Errorf("pretrain: chunk %d: %w (lower --max-seq-length)", i, err)
-			}
-			tokens += len(in[r]) + len(tgt[r])
+		in, tgt, tokens, err := corruptBatch(cfg, seqs, idx, sentinels, tok.EOSID(), rng)
+		if err != nil {
+			return nil, err
 		}
 		t0 := time.Now()
 		sr, err := tr.Step([][]*tensors.Tensor{m.Config.TrainBatch(in, tgt, B)})
@@ -334,4 +303,69 @@ func save(m *t5.Model, tok tokenizer.Tokenizer, dir string, rec *Record) error {
 		return fmt.Errorf("pretrain: write %s: %w", dir, err)
 	}
 	return nil
+}
+
+// sentinelIDs returns the ids of <extra_id_0>, <extra_id_1>, ... up to the
+// first one the tokenizer lacks (T5's sentinels, Raffel et al. 2020 §3.1.4).
+func sentinelIDs(tok tokenizer.Tokenizer) []int {
+	var ids []int
+	for k := 0; ; k++ {
+		id, ok := tok.TokenToID(fmt.Sprintf("<extra_id_%d>", k))
+		if !ok {
+			return ids
+		}
+		ids = append(ids, id)
+	}
+}
+
+// encodeChunks tokenizes each text without </s>, truncated to maxLen tokens;
+// texts of fewer than 2 tokens are dropped (span corruption needs a kept and
+// a noise token).
+func encodeChunks(tok tokenizer.Tokenizer, texts []string, maxLen int) [][]int {
+	var seqs [][]int
+	for _, t := range texts {
+		ids := tok.Encode(t, false)
+		if len(ids) > maxLen {
+			ids = ids[:maxLen]
+		}
+		if len(ids) >= 2 {
+			seqs = append(seqs, ids)
+		}
+	}
+	return seqs
+}
+
+// corruptBatch span-corrupts the chunks seqs[idx] with fresh noise from rng:
+// the encoder inputs, the targets and their total token count.
+func corruptBatch(cfg Config, seqs [][]int, idx, sentinels []int, eos int, rng *rand.Rand) (in, tgt [][]int, tokens int, err error) {
+	in, tgt = make([][]int, len(idx)), make([][]int, len(idx))
+	for r, i := range idx {
+		noise := NoiseMask(len(seqs[i]), cfg.NoiseDensity, cfg.MeanSpanLength, rng)
+		if in[r], tgt[r], err = SpanCorrupt(seqs[i], noise, sentinels, eos); err != nil {
+			return nil, nil, 0, fmt.Errorf("pretrain: chunk %d: %w (lower --max-seq-length)", i, err)
+		}
+		tokens += len(in[r]) + len(tgt[r])
+	}
+	return in, tgt, tokens, nil
+}
+
+// loadT5 loads the checkpoint and tokenizer of cfg.ModelDir on cfg.Backend;
+// a tokenizer with more tokens than the model's vocab_size is an error.
+func loadT5(cfg Config) (*t5.Model, tokenizer.Tokenizer, error) {
+	be, err := backend.New(cfg.Backend)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := t5.Load(be, cfg.ModelDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pretrain: %w", err)
+	}
+	tok, err := tokenizer.Load(cfg.ModelDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pretrain: %w", err)
+	}
+	if tok.Len() > m.Config.VocabSize {
+		return nil, nil, fmt.Errorf("pretrain: %s: tokenizer has %d tokens, the model's vocab_size is %d", cfg.ModelDir, tok.Len(), m.Config.VocabSize)
+	}
+	return m, tok, nil
 }
