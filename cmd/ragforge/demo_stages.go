@@ -148,8 +148,9 @@ func demoLabels(ctx context.Context, st *demoState) (demoStage, error) {
 }
 
 // demoICTLabels makes self-supervised filter examples from the corpus
-// (label ict), the filter's only training data: a random T5 trained on the
-// evidence labels memorises which chunks were helpful. The settings are the
+// (label ict), the filter's training data: a random T5 trained on the
+// evidence labels memorises which chunks were helpful (make demo-ap then
+// fine-tunes the ICT-trained filter on them, demoTrainFilter). The settings are the
 // scratch recipe's sweep (docs/recipes.md): 200-character chunks (short
 // inputs, many updates), --ict-per-chunk pseudo-questions per chunk (8),
 // the sentence kept in its evidence, random negatives. --ict-max-chunks
