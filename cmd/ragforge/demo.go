@@ -36,6 +36,11 @@ type demoOptions struct {
 	// FilterEnsembleSeeds are the seeds of extra filters trained beside the
 	// first and evaluated with it as an ensemble (none: one filter).
 	FilterEnsembleSeeds []int64
+	// FilterFinetuneEpochs fine-tunes the ICT-trained filter on the
+	// training questions' evidence labels for this many epochs at
+	// demoFinetuneLR (0: no fine-tuning; docs/recipes.md, "AP filter,
+	// fourth sweep").
+	FilterFinetuneEpochs int
 	// QueriesPerChunk is selflearn's --queries-per-chunk (0: the recipe's).
 	QueriesPerChunk int
 	// Negatives, Candidates and TrainFuse are selflearn's --negatives (-1:
@@ -119,7 +124,8 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.IntVar(&o.ICTPerChunk, "ict-per-chunk", 8, "pseudo-questions per chunk in the filter's ICT examples (label ict --per-chunk)")
 	f.IntVar(&o.ICTMaxChunks, "ict-max-chunks", 150, "chunks the filter's ICT examples are drawn from (label ict --max-chunks; 0: all)")
 	f.Int64SliceVar(&o.FilterEnsembleSeeds, "filter-ensemble-seeds", nil, "train one more filter per seed (models init and train filter from it) and evaluate all as an ensemble, P([HELPFUL]) averaged; each costs another filter training (docs/recipes.md, \"Filter, fourth sweep\")")
-	minInt(f, 0, "filter-epochs", "queries-per-chunk", "candidates", "ict-max-chunks")
+	f.IntVar(&o.FilterFinetuneEpochs, "filter-finetune-epochs", 0, "after the ICT training, fine-tune the filter on the training questions' evidence labels for N epochs at lr 2e-4 (0: off; the held-out questions stay out; see docs/recipes.md)")
+	minInt(f, 0, "filter-epochs", "filter-finetune-epochs", "queries-per-chunk", "candidates", "ict-max-chunks")
 	minInt(f, -1, "train-fuse", "negatives")
 	minInt(f, 1, "ict-per-chunk")
 	f.BoolVar(&o.Quick, "quick", false, "fewer training steps (for tests)")

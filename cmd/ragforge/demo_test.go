@@ -155,3 +155,53 @@ func TestDemoFilterLane(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoTrainFilterArgs checks the demo's two train filter command
+// lines: ICT alone (--augment-only), then the optional fine-tuning on the
+// evidence labels with the same held-out split, each accepted by train
+// filter under its own flag names.
+func TestDemoTrainFilterArgs(t *testing.T) {
+	tests := []struct {
+		name     string
+		edit     func(*demoOptions)
+		finetune bool
+		want     []string // flag=value pairs expected among the args
+		not      []string // flags that must be absent
+	}{
+		{"ICT defaults", func(*demoOptions) {}, false, []string{"augment-only=true", "valid-frac=0.2", "augment=ict.jsonl", "train=evidence.jsonl", "model=t5", "seed=42"}, []string{"--epochs", "--recipe"}},
+		{"ICT ap epochs", func(o *demoOptions) { o.Epochs = 2 }, false, []string{"epochs=2", "augment-only=true"}, nil},
+		{"ICT quick wins over epochs", func(o *demoOptions) { o.Quick, o.Epochs = true, 2 }, false, []string{"epochs=1"}, nil},
+		{"fine-tune", func(o *demoOptions) { o.FilterFinetuneEpochs = 2 }, true, []string{"model=ckpt", "train=evidence.jsonl", "valid-frac=0.2", "seed=42", "lr=0.0002", "epochs=2", "augment-only=false"}, []string{"--augment", "--augment-only", "--recipe"}},
+		{"fine-tune quick", func(o *demoOptions) { o.FilterFinetuneEpochs, o.Quick = 3, true }, true, []string{"epochs=1"}, nil},
+		{"fine-tune recipe", func(o *demoOptions) { o.FilterFinetuneEpochs, o.Recipe = 2, "scratch" }, true, []string{"recipe=scratch", "lr=0.0002"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := demoOptions{Seed: 42}
+			tc.edit(&o)
+			st := &demoState{o: o, dirs: map[string]string{"t5-tiny": "t5", "labels": "evidence.jsonl", "labels-ict": "ict.jsonl"}}
+			args := st.trainFilterArgs("t5", "out", 42)
+			if tc.finetune {
+				args = st.finetuneFilterArgs("ckpt", "out")
+			}
+			if args[0] != "train" || args[1] != "filter" {
+				t.Fatalf("args %v: want train filter first", args)
+			}
+			for _, n := range tc.not {
+				if slices.Contains(args, n) {
+					t.Errorf("args %v contain %s", args, n)
+				}
+			}
+			cmd := newTrainFilterCmd(&globals{})
+			if err := cmd.ParseFlags(args[2:]); err != nil {
+				t.Fatalf("train filter rejects the demo's args %v: %v", args, err)
+			}
+			for _, w := range tc.want {
+				name, val, _ := strings.Cut(w, "=")
+				if got := cmd.Flags().Lookup(name).Value.String(); got != val {
+					t.Errorf("--%s = %q, want %q (args %v)", name, got, val, args)
+				}
+			}
+		})
+	}
+}

@@ -30,6 +30,7 @@ func TestNonsenseFlagsAreRefused(t *testing.T) {
 		{[]string{"pipeline", "build", "--chunk-size", "-5", "--out", "/nonexistent/p"}, "--chunk-size -5: must be at least 0"},
 		{[]string{"runs", "list", "--limit", "-2"}, "--limit -2: must be at least 0"},
 		{[]string{"demo", "--ict-per-chunk", "0", "--work", "/nonexistent/demo"}, "--ict-per-chunk 0: must be at least 1"},
+		{[]string{"demo", "--filter-finetune-epochs", "-1", "--work", "/nonexistent/demo"}, "--filter-finetune-epochs -1: must be at least 0"},
 		{[]string{"demo", "--ict-max-chunks", "-1", "--work", "/nonexistent/demo"}, "--ict-max-chunks -1: must be at least 0"},
 		{[]string{"demo", "--filter-ensemble-seeds", "42", "--work", "/nonexistent/demo"}, "--filter-ensemble-seeds: seed 42 twice"},
 		{[]string{"demo", "--filter-ensemble-seeds", "7,7", "--work", "/nonexistent/demo"}, "--filter-ensemble-seeds: seed 7 twice"},
