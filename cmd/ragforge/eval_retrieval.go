@@ -72,7 +72,10 @@ evaluate. Relevance comes from BEIR qrels (--qa DIR) or, for an AP-style QA CSV
 (Question,Ground_Truth,Context), from a rule: "contains" (the AP paper: the
 normalized reference context is a substring of the chunk or shares >= 5
 consecutive tokens with it) or "span" (the context located in its source
-document; every chunk overlapping it counts).
+document; every chunk overlapping it counts). --pseudo-queries ict needs no
+questions: one sentence of each chunk is the query, removed from every chunk
+holding it, and those chunks are its relevant ones (the inverse cloze task),
+to choose settings such as the BM25 analyzer without relevance labels.
 
 Success@k is the hit rate (1 when any relevant chunk is in the top k), the
 figure the AP paper's table calls recall; Recall@k is the fraction of the
