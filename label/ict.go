@@ -86,6 +86,21 @@ func (o ICTOptions) Validate() error {
 	return nil
 }
 
+// withDefaults fills in the zero fields' defaults (PerChunk 2,
+// NumNegatives 1, MinWords 4).
+func (o ICTOptions) withDefaults() ICTOptions {
+	if o.PerChunk == 0 {
+		o.PerChunk = 2
+	}
+	if o.NumNegatives == 0 {
+		o.NumNegatives = 1
+	}
+	if o.MinWords <= 0 {
+		o.MinWords = 4
+	}
+	return o
+}
+
 // ICTExamples makes RAG² filter examples from an unlabeled corpus by the
 // inverse cloze task (Lee et al., 2019): a sentence of a chunk is a
 // pseudo-question; the chunk with that sentence removed is its [HELPFUL]
@@ -105,15 +120,7 @@ func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]fi
 	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
-	if opt.PerChunk == 0 {
-		opt.PerChunk = 2
-	}
-	if opt.NumNegatives == 0 {
-		opt.NumNegatives = 1
-	}
-	if opt.MinWords <= 0 {
-		opt.MinWords = 4
-	}
+	opt = opt.withDefaults()
 	docs := map[string]bool{}
 	byID := map[string]int{}
 	for i, c := range chunks {
@@ -123,6 +130,52 @@ func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]fi
 	if len(docs) < 2 {
 		return nil, errors.New("ict labels: need chunks of at least two documents")
 	}
+	var out []filter.Example
+	// Draws past a chunk's sentence count repeat a sentence; they are new
+	// examples only when something else varies.
+	cycle := opt.Keep > 0 || opt.QueryWords > 0 || opt.DropWords > 0 || opt.ContentWords > 0 || opt.Negatives == nil
+	err := ictDraws(ctx, chunks, opt, cycle, func(c data.Chunk, d ictDraw, rng *rand.Rand) error {
+		// A kept sentence leaves the chunk's text as is, like a negative's.
+		ev := c.Text
+		if !d.keep {
+			var rest []string
+			for j, s := range d.sents {
+				if j != d.si {
+					rest = append(rest, s)
+				}
+			}
+			ev = strings.Join(rest, " ")
+		}
+		negs, err := ictNegatives(chunks, byID, c.DocID, d.query, opt, rng)
+		if err != nil {
+			return fmt.Errorf("ict labels: chunk %s: %w", c.ID, err)
+		}
+		id := fmt.Sprintf("ict:%s:%d", c.ID, d.k)
+		out = append(out, filter.Example{ID: id + "#" + c.ID, Question: filter.Instruction(ev, d.query), Answer: filter.Helpful, DatasetName: MethodICT})
+		for _, j := range negs {
+			out = append(out, filter.Example{ID: id + "#" + chunks[j].ID, Question: filter.Instruction(chunks[j].Text, d.query), Answer: filter.NotHelpful, DatasetName: MethodICT})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ictDraw is one pseudo-question of a chunk: its k-th, drawn from sentence
+// si of the chunk's usable sentences sents (whitespace-normalized, at least
+// MinWords words), kept in the evidence or not.
+type ictDraw struct {
+	k, si int
+	sents []string
+	keep  bool
+	query string
+}
+
+// ictDraws draws the pseudo-questions of ICTExamples and ICTQuerySet (the
+// MaxChunks sample, PerChunk per chunk, the Keep and pseudoQuestion draws)
+// and calls fn on each in order, with the chunk's generator for further
+// draws. opt has its defaults filled in; without cycle a chunk gives at most
+// one draw per sentence.
+func ictDraws(ctx context.Context, chunks []data.Chunk, opt ICTOptions, cycle bool, fn func(c data.Chunk, d ictDraw, rng *rand.Rand) error) error {
 	use := chunks
 	if opt.MaxChunks > 0 && opt.MaxChunks < len(chunks) {
 		pick := rand.New(rand.NewPCG(opt.Seed, 0x1c7)).Perm(len(chunks))[:opt.MaxChunks]
@@ -132,14 +185,13 @@ func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]fi
 			use[i] = chunks[j]
 		}
 	}
-	var out []filter.Example
 	for _, c := range use {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		var sents []string
 		for _, p := range chunk.SplitSentences(c.Text) {
-			if s := strings.Join(strings.Fields(p.Text), " "); len(strings.Fields(s)) >= opt.MinWords {
+			if s := normSpace(p.Text); len(strings.Fields(s)) >= opt.MinWords {
 				sents = append(sents, s)
 			}
 		}
@@ -150,7 +202,6 @@ func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]fi
 		h.Write([]byte(c.ID))
 		rng := rand.New(rand.NewPCG(opt.Seed, h.Sum64()))
 		perm := rng.Perm(len(sents))
-		cycle := opt.Keep > 0 || opt.QueryWords > 0 || opt.DropWords > 0 || opt.ContentWords > 0 || opt.Negatives == nil
 		n := opt.PerChunk
 		if !cycle {
 			n = min(n, len(sents))
@@ -158,31 +209,17 @@ func ICTExamples(ctx context.Context, chunks []data.Chunk, opt ICTOptions) ([]fi
 		for k := range n {
 			si := perm[k%len(sents)]
 			keep := opt.Keep > 0 && rng.Float64() < opt.Keep
-			// A kept sentence leaves the chunk's text as is, like a negative's.
-			ev := c.Text
-			if !keep {
-				var rest []string
-				for j, s := range sents {
-					if j != si {
-						rest = append(rest, s)
-					}
-				}
-				ev = strings.Join(rest, " ")
-			}
 			q := pseudoQuestion(sents[si], opt, rng)
-			negs, err := ictNegatives(chunks, byID, c.DocID, q, opt, rng)
-			if err != nil {
-				return nil, fmt.Errorf("ict labels: chunk %s: %w", c.ID, err)
-			}
-			id := fmt.Sprintf("ict:%s:%d", c.ID, k)
-			out = append(out, filter.Example{ID: id + "#" + c.ID, Question: filter.Instruction(ev, q), Answer: filter.Helpful, DatasetName: MethodICT})
-			for _, j := range negs {
-				out = append(out, filter.Example{ID: id + "#" + chunks[j].ID, Question: filter.Instruction(chunks[j].Text, q), Answer: filter.NotHelpful, DatasetName: MethodICT})
+			if err := fn(c, ictDraw{k: k, si: si, sents: sents, keep: keep, query: q}, rng); err != nil {
+				return err
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
+
+// normSpace joins the words of s with single spaces.
+func normSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // pseudoQuestion cuts sentence s to a random span of at most QueryWords
 // words, then drops each word with probability DropWords, keeping at least

@@ -48,8 +48,12 @@ type demoOptions struct {
 	// --candidates (0: its default, 4) and --train-fuse (-1: its default,
 	// SL-HyDE's fused query).
 	Negatives, Candidates, TrainFuse int
-	Quick                            bool   // fewer steps (tests)
-	Recipe                           string // training recipe for the filter and the retriever (auto: scratch, models init marks them random)
+	// BM25 is passed on to every stage that builds BM25 (the BM25 and
+	// hybrid evaluations, the evidence labels' candidates, selflearn's
+	// BM25 and fusion choice, the exported pipeline) when set.
+	BM25   bm25Flags
+	Quick  bool   // fewer steps (tests)
+	Recipe string // training recipe for the filter and the retriever (auto: scratch, models init marks them random)
 }
 
 // demoStage is one line of the summary.
@@ -128,6 +132,7 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	minInt(f, 0, "filter-epochs", "filter-finetune-epochs", "queries-per-chunk", "candidates", "ict-max-chunks")
 	minInt(f, -1, "train-fuse", "negatives")
 	minInt(f, 1, "ict-per-chunk")
+	o.BM25.add(cmd)
 	f.BoolVar(&o.Quick, "quick", false, "fewer training steps (for tests)")
 	f.StringVar(&o.Recipe, "recipe", "auto", "training recipe of the filter and the retriever: pretrained | scratch | auto (scratch, since models init marks its models random); see docs/recipes.md")
 	return cmd
@@ -148,6 +153,9 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 			return nil, fmt.Errorf("--filter-ensemble-seeds: seed %d twice (--seed %d is the first filter's): a member must differ from the others", seed, o.Seed)
 		}
 		seen[seed] = true
+	}
+	if _, err := o.BM25.config(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(o.Work, 0o755); err != nil {
 		return nil, err

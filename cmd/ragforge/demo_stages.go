@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ragforge/ragforge/retrieval/bm25"
 )
 
 // demoSteps are the demo's stages, the steps run in order. Each stage calls
@@ -54,6 +56,26 @@ func (st *demoState) chunkArgs() []string {
 	return []string{"--corpus", st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap)}
 }
 
+// bm25Args passes the BM25 flags on that differ from their defaults, so
+// the stages' commands stay as they were without them.
+func (st *demoState) bm25Args() []string {
+	b := st.o.BM25
+	var args []string
+	if b.Preset != "" && b.Preset != "default" {
+		args = append(args, "--bm25-preset", b.Preset)
+	}
+	if b.K1 > 0 {
+		args = append(args, "--bm25-k1", strconv.FormatFloat(b.K1, 'g', -1, 64))
+	}
+	if b.B >= 0 {
+		args = append(args, "--bm25-b", strconv.FormatFloat(b.B, 'g', -1, 64))
+	}
+	if b.Analyzer != "" && b.Analyzer != bm25.BiomedAnalyzer {
+		args = append(args, "--analyzer", b.Analyzer)
+	}
+	return args
+}
+
 // recipeArgs passes an explicit --recipe on; auto is left to the subcommand.
 func (st *demoState) recipeArgs() []string {
 	if st.o.Recipe == "" || st.o.Recipe == "auto" {
@@ -90,6 +112,7 @@ func (st *demoState) evalRetrieval(extra ...string) (demoStage, error) {
 	args := append([]string{"eval", "retrieval"}, st.chunkArgs()...)
 	args = append(args, "--qa", st.qa, "--k", "1,2,4,8")
 	args = append(args, extra...)
+	args = append(args, st.bm25Args()...)
 	var res evalRetrievalResult
 	if err := st.subJSON(&res, args...); err != nil {
 		return demoStage{}, err
@@ -150,6 +173,7 @@ func demoLabels(ctx context.Context, st *demoState) (demoStage, error) {
 	os.MkdirAll(filepath.Dir(out), 0o755)
 	args := append([]string{"label", "evidence"}, st.chunkArgs()...)
 	args = append(args, "--qa", st.qa, "--top-n", "10", "--negatives", "3", "--out", out)
+	args = append(args, st.bm25Args()...)
 	var res labelResult
 	if err := st.subJSON(&res, args...); err != nil {
 		return demoStage{}, err
@@ -345,6 +369,7 @@ func (st *demoState) selflearnArgs(work string) []string {
 	if st.o.TrainFuse >= 0 {
 		args = append(args, "--train-fuse", strconv.Itoa(st.o.TrainFuse))
 	}
+	args = append(args, st.bm25Args()...)
 	return append(args, st.recipeArgs()...)
 }
 
@@ -418,6 +443,7 @@ func demoExport(ctx context.Context, st *demoState) (demoStage, error) {
 	pl := st.fresh("export", "pipeline")
 	args2 := []string{"pipeline", "build", "--corpus", "lab=" + st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap),
 		"--retriever", st.dirs["retriever-tuned"], "--filter", fexp, "--generator", st.dirs["t5-tiny"], "--k", "4", "--out", pl}
+	args2 = append(args2, st.bm25Args()...)
 	var res struct {
 		RunID string `json:"run_id"`
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // A step's lanes run side by side: each lane's stages see what earlier
@@ -93,7 +95,7 @@ func errf(st *demoState, s string) { st.g.Err.Write([]byte(s + "\n")) }
 // to selflearn only when set, under selflearn's own flag names (the args
 // are parsed by the selflearn command).
 func TestDemoSelflearnArgs(t *testing.T) {
-	base := demoOptions{ChunkSize: 512, Overlap: 128, Seed: 42, Samples: 64, Negatives: -1, TrainFuse: -1}
+	base := demoOptions{ChunkSize: 512, Overlap: 128, Seed: 42, Samples: 64, Negatives: -1, TrainFuse: -1, BM25: bm25Flags{B: -1}}
 	tests := []struct {
 		name string
 		edit func(*demoOptions)
@@ -106,6 +108,10 @@ func TestDemoSelflearnArgs(t *testing.T) {
 		}, []string{"samples=0", "queries-per-chunk=4", "negatives=3", "candidates=1", "train-fuse=0"}, []string{"--recipe"}},
 		{"explicit recipe", func(o *demoOptions) { o.Recipe = "scratch" }, []string{"recipe=scratch"}, []string{"--negatives"}},
 		{"no hard negatives", func(o *demoOptions) { o.Negatives = 0 }, []string{"negatives=0"}, []string{"--candidates"}},
+		{"default bm25", func(o *demoOptions) { o.BM25.Analyzer = "biomed" }, nil, []string{"--analyzer", "--bm25-k1", "--bm25-b", "--bm25-preset"}},
+		{"bm25 settings", func(o *demoOptions) { o.BM25 = bm25Flags{Analyzer: "pt", K1: 0.9, B: 0.75} },
+			[]string{"analyzer=pt", "bm25-k1=0.9", "bm25-b=0.75"}, []string{"--bm25-preset"}},
+		{"bm25 b 0", func(o *demoOptions) { o.BM25.B = 0 }, []string{"bm25-b=0"}, []string{"--analyzer"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,5 +209,30 @@ func TestDemoTrainFilterArgs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDemoBM25ArgsReachEveryBM25Stage: the demo's BM25 flags parse as the
+// flags of every subcommand that builds BM25 in the demo (eval retrieval,
+// label evidence, selflearn, pipeline build), with the values given.
+func TestDemoBM25ArgsReachEveryBM25Stage(t *testing.T) {
+	st := &demoState{o: demoOptions{BM25: bm25Flags{Analyzer: "biomed-pt", K1: 0.9, B: 0.5, Preset: "rank_bm25"}}}
+	args := st.bm25Args()
+	want := map[string]string{"analyzer": "biomed-pt", "bm25-k1": "0.9", "bm25-b": "0.5", "bm25-preset": "rank_bm25"}
+	if len(args) != 2*len(want) {
+		t.Fatalf("bm25Args() = %v, want the %d flags", args, len(want))
+	}
+	g := &globals{}
+	for name, cmd := range map[string]*cobra.Command{"eval retrieval": newEvalRetrievalCmd(g), "label evidence": newLabelEvidenceCmd(g),
+		"selflearn": newSelflearnCmd(g), "pipeline build": newPipelineBuildCmd(g)} {
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Errorf("%s rejects %v: %v", name, args, err)
+			continue
+		}
+		for f, v := range want {
+			if got := cmd.Flags().Lookup(f).Value.String(); got != v {
+				t.Errorf("%s: --%s = %q, want %q", name, f, got, v)
+			}
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/retrieval/eval"
 	"github.com/ragforge/ragforge/retrieval/pipeline"
 )
@@ -28,6 +29,12 @@ type evalRetrievalOptions struct {
 	Limit     int            `json:"limit"` // 0: all
 	Depth     int            `json:"depth"`
 	Out       string         `json:"out,omitempty"`
+	// Pseudo ("ict") evaluates on pseudo-queries drawn from the corpus
+	// instead of --qa (label.ICTQueries: one sentence per chunk, removed
+	// from the index text unless kept, a PseudoKeep fraction).
+	Pseudo     string  `json:"pseudo_queries,omitempty"`
+	PseudoKeep float64 `json:"pseudo_keep,omitempty"`
+	Seed       uint64  `json:"seed,omitempty"`
 }
 
 // evalRetrievalResult is what --json prints.
@@ -65,7 +72,10 @@ evaluate. Relevance comes from BEIR qrels (--qa DIR) or, for an AP-style QA CSV
 (Question,Ground_Truth,Context), from a rule: "contains" (the AP paper: the
 normalized reference context is a substring of the chunk or shares >= 5
 consecutive tokens with it) or "span" (the context located in its source
-document; every chunk overlapping it counts).
+document; every chunk overlapping it counts). --pseudo-queries ict needs no
+questions: one sentence of each chunk is the query, removed from every chunk
+holding it, and those chunks are its relevant ones (the inverse cloze task),
+to choose settings such as the BM25 analyzer without relevance labels.
 
 Success@k is the hit rate (1 when any relevant chunk is in the top k), the
 figure the AP paper's table calls recall; Recall@k is the fraction of the
@@ -103,6 +113,9 @@ the run and its metrics.`,
 	f.IntVar(&o.Limit, "limit", 0, "evaluate only the first N questions (0 = all)")
 	f.IntVar(&o.Depth, "depth", 1000, "hits retrieved per question (MAP, Recall@1000 and the TREC run see this many; BEIR's top 1000)")
 	minInt(f, 0, "limit")
+	f.StringVar(&o.Pseudo, "pseudo-queries", "", "instead of --qa, pseudo-queries from the corpus alone: ict (one sentence of each chunk, removed from the index text; its relevant chunks are those that held it), to choose settings without relevance labels")
+	f.Float64Var(&o.PseudoKeep, "pseudo-keep", 0, "--pseudo-queries ict: fraction of sentences left in the index text, in [0, 1]")
+	f.Uint64Var(&o.Seed, "seed", 42, "--pseudo-queries: sampling seed")
 	f.StringVar(&o.Out, "out", "", "directory for per-query JSONL and the TREC run (default runs/<run id>)")
 	return cmd
 }
@@ -129,10 +142,16 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	if o.Corpus.encoded != nil && o.Relevance == "span" {
 		return nil, fmt.Errorf("--relevance span needs the source documents; a pre-encoded corpus (%s) holds only chunks (use contains)", o.Corpus.Path)
 	}
+	if o.Corpus.encoded != nil && o.Pseudo != "" {
+		return nil, fmt.Errorf("--pseudo-queries changes the chunks' text; a pre-encoded corpus (%s) is indexed as encoded", o.Corpus.Path)
+	}
 	o.Retriever.pre = o.Corpus.encoded
-	set, err := o.querySet(g, docs, chunks)
+	set, err := o.querySet(ctx, g, docs, chunks)
 	if err != nil {
 		return nil, err
+	}
+	if set.index != nil {
+		chunks = set.index
 	}
 	r, closeR, err := o.Retriever.build(g, chunks)
 	if err != nil {
@@ -190,8 +209,15 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 
 // validate checks the flags before any work and returns the cutoffs.
 func (o *evalRetrievalOptions) validate() ([]int, error) {
-	if o.QA == "" {
-		return nil, fmt.Errorf("--qa is required")
+	switch {
+	case o.Pseudo != "" && o.Pseudo != "ict":
+		return nil, fmt.Errorf("--pseudo-queries %q: want ict", o.Pseudo)
+	case o.Pseudo != "" && o.QA != "":
+		return nil, fmt.Errorf("--pseudo-queries and --qa exclude each other (pseudo-queries are the questions)")
+	case o.Pseudo == "" && o.QA == "":
+		return nil, fmt.Errorf("--qa is required (or --pseudo-queries ict)")
+	case o.PseudoKeep < 0 || o.PseudoKeep > 1:
+		return nil, fmt.Errorf("--pseudo-keep %v: want a fraction in [0, 1]", o.PseudoKeep)
 	}
 	ks, err := parseInts(o.Ks, "k")
 	if err != nil {
@@ -211,17 +237,29 @@ type evalQuerySet struct {
 	queries   []data.Query // the evaluated ones (--limit)
 	ids       []string     // their ids
 	qrels     data.Qrels
-	relevance string // "qrels" (BEIR) or the QA-CSV rule
+	relevance string // "qrels" (BEIR), the QA-CSV rule, or "ict" (--pseudo-queries)
 	check     eval.QrelsCheck
+	index     []data.Chunk // --pseudo-queries: the chunks to index in place of the corpus's
 }
 
 // querySet loads --qa, judges a QA CSV by the --relevance rule, and warns
 // about judgments naming ids the evaluation does not know (BEIR qrels name
 // documents, the QA-CSV rule chunks).
-func (o *evalRetrievalOptions) querySet(g *globals, docs []data.Document, chunks []data.Chunk) (*evalQuerySet, error) {
-	queries, qrels, err := data.OpenQueries(o.QA, o.Split)
-	if err != nil {
-		return nil, err
+func (o *evalRetrievalOptions) querySet(ctx context.Context, g *globals, docs []data.Document, chunks []data.Chunk) (*evalQuerySet, error) {
+	var queries []data.Query
+	var qrels data.Qrels
+	var index []data.Chunk
+	if o.Pseudo != "" {
+		ict, err := label.ICTQueries(ctx, chunks, label.ICTOptions{PerChunk: 1, Keep: o.PseudoKeep, Seed: o.Seed})
+		if err != nil {
+			return nil, err
+		}
+		queries, qrels, index = ict.Queries, ict.Qrels, ict.Chunks
+	} else {
+		var err error
+		if queries, qrels, err = data.OpenQueries(o.QA, o.Split); err != nil {
+			return nil, err
+		}
 	}
 	allQueryIDs := make([]string, len(queries))
 	for i, q := range queries {
@@ -230,13 +268,17 @@ func (o *evalRetrievalOptions) querySet(g *globals, docs []data.Document, chunks
 	if o.Limit > 0 && o.Limit < len(queries) {
 		queries = queries[:o.Limit]
 	}
-	set := &evalQuerySet{queries: queries, ids: allQueryIDs[:len(queries)], qrels: qrels, relevance: "qrels"}
+	set := &evalQuerySet{queries: queries, ids: allQueryIDs[:len(queries)], qrels: qrels, relevance: "qrels", index: index}
+	if index != nil {
+		set.relevance = o.Pseudo // chunk-level judgments
+	}
 	if qrels == nil {
 		set.relevance = o.Relevance
 		rule := eval.Rule{}
 		if o.Relevance == "span" {
 			rule = eval.SpanRule(docs)
 		}
+		var err error
 		if set.qrels, err = eval.BuildQrels(queries, chunks, rule); err != nil {
 			return nil, err
 		}

@@ -39,10 +39,12 @@ type candidateFlags struct {
 	TopN   int         `json:"top_n"`
 	Limit  int         `json:"limit"` // 0: all
 	Out    string      `json:"out,omitempty"`
+	BM25   bm25Flags   `json:"bm25"`
 }
 
 func (c *candidateFlags) add(cmd *cobra.Command) {
 	c.Corpus.add(cmd)
+	c.BM25.add(cmd)
 	f := cmd.Flags()
 	f.StringVar(&c.QA, "qa", "", "questions with reference answers and contexts: AP QA CSV or BEIR dir (required)")
 	f.IntVar(&c.TopN, "top-n", 10, "BM25 candidates per question")
@@ -56,6 +58,10 @@ func (c *candidateFlags) load(g *globals) ([]data.Query, data.Qrels, *bm25.Index
 	if c.QA == "" {
 		return nil, nil, nil, fmt.Errorf("--qa is required")
 	}
+	cfg, err := c.BM25.config()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	queries, qrels, err := data.OpenQueries(c.QA, "test")
 	if err != nil {
 		return nil, nil, nil, err
@@ -67,7 +73,7 @@ func (c *candidateFlags) load(g *globals) ([]data.Query, data.Qrels, *bm25.Index
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	idx, err := bm25.NewMemory(chunks, bm25.DefaultConfig())
+	idx, err := bm25.NewMemory(chunks, cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -107,6 +107,37 @@ func TestEvalRetrievalAPCorpus(t *testing.T) {
 	}
 }
 
+// TestEvalRetrievalPseudoQueries: --pseudo-queries ict judges chunks (no
+// document mapping), one query per chunk with two usable sentences, and a
+// sentence left in the index (--pseudo-keep 1) is found far more often
+// at rank 1 than one removed from it.
+func TestEvalRetrievalPseudoQueries(t *testing.T) {
+	dir := t.TempDir()
+	corpus, _, err := sample.WriteTo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "runs.db")
+	s1 := map[string]float64{}
+	for _, keep := range []string{"0", "1"} {
+		out := run(t, "eval", "retrieval", "--db", db, "--corpus", corpus, "--pseudo-queries", "ict", "--pseudo-keep", keep, "--json")
+		var res evalRetrievalResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Relevance != "ict" || res.Queries == 0 || res.Queries > res.Chunks || res.Skipped != 0 {
+			t.Errorf("keep %s: relevance %q, %d queries (%d skipped) over %d chunks", keep, res.Relevance, res.Queries, res.Skipped, res.Chunks)
+		}
+		if q, err := os.ReadFile(res.Files["qrels"]); err != nil || !strings.Contains(string(q), "ict:") || !strings.Contains(string(q), "#") {
+			t.Errorf("keep %s: qrels.tsv does not judge chunks of ict: queries: %v\n%.200s", keep, err, q)
+		}
+		s1[keep] = res.Metrics["Success@1"]
+	}
+	if s1["1"] < 0.9 || s1["0"] >= s1["1"] {
+		t.Errorf("Success@1: sentence kept %.3f, removed %.3f; want kept >= 0.9 and above removed", s1["1"], s1["0"])
+	}
+}
+
 func TestEvalRetrievalBadInputKeepsStoredRuns(t *testing.T) {
 	dir := t.TempDir()
 	corpus, qa, err := sample.WriteTo(dir)
@@ -131,6 +162,9 @@ func TestEvalRetrievalBadInputKeepsStoredRuns(t *testing.T) {
 		{"unknown retriever", []string{"--corpus", corpus, "--qa", qa, "--retriever", "magic"}, "magic"},
 		{"dense without encoder", []string{"--corpus", corpus, "--qa", qa, "--retriever", "dense"}, "--encoder"},
 		{"bad k", []string{"--corpus", corpus, "--qa", qa, "--k", "0"}, "--k"},
+		{"pseudo-queries and qa", []string{"--corpus", corpus, "--qa", qa, "--pseudo-queries", "ict"}, "--pseudo-queries"},
+		{"unknown pseudo-queries", []string{"--corpus", corpus, "--pseudo-queries", "cloze"}, "cloze"},
+		{"pseudo-keep out of range", []string{"--corpus", corpus, "--pseudo-queries", "ict", "--pseudo-keep", "2"}, "--pseudo-keep"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

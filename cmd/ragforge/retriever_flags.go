@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,13 +17,49 @@ import (
 	"github.com/ragforge/ragforge/retrieval/pipeline"
 )
 
+// bm25Flags configure BM25: --bm25-preset, --bm25-k1, --bm25-b, --analyzer.
+type bm25Flags struct {
+	K1       float64 `json:"k1"`
+	B        float64 `json:"b"`
+	Preset   string  `json:"preset"`
+	Analyzer string  `json:"analyzer"`
+}
+
+func (b *bm25Flags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&b.Preset, "bm25-preset", "default", "BM25 parameters: default (k1 1.2, b 0.75) | rank_bm25 (k1 1.5, b 0.75, LangChain's BM25Retriever)")
+	f.Float64Var(&b.K1, "bm25-k1", 0, "BM25 k1 (overrides the preset)")
+	f.Float64Var(&b.B, "bm25-b", -1, "BM25 b (overrides the preset)")
+	f.StringVar(&b.Analyzer, "analyzer", bm25.BiomedAnalyzer, "BM25 analyzer: "+strings.Join(bm25.Analyzers(), " | "))
+}
+
+// config is the BM25 configuration the flags give, validated.
+func (b bm25Flags) config() (bm25.Config, error) {
+	var cfg bm25.Config
+	switch b.Preset {
+	case "default", "":
+		cfg = bm25.DefaultConfig()
+	case "rank_bm25":
+		cfg = bm25.RankBM25Config()
+	default:
+		return cfg, fmt.Errorf("--bm25-preset %q: want default or rank_bm25", b.Preset)
+	}
+	if b.K1 > 0 {
+		cfg.K1 = b.K1
+	}
+	if b.B >= 0 {
+		cfg.B = b.B
+	}
+	if b.Analyzer != "" {
+		cfg.Analyzer = b.Analyzer
+	}
+	return cfg, cfg.Validate()
+}
+
 // retrieverFlags choose and configure a retriever.
 type retrieverFlags struct {
-	Mode        string  `json:"mode"`
-	K1          float64 `json:"k1"`
-	B           float64 `json:"b"`
-	Preset      string  `json:"preset"`
-	Analyzer    string  `json:"analyzer"`
+	Mode string `json:"mode"`
+	bm25Flags
 	IndexDir    string  `json:"index_dir,omitempty"`
 	Encoder     string  `json:"encoder,omitempty"`
 	Factory     string  `json:"faiss,omitempty"`
@@ -47,10 +84,7 @@ func (r *retrieverFlags) add(cmd *cobra.Command) {
 	r.cmd = cmd
 	f := cmd.Flags()
 	f.StringVar(&r.Mode, "retriever", "bm25", "retriever: bm25 | dense | hybrid (RRF of dense and BM25)")
-	f.StringVar(&r.Preset, "bm25-preset", "default", "BM25 parameters: default (k1 1.2, b 0.75) | rank_bm25 (k1 1.5, b 0.75, LangChain's BM25Retriever)")
-	f.Float64Var(&r.K1, "bm25-k1", 0, "BM25 k1 (overrides the preset)")
-	f.Float64Var(&r.B, "bm25-b", -1, "BM25 b (overrides the preset)")
-	f.StringVar(&r.Analyzer, "analyzer", "biomed", "BM25 analyzer: biomed | pt | en | cjk | standard")
+	r.bm25Flags.add(cmd)
 	f.StringVar(&r.IndexDir, "bm25-index", "", "persistent BM25 index directory (built if missing; default: in memory)")
 	f.StringVar(&r.Encoder, "encoder", "", "dense encoder: a BERT model directory in HF layout (dense and hybrid)")
 	f.StringVar(&r.Pooling, "pooling", "", "dense encoder pooling: cls (BGE, MedEmbed) | mean (sentence-transformers) (default: the encoder's 1_Pooling/config.json, else cls)")
@@ -105,25 +139,7 @@ func addFAISSSearchFlags(cmd *cobra.Command, nprobe, efSearch *int) {
 	f.IntVar(efSearch, "ef-search", 0, "HNSW indexes: search beam width efSearch (0 = faiss's 16)")
 }
 
-func (r *retrieverFlags) bm25Config() (bm25.Config, error) {
-	var cfg bm25.Config
-	switch r.Preset {
-	case "default", "":
-		cfg = bm25.DefaultConfig()
-	case "rank_bm25":
-		cfg = bm25.RankBM25Config()
-	default:
-		return cfg, fmt.Errorf("--bm25-preset %q: want default or rank_bm25", r.Preset)
-	}
-	if r.K1 > 0 {
-		cfg.K1 = r.K1
-	}
-	if r.B >= 0 {
-		cfg.B = r.B
-	}
-	cfg.Analyzer = r.Analyzer
-	return cfg, cfg.Validate()
-}
+func (r *retrieverFlags) bm25Config() (bm25.Config, error) { return r.bm25Flags.config() }
 
 // build returns the retriever and a function that releases it.
 func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retriever, func(), error) {

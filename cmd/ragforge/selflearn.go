@@ -7,6 +7,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/eval"
 	"github.com/ragforge/ragforge/train/selflearn"
 )
@@ -20,6 +21,7 @@ type selflearnOptions struct {
 	Relevan string
 	Limit   int
 	Recipe  string
+	BM25    bm25Flags // the BM25 and hybrid variants' BM25 (Config.BM25)
 }
 
 func newSelflearnCmd(g *globals) *cobra.Command {
@@ -124,6 +126,7 @@ are given.`,
 	f.IntVar(&c.Epochs, "epochs", c.Epochs, "epochs of both trainings per round")
 	f.IntVar(&c.MaxLength, "max-length", c.MaxLength, "retriever max sequence length (tokens)")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for sampling, negatives and data order")
+	o.BM25.add(cmd)
 	return cmd
 }
 
@@ -135,6 +138,13 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 		return fmt.Errorf("--relevance %q: want contains or span", o.Relevan)
 	}
 	cfg := o.Config
+	bm, err := o.BM25.config()
+	if err != nil {
+		return err
+	}
+	if bm != bm25.DefaultConfig() {
+		cfg.BM25 = bm // else zero: the config hash of earlier runs stays
+	}
 	cfg.Backend = g.Backend
 	cfg.ResumeRunID = o.Resume
 	cfg.Recipe = o.Recipe

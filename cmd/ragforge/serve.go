@@ -39,6 +39,7 @@ type pipelineBuildOptions struct {
 	Factory   string      `json:"faiss,omitempty"`
 	Nprobe    int         `json:"nprobe,omitempty"`
 	EfSearch  int         `json:"ef_search,omitempty"`
+	BM25      bm25Flags   `json:"bm25"`
 }
 
 func newPipelineBuildCmd(g *globals) *cobra.Command {
@@ -79,6 +80,7 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
 	f.StringVar(&o.Out, "out", "", "pipeline directory to create (must not exist) (required)")
 	f.StringVar(&o.Factory, "faiss", "Flat", "FAISS index_factory string of the dense indexes (Flat, HNSW32, IVF256,Flat); needs --retriever")
 	addFAISSSearchFlags(build, &o.Nprobe, &o.EfSearch)
+	o.BM25.add(build)
 	return build
 }
 
@@ -87,6 +89,9 @@ func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (er
 		return fmt.Errorf("--corpus and --out are required")
 	}
 	man := pipeline.DefaultManifest()
+	if man.BM25, err = o.BM25.config(); err != nil {
+		return err
+	}
 	if o.Mode != "" {
 		man.Retrieval.Mode = o.Mode
 	} else if o.Retriever == "" {

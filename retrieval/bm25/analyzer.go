@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/analysis/token/stop"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	"github.com/blevesearch/bleve/v2/registry"
 	"golang.org/x/text/unicode/norm"
 
@@ -24,13 +24,22 @@ const (
 	// BiomedAnalyzer is the analyzer name ("biomed") of the biomedical
 	// analyzer: NFCFilter, BiomedTokenizer, FoldFilter, then BiomedStopFilter.
 	BiomedAnalyzer = "biomed"
+	// BiomedPTAnalyzer is the analyzer name ("biomed-pt") of the biomedical
+	// analyzer with Portuguese light stemming, in the order of Lucene's
+	// PortugueseAnalyzer (lower case, stop words, light stemmer) and
+	// folded after stemming, since the stemmer reads accents ("-ões" →
+	// "-ão"): NFCFilter, BiomedTokenizer, bleve's to_lower,
+	// BiomedStopFilter, bleve's stemmer_pt_light, then FoldFilter.
+	BiomedPTAnalyzer = "biomed-pt"
 	// BiomedTokenizer is the bleve tokenizer name of the biomedical tokenizer.
 	BiomedTokenizer = "ragforge_biomed"
 	// FoldFilter is the bleve token filter name of the case/accent folder.
 	FoldFilter = "ragforge_fold"
 	// BiomedStopFilter is the bleve token filter name of the biomedical
 	// analyzer's stop words: the Snowball Portuguese and English lists
-	// (bleve's stop_pt and stop_en), folded as FoldFilter folds terms.
+	// (bleve's stop_pt and stop_en), folded as FoldFilter folds terms; a
+	// term is dropped when it or its folded form is on them, so the filter
+	// works before folding too (biomed-pt).
 	BiomedStopFilter = "ragforge_stop_pt_en"
 	// NFCFilter is the bleve char filter name of Unicode NFC normalization,
 	// which every analyzer of this package applies first, so that composed
@@ -43,18 +52,19 @@ const (
 // one does (bleve v2.6 definitions for the stock ones). Every one starts
 // with NFC normalization.
 var analyzers = map[string]string{
-	BiomedAnalyzer: "biomedical tokenizer, NFKD accent folding, lower case, Portuguese and English stop words; no stemming",
-	"pt":           "bleve pt: unicode (UAX#29) tokenizer, lower case, Portuguese stop words, Portuguese light stemmer",
-	"en":           "bleve en: unicode tokenizer, possessive filter, lower case, English stop words, Porter stemmer",
-	"cjk":          "bleve cjk: unicode tokenizer, width fold, lower case, CJK bigrams",
-	"standard":     "bleve standard: unicode tokenizer, lower case, English stop words",
+	BiomedAnalyzer:   "biomedical tokenizer, NFKD accent folding, lower case, Portuguese and English stop words; no stemming",
+	BiomedPTAnalyzer: "biomed with the Portuguese light stemmer (Lucene's PortugueseLightStemFilter, as bleve pt), stemmed before accent folding",
+	"pt":             "bleve pt: unicode (UAX#29) tokenizer, lower case, Portuguese stop words, Portuguese light stemmer",
+	"en":             "bleve en: unicode tokenizer, possessive filter, lower case, English stop words, Porter stemmer",
+	"cjk":            "bleve cjk: unicode tokenizer, width fold, lower case, CJK bigrams",
+	"standard":       "bleve standard: unicode tokenizer, lower case, English stop words",
 }
 
 // bleveName is the bleve registry name of a Config.Analyzer name: the
 // biomedical analyzer is registered under its own name, the stock ones under
 // "ragforge_nfc_<name>" (bleve's own "pt", "en", ... lack NFC).
 func bleveName(analyzer string) string {
-	if analyzer == BiomedAnalyzer {
+	if analyzer == BiomedAnalyzer || analyzer == BiomedPTAnalyzer {
 		return analyzer
 	}
 	return "ragforge_nfc_" + analyzer
@@ -100,31 +110,37 @@ func init() {
 					words.AddToken(Fold(w))
 				}
 			}
-			return stop.NewStopTokensFilter(words), nil
+			return foldedStopFilter{words}, nil
 		}))
-	must(registry.RegisterAnalyzer(BiomedAnalyzer,
-		func(_ map[string]interface{}, cache *registry.Cache) (analysis.Analyzer, error) {
-			nfc, err := cache.CharFilterNamed(NFCFilter)
-			if err != nil {
-				return nil, err
-			}
-			tok, err := cache.TokenizerNamed(BiomedTokenizer)
-			if err != nil {
-				return nil, err
-			}
-			var filters []analysis.TokenFilter
-			for _, name := range []string{FoldFilter, BiomedStopFilter} {
-				f, err := cache.TokenFilterNamed(name)
+	// The biomedical analyzers: NFC, the biomedical tokenizer, then filters.
+	for name, filters := range map[string][]string{
+		BiomedAnalyzer:   {FoldFilter, BiomedStopFilter},
+		BiomedPTAnalyzer: {lowercase.Name, BiomedStopFilter, pt.LightStemmerName, FoldFilter},
+	} {
+		must(registry.RegisterAnalyzer(name,
+			func(_ map[string]interface{}, cache *registry.Cache) (analysis.Analyzer, error) {
+				nfc, err := cache.CharFilterNamed(NFCFilter)
 				if err != nil {
 					return nil, err
 				}
-				filters = append(filters, f)
-			}
-			return &analysis.DefaultAnalyzer{CharFilters: []analysis.CharFilter{nfc}, Tokenizer: tok, TokenFilters: filters}, nil
-		}))
+				tok, err := cache.TokenizerNamed(BiomedTokenizer)
+				if err != nil {
+					return nil, err
+				}
+				var fs []analysis.TokenFilter
+				for _, fn := range filters {
+					f, err := cache.TokenFilterNamed(fn)
+					if err != nil {
+						return nil, err
+					}
+					fs = append(fs, f)
+				}
+				return &analysis.DefaultAnalyzer{CharFilters: []analysis.CharFilter{nfc}, Tokenizer: tok, TokenFilters: fs}, nil
+			}))
+	}
 	// The stock analyzers, with NFC in front.
 	for name := range analyzers {
-		if name == BiomedAnalyzer {
+		if name == BiomedAnalyzer || name == BiomedPTAnalyzer {
 			continue
 		}
 		must(registry.RegisterAnalyzer(bleveName(name),
@@ -146,6 +162,24 @@ func init() {
 				return &w, nil
 			}))
 	}
+}
+
+// foldedStopFilter drops the tokens whose term, or its Fold, is in words
+// (folded stop words).
+type foldedStopFilter struct{ words analysis.TokenMap }
+
+func (f foldedStopFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
+	out := input[:0]
+	for _, t := range input {
+		if _, stop := f.words[string(t.Term)]; stop {
+			continue
+		}
+		if _, stop := f.words[Fold(string(t.Term))]; stop {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // nfcFilter is the NFCFilter char filter.

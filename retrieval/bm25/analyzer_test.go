@@ -34,6 +34,10 @@ var analyzerCases = []struct{ name, analyzer, text string }{
 	{"standard/mixed", "standard", "HER2+ BI-RADS 70% 5mL pH ≥10 5,5 Coloração"},
 	{"cjk/mixed", "cjk", "HER2+ 乳腺癌 Coloração"},
 	{"biomed/empty", "biomed", " ( ) ; — + "},
+	{"biomed-pt/protocol", "biomed-pt", "A coloração de hematoxilina-eosina é realizada nas lâminas após a desparafinação."},
+	{"biomed-pt/mixed", "biomed-pt", "HER2+ BI-RADS 70% 5mL pH ≥10 5,5 Coloração"},
+	{"biomed-pt/receptors", "biomed-pt", "Carcinoma HER2+ (score 3+), ER- e PR-; Ki-67 de 70%."},
+	{"biomed-pt/plurals", "biomed-pt", "inflamação inflamações lesão lesões margens margem tumorais tumoral fixadas fixado nossos"},
 }
 
 func readGolden(t *testing.T) map[string]string {
@@ -126,6 +130,39 @@ func TestBiomedKeepsNotation(t *testing.T) {
 	}
 }
 
+// TestBiomedPTStems checks by hand that biomed-pt conflates the inflections
+// the light stemmer is for, stems before it folds accents (so "-ões" and
+// "-ão" meet), keeps notation, and drops stop words in any case or accent.
+func TestBiomedPTStems(t *testing.T) {
+	for _, c := range []struct{ a, b string }{
+		{"inflamação", "inflamações"},
+		{"lesão", "lesões"},
+		{"margem", "margens"},
+		{"tumoral", "tumorais"},
+		{"fixado", "fixadas"},
+		{"Coloração", "colorações"},
+		{"HER2+", "her2+"},
+		{"BI-RADS", "bi-rads"},
+	} {
+		ta, err := Analyze(BiomedPTAnalyzer, c.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := Analyze(BiomedPTAnalyzer, c.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ta) != 1 || !slices.Equal(ta, tb) {
+			t.Errorf("biomed-pt(%q) = %q, biomed-pt(%q) = %q: want one equal term", c.a, ta, c.b, tb)
+		}
+	}
+	for _, in := range []string{"de a em", "É à Às", "NOSSOS Nossas", "the of"} {
+		if terms, err := Analyze(BiomedPTAnalyzer, in); err != nil || len(terms) != 0 {
+			t.Errorf("biomed-pt(%q) = %q, %v: want no terms (stop words)", in, terms, err)
+		}
+	}
+}
+
 func TestBiomedOffsets(t *testing.T) {
 	in := "Lesão (BI-RADS 4), HER2+."
 	a := newMapping(BiomedAnalyzer).AnalyzerNamed(BiomedAnalyzer)
@@ -151,7 +188,7 @@ func TestAnalyzeUnknown(t *testing.T) {
 	if _, err := Analyze("klingon", "x"); err == nil {
 		t.Error("Analyze with an unknown analyzer: no error")
 	}
-	if got := Analyzers(); !slices.Equal(got, []string{"biomed", "cjk", "en", "pt", "standard"}) {
+	if got := Analyzers(); !slices.Equal(got, []string{"biomed", "biomed-pt", "cjk", "en", "pt", "standard"}) {
 		t.Errorf("Analyzers() = %v", got)
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/hyde"
 )
 
@@ -109,6 +110,12 @@ type Config struct {
 	// the AP paper's 0.3/0.7; SL-HyDE trains on all queries).
 	FusionHoldout float64
 
+	// BM25 configures the BM25 of the BM25 and hybrid variants and of the
+	// fusion weight's choice; the zero value is bm25.DefaultConfig()
+	// (Lucene's k1 1.2, b 0.75, the biomed analyzer) and leaves the config
+	// hash of runs made before the field existed unchanged.
+	BM25 bm25.Config `json:",omitzero"`
+
 	ChunkSize, ChunkOverlap int // how the corpus was chunked (recorded; 512, 128)
 	QueryInstruction        string
 
@@ -195,6 +202,11 @@ func (c Config) Validate() error {
 		return bad("EvalDepth", c.EvalDepth, ">= 1")
 	case c.FusionHoldout < 0 || c.FusionHoldout >= 1:
 		return bad("FusionHoldout", c.FusionHoldout, "in [0, 1)")
+	}
+	if c.BM25 != (bm25.Config{}) {
+		if err := c.BM25.Validate(); err != nil {
+			return fmt.Errorf("selflearn config: field %q: %w", "BM25", err)
+		}
 	}
 	return nil
 }

@@ -149,11 +149,15 @@ func (s *state) hydeConfig() hyde.Config {
 	return hyde.Config{Mode: hyde.ModeFusion, N: max(s.cfg.N, 1), Normalize: true}
 }
 
-// bm25 returns the in-memory BM25 index of the corpus (default parameters),
-// built on first use and closed by Run.
+// bm25 returns the in-memory BM25 index of the corpus (cfg.BM25, else the
+// default parameters), built on first use and closed by Run.
 func (s *state) bm25() (*bm25.Index, error) {
 	if s.bm == nil {
-		ix, err := bm25.NewMemory(s.corpus, bm25.DefaultConfig())
+		cfg := s.cfg.BM25
+		if cfg == (bm25.Config{}) {
+			cfg = bm25.DefaultConfig()
+		}
+		ix, err := bm25.NewMemory(s.corpus, cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package selflearn
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval"
+	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/fusion"
 	"github.com/ragforge/ragforge/train/retriever"
 )
@@ -111,6 +113,8 @@ func TestConfigValidate(t *testing.T) {
 		{"NegativeMaxScore", func(c *Config) { c.NegativeMaxScore = -0.5 }},
 		{"QueriesPerChunk", func(c *Config) { c.QueriesPerChunk = 0 }},
 		{"Pooling", func(c *Config) { c.Pooling = "max" }},
+		{"BM25", func(c *Config) { c.BM25 = bm25.Config{K1: 1.2, B: 0.75, Analyzer: "klingon"} }},
+		{"BM25", func(c *Config) { c.BM25 = bm25.Config{K1: 1.2, B: 1.5} }},
 	}
 	for _, tc := range tests {
 		c := ok
@@ -119,6 +123,21 @@ func TestConfigValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.field)) {
 			t.Errorf("%s: err %v", tc.field, err)
 		}
+	}
+}
+
+// TestConfigHashWithoutBM25: the zero BM25 (the default) is left out of the
+// config, so runs made before the field existed still resume; a set one
+// changes the hash.
+func TestConfigHashWithoutBM25(t *testing.T) {
+	c := DefaultConfig()
+	if b, _ := json.Marshal(c); strings.Contains(string(b), "BM25") {
+		t.Errorf("default config JSON names BM25: %s", b)
+	}
+	pt := c
+	pt.BM25 = bm25.Config{K1: 0.9, B: 0.75, Analyzer: "pt"}
+	if configHash(pt) == configHash(c) {
+		t.Error("a BM25 config leaves the config hash unchanged")
 	}
 }
 
