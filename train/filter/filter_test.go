@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
+	"github.com/ragforge/ragforge/internal/testutil/tinyt5"
 	"github.com/ragforge/ragforge/models/backend"
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/safetensors"
@@ -224,25 +225,7 @@ func smallModel(t *testing.T, dropout float64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	be, err := backend.New(testBackend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := t5.TinyConfig(tok.Len())
-	c.DModel, c.DKV, c.DFF, c.NumLayers, c.NumDecoderLayers, c.NumHeads = 32, 16, 64, 1, 1, 2
-	c.DropoutRate = dropout
-	m, err := t5.NewRandom(be, c, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "base")
-	if err := m.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := tok.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return tinyt5.Save(t, tok, testBackend, dropout)
 }
 
 func tinyConfig(t *testing.T, dropout float64) Config {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
+	"github.com/ragforge/ragforge/internal/testutil/tinyt5"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
@@ -30,24 +31,7 @@ func smallModel(t *testing.T) string {
 		t.Fatal(err)
 	}
 	tok.AddTokens([]string{"[HELPFUL]", "[NOT_HELPFUL]"})
-	be, err := backend.New(testBackend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := t5.TinyConfig(tok.Len())
-	c.DModel, c.DKV, c.DFF, c.NumLayers, c.NumDecoderLayers, c.NumHeads = 32, 16, 64, 1, 1, 2
-	c.DropoutRate = 0.1
-	m, err := t5.NewRandom(be, c, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "base")
-	if err := m.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := tok.Save(dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := tinyt5.Save(t, tok, testBackend, 0.1)
 	if err := hf.MarkRandomInit(dir); err != nil {
 		t.Fatal(err)
 	}
