@@ -37,16 +37,18 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
 	$(BIN) bench models
 
-## demo: the main job on the sample corpus embedded in the binary (no ../shared, no network).
+## demo: the main job on the sample corpus embedded in the binary (no ../shared, no network);
+## BM25 indexes each chunk with its document's title (chosen on pseudo-queries: docs/recipes.md).
 demo: build
-	$(BIN) demo
+	$(BIN) demo --bm25-meta-fields title
 
 ## demo-ap: the same stages on the real anatomical-pathology corpus in ../shared
-## (BM25: bleve's pt analyzer, k1 0.9, b 0.75, chosen on pseudo-queries: docs/recipes.md).
+## (BM25: bleve's pt analyzer, k1 0.9, b 0.75, each chunk indexed with its protocol's title and keywords,
+## chosen on pseudo-queries: docs/recipes.md).
 demo-ap: build
 	@test -d $(SHARED)/data/ap_protocols || { echo "demo-ap needs $(SHARED)/data (not found)"; exit 1; }
-	$(BIN) demo --corpus $(SHARED)/data/ap_protocols --qa $(SHARED)/data/ap_protocols_qa/dev.csv --work ragforge-demo-ap --filter-epochs 2 --filter-finetune-epochs 2 --ict-per-chunk 2 --ict-max-chunks 0 --samples 0 --queries-per-chunk 4 --negatives 3 --train-fuse 0 --candidates 1 \
-	  --analyzer pt --bm25-k1 0.9 --bm25-b 0.75
+	$(BIN) demo --corpus $(SHARED)/data/ap_protocols --qa $(SHARED)/data/ap_protocols_qa/dev.csv --work ragforge-demo-ap --filter-epochs 2 --ict-per-chunk 2 --ict-max-chunks 0 --samples 0 --queries-per-chunk 4 --negatives 3 --train-fuse 0 --candidates 1 \
+	  --analyzer pt --bm25-k1 0.9 --bm25-b 0.75 --bm25-meta-fields title,keywords
 
 ## selflearn-ap: two SL-HyDE rounds on the AP corpus at the paper's settings (about 20 min on 2 cores).
 SELFLEARN_AP = ragforge-selflearn-ap

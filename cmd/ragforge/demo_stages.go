@@ -73,6 +73,9 @@ func (st *demoState) bm25Args() []string {
 	if b.Analyzer != "" && b.Analyzer != bm25.BiomedAnalyzer {
 		args = append(args, "--analyzer", b.Analyzer)
 	}
+	if len(b.MetaFields) > 0 {
+		args = append(args, "--bm25-meta-fields", strings.Join(b.MetaFields, ","))
+	}
 	return args
 }
 

@@ -108,7 +108,7 @@ func TestDemoSelflearnArgs(t *testing.T) {
 		}, []string{"samples=0", "queries-per-chunk=4", "negatives=3", "candidates=1", "train-fuse=0"}, []string{"--recipe"}},
 		{"explicit recipe", func(o *demoOptions) { o.Recipe = "scratch" }, []string{"recipe=scratch"}, []string{"--negatives"}},
 		{"no hard negatives", func(o *demoOptions) { o.Negatives = 0 }, []string{"negatives=0"}, []string{"--candidates"}},
-		{"default bm25", func(o *demoOptions) { o.BM25.Analyzer = "biomed" }, nil, []string{"--analyzer", "--bm25-k1", "--bm25-b", "--bm25-preset"}},
+		{"default bm25", func(o *demoOptions) { o.BM25.Analyzer = "biomed" }, nil, []string{"--analyzer", "--bm25-k1", "--bm25-b", "--bm25-preset", "--bm25-meta-fields"}},
 		{"bm25 settings", func(o *demoOptions) { o.BM25 = bm25Flags{Analyzer: "pt", K1: 0.9, B: 0.75} },
 			[]string{"analyzer=pt", "bm25-k1=0.9", "bm25-b=0.75"}, []string{"--bm25-preset"}},
 		{"bm25 b 0", func(o *demoOptions) { o.BM25.B = 0 }, []string{"bm25-b=0"}, []string{"--analyzer"}},
@@ -216,9 +216,9 @@ func TestDemoTrainFilterArgs(t *testing.T) {
 // flags of every subcommand that builds BM25 in the demo (eval retrieval,
 // label evidence, selflearn, pipeline build), with the values given.
 func TestDemoBM25ArgsReachEveryBM25Stage(t *testing.T) {
-	st := &demoState{o: demoOptions{BM25: bm25Flags{Analyzer: "biomed-pt", K1: 0.9, B: 0.5, Preset: "rank_bm25"}}}
+	st := &demoState{o: demoOptions{BM25: bm25Flags{Analyzer: "biomed-pt", K1: 0.9, B: 0.5, Preset: "rank_bm25", MetaFields: []string{"title", "keywords"}}}}
 	args := st.bm25Args()
-	want := map[string]string{"analyzer": "biomed-pt", "bm25-k1": "0.9", "bm25-b": "0.5", "bm25-preset": "rank_bm25"}
+	want := map[string]string{"analyzer": "biomed-pt", "bm25-k1": "0.9", "bm25-b": "0.5", "bm25-preset": "rank_bm25", "bm25-meta-fields": "[title,keywords]"}
 	if len(args) != 2*len(want) {
 		t.Fatalf("bm25Args() = %v, want the %d flags", args, len(want))
 	}

@@ -17,12 +17,14 @@ import (
 	"github.com/ragforge/ragforge/retrieval/pipeline"
 )
 
-// bm25Flags configure BM25: --bm25-preset, --bm25-k1, --bm25-b, --analyzer.
+// bm25Flags configure BM25: --bm25-preset, --bm25-k1, --bm25-b, --analyzer,
+// --bm25-meta-fields.
 type bm25Flags struct {
-	K1       float64 `json:"k1"`
-	B        float64 `json:"b"`
-	Preset   string  `json:"preset"`
-	Analyzer string  `json:"analyzer"`
+	K1         float64  `json:"k1"`
+	B          float64  `json:"b"`
+	Preset     string   `json:"preset"`
+	Analyzer   string   `json:"analyzer"`
+	MetaFields []string `json:"meta_fields,omitempty"`
 }
 
 func (b *bm25Flags) add(cmd *cobra.Command) {
@@ -31,6 +33,7 @@ func (b *bm25Flags) add(cmd *cobra.Command) {
 	f.Float64Var(&b.K1, "bm25-k1", 0, "BM25 k1 (overrides the preset)")
 	f.Float64Var(&b.B, "bm25-b", -1, "BM25 b (overrides the preset)")
 	f.StringVar(&b.Analyzer, "analyzer", bm25.BiomedAnalyzer, "BM25 analyzer: "+strings.Join(bm25.Analyzers(), " | "))
+	f.StringSliceVar(&b.MetaFields, "bm25-meta-fields", nil, "metadata fields indexed with each chunk's text, comma-separated (e.g. title,keywords of the AP corpus; hits keep the chunk's text)")
 }
 
 // config is the BM25 configuration the flags give, validated.
@@ -53,7 +56,11 @@ func (b bm25Flags) config() (bm25.Config, error) {
 	if b.Analyzer != "" {
 		cfg.Analyzer = b.Analyzer
 	}
-	return cfg, cfg.Validate()
+	cfg.MetaFields = b.MetaFields
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("--bm25-meta-fields %q: %w", strings.Join(b.MetaFields, ","), err)
+	}
+	return cfg, nil
 }
 
 // retrieverFlags choose and configure a retriever.

@@ -142,7 +142,7 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	if err != nil {
 		return err
 	}
-	if bm != bm25.DefaultConfig() {
+	if !bm.Equal(bm25.DefaultConfig()) {
 		cfg.BM25 = bm // else zero: the config hash of earlier runs stays
 	}
 	cfg.Backend = g.Backend

@@ -37,6 +37,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -57,6 +59,15 @@ type Config struct {
 	// Analyzers(): "biomed" (the default when empty), "pt", "en", "cjk",
 	// "standard".
 	Analyzer string `json:"analyzer"`
+	// MetaFields names Chunk.Meta fields (string values, e.g. the AP
+	// corpus's "title" and "keywords") indexed with each chunk: their values,
+	// in this order and space-separated, precede Chunk.Text in the analyzed
+	// text, so a chunk from the middle of a document still matches the
+	// document's title, as Elasticsearch's multi_match over title and text
+	// or Haystack's meta_fields_to_embed do. They count in the chunk's
+	// length dl; Doc and hits return Chunk.Text unchanged. A chunk without
+	// the field indexes its text alone. Empty: the text alone (the default).
+	MetaFields []string `json:"meta_fields,omitempty"`
 }
 
 // DefaultConfig is ragforge's default: k1 = 1.2, b = 0.75 (Lucene,
@@ -77,6 +88,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Equal reports whether c and o hold the same values (a nil and an empty
+// MetaFields are equal).
+func (c Config) Equal(o Config) bool {
+	return c.K1 == o.K1 && c.B == o.B && c.Analyzer == o.Analyzer && slices.Equal(c.MetaFields, o.MetaFields)
+}
+
+// IsZero reports whether c is the zero Config, which callers read as
+// "not set" (DefaultConfig then applies).
+func (c Config) IsZero() bool { return c.Equal(Config{}) }
+
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
 	c = c.withDefaults()
@@ -88,6 +109,14 @@ func (c Config) Validate() error {
 	}
 	if _, ok := analyzers[c.Analyzer]; !ok {
 		return fmt.Errorf("bm25 config: field %q: unknown analyzer %q (have %v)", "Analyzer", c.Analyzer, Analyzers())
+	}
+	for i, f := range c.MetaFields {
+		if strings.TrimSpace(f) == "" {
+			return fmt.Errorf("bm25 config: field %q: entry %d is empty", "MetaFields", i)
+		}
+		if slices.Contains(c.MetaFields[:i], f) {
+			return fmt.Errorf("bm25 config: field %q: %q repeats", "MetaFields", f)
+		}
 	}
 	return nil
 }
@@ -120,6 +149,9 @@ type meta struct {
 }
 
 type storedChunk struct {
+	// Text is Chunk.Text when the analyzed (and stored) fieldText holds
+	// more: the Config.MetaFields values before it.
+	Text  string         `json:"text,omitempty"`
 	DocID string         `json:"doc_id"`
 	Index int            `json:"index"`
 	Start int            `json:"start"`
@@ -180,5 +212,8 @@ func (ix *Index) Doc(id string) (data.Chunk, bool) {
 		return data.Chunk{}, false
 	}
 	c.DocID, c.Index, c.Start, c.End, c.Meta = sc.DocID, sc.Index, sc.Start, sc.End, sc.Meta
+	if sc.Text != "" {
+		c.Text = sc.Text
+	}
 	return c, true
 }

@@ -298,7 +298,7 @@ func TestPersistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer re.Close()
-	if re.Config() != cfg || re.Count() != n || re.AvgDocLen() != avg {
+	if !re.Config().Equal(cfg) || re.Count() != n || re.AvgDocLen() != avg {
 		t.Errorf("reopened: config %+v count %d avgdl %v; want %+v %d %v", re.Config(), re.Count(), re.AvgDocLen(), cfg, n, avg)
 	}
 	mem, err := NewMemory(chunks, cfg)

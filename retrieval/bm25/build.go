@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -126,20 +129,31 @@ func fill(bi bleve.Index, chunks []data.Chunk, cfg Config, progress func(done, t
 		return nil, fmt.Errorf("analyzer %q: not registered", cfg.Analyzer)
 	}
 	ix := &Index{idx: bi, analyzer: a, meta: meta{Format: metaFormat, Config: cfg, Docs: len(chunks)}}
+	if err := checkMetaFields(chunks, cfg.MetaFields); err != nil {
+		return nil, err
+	}
 	for lo := 0; lo < len(chunks); lo += BatchSize {
 		hi := min(lo+BatchSize, len(chunks))
 		b := bi.NewBatch()
 		for i := lo; i < hi; i++ {
 			c := chunks[i]
-			sc, err := json.Marshal(storedChunk{DocID: c.DocID, Index: c.Index, Start: c.Start, End: c.End, Meta: c.Meta})
+			text, err := indexText(c, cfg.MetaFields)
+			if err != nil {
+				return nil, fmt.Errorf("chunk %d (%s): %w", i, c.ID, err)
+			}
+			st := storedChunk{DocID: c.DocID, Index: c.Index, Start: c.Start, End: c.End, Meta: c.Meta}
+			if text != c.Text {
+				st.Text = c.Text
+			}
+			sc, err := json.Marshal(st)
 			if err != nil {
 				return nil, fmt.Errorf("chunk %d (%s): field %q: %w", i, c.ID, "Meta", err)
 			}
-			if err := b.Index(c.ID, map[string]any{fieldText: c.Text, fieldChunk: string(sc)}); err != nil {
+			if err := b.Index(c.ID, map[string]any{fieldText: text, fieldChunk: string(sc)}); err != nil {
 				return nil, fmt.Errorf("chunk %d (%s): %w", i, c.ID, err)
 			}
 			// Same count bleve stores as the field length (TextField.AnalyzedLength).
-			ix.meta.Tokens += int64(len(a.Analyze([]byte(c.Text))))
+			ix.meta.Tokens += int64(len(a.Analyze([]byte(text))))
 		}
 		if err := bi.Batch(b); err != nil {
 			return nil, fmt.Errorf("chunks %d-%d: %w", lo, hi-1, err)
@@ -156,6 +170,51 @@ func fill(bi bleve.Index, chunks []data.Chunk, cfg Config, progress func(done, t
 		return nil, fmt.Errorf("indexed %d chunks, bleve holds %d", len(chunks), n)
 	}
 	return ix, nil
+}
+
+// indexText is the text fill analyzes for c: the string values of its
+// metaFields (Config.MetaFields) that c has, then c.Text, space-separated.
+// Errors: a field whose value is not a string.
+func indexText(c data.Chunk, metaFields []string) (string, error) {
+	if len(metaFields) == 0 {
+		return c.Text, nil
+	}
+	parts := make([]string, 0, len(metaFields)+1)
+	for _, f := range metaFields {
+		v, ok := c.Meta[f]
+		if !ok || v == nil {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", fmt.Errorf("meta field %q: want a string, got %T", f, v)
+		}
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(append(parts, c.Text), " "), nil
+}
+
+// checkMetaFields refuses a meta field that no chunk has: a misspelt name
+// would otherwise index the text alone without a word.
+func checkMetaFields(chunks []data.Chunk, metaFields []string) error {
+	if len(chunks) == 0 {
+		return nil
+	}
+	for _, f := range metaFields {
+		found := false
+		for _, c := range chunks {
+			if _, ok := c.Meta[f]; ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("meta field %q: no chunk has it (chunk %s has %v)", f, chunks[0].ID, slices.Sorted(maps.Keys(chunks[0].Meta)))
+		}
+	}
+	return nil
 }
 
 func writeMeta(dir string, m meta) error {

@@ -203,7 +203,7 @@ func (c Config) Validate() error {
 	case c.FusionHoldout < 0 || c.FusionHoldout >= 1:
 		return bad("FusionHoldout", c.FusionHoldout, "in [0, 1)")
 	}
-	if c.BM25 != (bm25.Config{}) {
+	if !c.BM25.IsZero() {
 		if err := c.BM25.Validate(); err != nil {
 			return fmt.Errorf("selflearn config: field %q: %w", "BM25", err)
 		}

@@ -154,7 +154,7 @@ func (s *state) hydeConfig() hyde.Config {
 func (s *state) bm25() (*bm25.Index, error) {
 	if s.bm == nil {
 		cfg := s.cfg.BM25
-		if cfg == (bm25.Config{}) {
+		if cfg.IsZero() {
 			cfg = bm25.DefaultConfig()
 		}
 		ix, err := bm25.NewMemory(s.corpus, cfg)
