@@ -57,10 +57,7 @@ func (b bm25Flags) config() (bm25.Config, error) {
 		cfg.Analyzer = b.Analyzer
 	}
 	cfg.MetaFields = b.MetaFields
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("--bm25-meta-fields %q: %w", strings.Join(b.MetaFields, ","), err)
-	}
-	return cfg, nil
+	return cfg, cfg.Validate()
 }
 
 // retrieverFlags choose and configure a retriever.

@@ -52,3 +52,45 @@ func TestRunConfigShowsEffectiveSettings(t *testing.T) {
 		}
 	}
 }
+
+// --bm25-meta-fields reaches the index and the stored run config; a field
+// no chunk has is refused by name.
+func TestEvalRetrievalBM25MetaFields(t *testing.T) {
+	dir := t.TempDir()
+	corpus, qa, err := sample.WriteTo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "runs.db")
+	args := []string{"eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa, "--k", "1", "--json"}
+	var plain, titled evalRetrievalResult
+	for _, r := range []struct {
+		res   *evalRetrievalResult
+		extra []string
+	}{{&plain, nil}, {&titled, []string{"--bm25-meta-fields", "title"}}} {
+		if err := json.Unmarshal([]byte(run(t, append(args, r.extra...)...)), r.res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The sample's figures (docs/recipes.md): the title costs one question at rank 1.
+	if plain.Metrics["P@1"] == titled.Metrics["P@1"] {
+		t.Errorf("P@1 %v with and without the title: the title did not reach the index", plain.Metrics["P@1"])
+	}
+	var show struct {
+		Config struct {
+			Retriever struct {
+				MetaFields []string `json:"meta_fields"`
+			} `json:"retriever"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(run(t, "runs", "show", titled.RunID, "--db", db, "--json")), &show); err != nil {
+		t.Fatal(err)
+	}
+	if got := show.Config.Retriever.MetaFields; len(got) != 1 || got[0] != "title" {
+		t.Errorf("stored meta_fields = %v, want [title]", got)
+	}
+	code, stderr := runErr(append(args, "--bm25-meta-fields", "titel")...)
+	if code == 0 || !strings.Contains(stderr, `meta field "titel": no chunk has it`) {
+		t.Errorf("--bm25-meta-fields titel: exit %d, stderr %q; want an error naming the field", code, stderr)
+	}
+}
