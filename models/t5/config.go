@@ -348,3 +348,39 @@ func sameJSON(a, b json.RawMessage) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// Extra returns the raw JSON of a config.json key this struct does not
+// model (e.g. ragforge's "ragforge_init"), and whether the file had it.
+func (c Config) Extra(key string) (json.RawMessage, bool) {
+	for _, f := range c.raw {
+		if f.key == key {
+			return f.value, true
+		}
+	}
+	return nil, false
+}
+
+// SetExtra sets an unmodelled config.json key to the JSON encoding of v,
+// in place when the key exists, else as the last key; Save writes it.
+// Errors: key names a modelled field, or v does not encode.
+func (c *Config) SetExtra(key string, v any) error {
+	for _, f := range c.knownFields() {
+		if f.key == key {
+			return fmt.Errorf("t5 config: %q is a modelled field, not an extra one", key)
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("t5 config: field %q: %w", key, err)
+	}
+	raw := slices.Clone(c.raw) // Config is copied by value: never write a shared array
+	for i, f := range raw {
+		if f.key == key {
+			raw[i].value = b
+			c.raw = raw
+			return nil
+		}
+	}
+	c.raw = append(raw, rawField{key, b})
+	return nil
+}
