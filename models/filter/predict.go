@@ -57,6 +57,9 @@ type Predictor struct {
 	Tokenizer           tokenizer.Tokenizer
 	Helpful, NotHelpful int // label token ids
 	Config              Config
+	// Marks, from the checkpoint's config.json (MatchMarksKey), are written
+	// into every instruction's evidence before tokenizing; nil: none.
+	Marks *MatchMarks
 
 	mu    sync.Mutex
 	score *mlctx.Exec // first-step label logits, compiled per shape
@@ -64,7 +67,8 @@ type Predictor struct {
 
 // NewPredictor checks cfg and that tok holds both label tokens as single
 // added tokens inside m's vocabulary (LabelIDs, whose errors wrap
-// ErrNotFilter).
+// ErrNotFilter), and reads the match marks m's config carries
+// (MatchMarksOf).
 func NewPredictor(m *t5.Model, tok tokenizer.Tokenizer, cfg Config) (*Predictor, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -73,7 +77,11 @@ func NewPredictor(m *t5.Model, tok tokenizer.Tokenizer, cfg Config) (*Predictor,
 	if err != nil {
 		return nil, err
 	}
-	return &Predictor{Model: m, Tokenizer: tok, Helpful: helpful, NotHelpful: notHelpful, Config: cfg}, nil
+	marks, err := MatchMarksOf(m.Config.Extra(MatchMarksKey))
+	if err != nil {
+		return nil, err
+	}
+	return &Predictor{Model: m, Tokenizer: tok, Helpful: helpful, NotHelpful: notHelpful, Config: cfg, Marks: marks}, nil
 }
 
 // Load reads a filter checkpoint (HF T5 layout with the label tokens in its
@@ -107,10 +115,32 @@ func Load(be backends.Backend, dir string, cfg Config) (*Predictor, error) {
 }
 
 // Windows cuts instructions into windows of Config.MaxSeqLength tokens
-// sharing Config.DocStride (see Windows).
+// sharing Config.DocStride (see Windows), after marking their evidence
+// when the checkpoint carries Marks. Errors: with Marks, an instruction
+// that is not RAG²'s, as an *InstructionError.
 func (p *Predictor) Windows(instructions []string) ([]Window, error) {
+	if p.Marks != nil {
+		marked := make([]string, len(instructions))
+		for i, s := range instructions {
+			var err error
+			if marked[i], err = p.Marks.Mark(s); err != nil {
+				return nil, &InstructionError{Index: i, Err: err}
+			}
+		}
+		instructions = marked
+	}
 	return Windows(p.Tokenizer, instructions, p.Config.MaxSeqLength, p.Config.DocStride)
 }
+
+// InstructionError is an instruction Predictor.Windows could not read;
+// Index is its position (0-based) in the slice given.
+type InstructionError struct {
+	Index int
+	Err   error
+}
+
+func (e *InstructionError) Error() string { return fmt.Sprintf("instruction %d: %v", e.Index+1, e.Err) }
+func (e *InstructionError) Unwrap() error { return e.Err }
 
 // ScoreFunc scores window rows (token ids ending in </s>): P(helpful) per
 // row, in row order. Predictor.ScoreRows is one; a server puts its
