@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragforge/ragforge/internal/progress"
 	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -41,7 +42,16 @@ Explicit --lr/--warmup-ratio/--epochs/--batch-size/--dropout/--max-grad-norm ove
 recipe. When the two label tokens' embedding (or output) rows are identical —
 as adding them to a checkpoint gives (HF resize_token_embeddings puts the
 mean row in both) — they get N(0, 0.02²) noise seeded by --seed, because two
-identical rows are a symmetric start that training never separates.`
+identical rows are a symmetric start that training never separates.
+
+--match-marks writes DrQA's exact-match features into each evidence as text:
+an evidence word shared with the question is preceded by "@ ", a run of n
+consecutive shared words by n "@" (at most 5). The checkpoints record this
+in config.json ("ragforge_filter_match_marks"), and eval filter, serve and
+further training mark their inputs the same way; a transformers user must
+mark them too (the rule and a Python version: docs/recipes.md). Marks are
+for a randomly initialised T5, which does not learn to find the question's
+words in the evidence on its own.`
 
 func newTrainFilterCmd(g *globals) *cobra.Command {
 	o := trainFilterOptions{Config: filter.DefaultConfig(), Data: filter.Data{ValidFrac: 0.2}}
@@ -80,6 +90,7 @@ func newTrainFilterCmd(g *globals) *cobra.Command {
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for data order and dropout")
 	f.Float64Var(&c.Dropout, "dropout", c.Dropout, "dropout rate while training (< 0: the checkpoint's dropout_rate)")
 	f.Float64Var(&c.LabelSmoothing, "label-smoothing", c.LabelSmoothing, "label smoothing factor in [0, 1) (HF label_smoothing_factor; 0: plain cross-entropy)")
+	f.BoolVar(&c.MatchMarks, "match-marks", false, "mark the evidence words the question shares (exact-match features, recorded in the checkpoint's config.json; eval, serve and export then mark too; see docs/recipes.md)")
 	f.IntVar(&c.SaveSteps, "save-steps", c.SaveSteps, "checkpoint every N updates (0: every epoch)")
 	f.IntVar(&c.EarlyStoppingPatience, "early-stopping", c.EarlyStoppingPatience, "stop after N validations without a better accuracy (0: off)")
 	f.BoolVar(&c.Resume, "resume", false, "continue from the newest checkpoint in --out")
@@ -207,7 +218,8 @@ func newEvalFilterCmd(g *globals) *cobra.Command {
 		Long: `P([HELPFUL]) is the softmax over the two label-token logits at the first
 decoder step; an example's probability is its best window's. Given --model
 more than once, the filters form an ensemble: an example's P([HELPFUL]) is
-the mean of the members' (soft voting). Writes RAG²'s
+the mean of the members' (soft voting). A checkpoint trained with match
+marks (train filter --match-marks) has its inputs marked as in training. Writes RAG²'s
 dict_id_pred_results.json, final_eval_results.json and
 final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 		Example: `  ragforge eval filter --model work/filter/best --data work/labels-test.jsonl --out work/filter-eval`,
@@ -310,7 +322,10 @@ func newExportCmd(g *globals) *cobra.Command {
 directory (--from) to --out in Hugging Face layout: config.json,
 model.safetensors, generation_config.json, spiece.model, tokenizer.json and
 the tokenizer json files with [HELPFUL]/[NOT_HELPFUL], loadable by ragforge
-and by transformers' T5ForConditionalGeneration/AutoTokenizer.
+and by transformers' T5ForConditionalGeneration/AutoTokenizer. A filter
+trained with --match-marks keeps "ragforge_filter_match_marks" in its
+config.json: outside ragforge its instructions must be marked before
+tokenizing (the rule and a Python function: docs/recipes.md).
 
 With --retriever DIR, copies a BERT bi-encoder and writes the
 sentence-transformers files (modules.json, 1_Pooling/config.json,
@@ -376,5 +391,10 @@ func runExport(g *globals, o exportOptions) error {
 		return err
 	}
 	fmt.Fprintf(g.Out, "exported %s to %s\n", src, o.Out)
+	if c, err := t5.LoadConfig(o.Out); err == nil {
+		if _, marked := c.Extra(mfilter.MatchMarksKey); marked {
+			fmt.Fprintf(g.Err, "note: %s reads match-marked evidence (%s in config.json); mark inputs before tokenizing them outside ragforge (docs/recipes.md)\n", o.Out, mfilter.MatchMarksKey)
+		}
+	}
 	return nil
 }

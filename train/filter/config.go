@@ -83,6 +83,12 @@ type Config struct {
 	// label_smoothing_factor, LabelSmoother); 0 (RAG², default) is plain
 	// cross-entropy.
 	LabelSmoothing float64 `json:"label_smoothing_factor"`
+	// MatchMarks trains on evidence with the question's words marked
+	// (models/filter.MatchMarks, DefaultMatchMarks) and records the marks
+	// in every checkpoint's config.json, so eval, serve and export read
+	// their inputs the same way. A starting checkpoint that carries marks
+	// keeps them whether or not this is set. Off by default (RAG²).
+	MatchMarks bool `json:"match_marks"`
 
 	// SaveSteps > 0 writes a checkpoint every SaveSteps updates (and at the
 	// end); 0 writes one at the end of every epoch (RAG² --checkpointing_steps epoch).

@@ -51,7 +51,8 @@ func TestWindowsFollowHFOverflow(t *testing.T) {
 	long := strings.Repeat("the patient presents with fever and cough after travel ", 30)
 	exs := []mfilter.Example{ex("a", mfilter.Helpful, "short evidence", "Which drug?"), ex("b", mfilter.NotHelpful, long, "What is the diagnosis?")}
 	const maxLen, stride = 128, 16
-	wins, err := Windows(tok, exs, maxLen, stride)
+	p := &mfilter.Predictor{Tokenizer: tok, Config: mfilter.Config{MaxSeqLength: maxLen, DocStride: stride}}
+	wins, err := Windows(p, exs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +555,7 @@ func TestTrainSkipNonFinite(t *testing.T) {
 func TestLabelRowsStartDistinct(t *testing.T) {
 	dir := smallModel(t, 0.1)
 	rows := func(seed int64) (emb, head [2][]float32) {
-		lm, err := loadForTraining(testBackend, dir, seed, 0, DefaultConfig().predictor())
+		lm, err := loadForTraining(testBackend, dir, seed, 0, false, DefaultConfig().predictor())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,7 +32,7 @@ type labeled struct {
 // checkpoint whose label rows already differ (a trained filter, `models
 // init` output) is left unchanged. dropout ≥ 0 replaces dropout_rate. pc
 // configures validation (Config.predictor).
-func loadForTraining(backendName, dir string, seed int64, dropout float64, pc mfilter.Config) (*labeled, error) {
+func loadForTraining(backendName, dir string, seed int64, dropout float64, marks bool, pc mfilter.Config) (*labeled, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, err
@@ -56,6 +56,12 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64, pc mf
 	}
 	if dropout >= 0 {
 		m.Config.DropoutRate = dropout
+	}
+	if _, has := m.Config.Extra(mfilter.MatchMarksKey); marks && !has {
+		// In the model's config, every checkpoint saved carries the marks.
+		if err := m.Config.SetExtra(mfilter.MatchMarksKey, mfilter.DefaultMatchMarks()); err != nil {
+			return nil, fmt.Errorf("load %s: %w", dir, err)
+		}
 	}
 	p, err := mfilter.NewPredictor(m, tok, pc)
 	if err != nil {

@@ -149,12 +149,12 @@ func newTrainRun(cfg Config, train, valid []mfilter.Example, run *tracker.Run, p
 	if latest != "" {
 		src = latest
 	}
-	lm, err := loadForTraining(cfg.Backend, src, cfg.Seed, cfg.Dropout, cfg.predictor())
+	lm, err := loadForTraining(cfg.Backend, src, cfg.Seed, cfg.Dropout, cfg.MatchMarks, cfg.predictor())
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
 	lm.smoothing = cfg.LabelSmoothing
-	wins, err := Windows(lm.Tokenizer, train, cfg.MaxSeqLength, cfg.DocStride)
+	wins, err := Windows(lm.Predictor, train)
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
@@ -483,6 +483,9 @@ func configHash(c Config) string {
 	}
 	if c.LabelSmoothing != 0 {
 		fields = append(fields, "label_smoothing", c.LabelSmoothing) // likewise
+	}
+	if c.MatchMarks {
+		fields = append(fields, "match_marks") // likewise
 	}
 	b, _ := json.Marshal(fields)
 	h := sha256.Sum256(b)

@@ -1,25 +1,32 @@
 package filter
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 
 	mfilter "github.com/ragforge/ragforge/models/filter"
-	"github.com/ragforge/ragforge/models/tokenizer"
 )
 
 // Window is one model input cut from an example (models/filter.Window).
 type Window = mfilter.Window
 
 // Windows cuts each example's instruction (its Question) into model inputs
-// with models/filter.Windows; Window.Example indexes examples.
-func Windows(tok tokenizer.Tokenizer, examples []mfilter.Example, maxLen, stride int) ([]Window, error) {
+// as p does at inference (Predictor.Windows: p's window length, stride and
+// match marks); Window.Example indexes examples. Errors name the example.
+func Windows(p *mfilter.Predictor, examples []mfilter.Example) ([]Window, error) {
 	texts := make([]string, len(examples))
 	for i, ex := range examples {
 		texts[i] = ex.Question
 	}
-	return mfilter.Windows(tok, texts, maxLen, stride)
+	wins, err := p.Windows(texts)
+	var ie *mfilter.InstructionError
+	if errors.As(err, &ie) {
+		ex := examples[ie.Index]
+		return nil, fmt.Errorf("example %d (id %q): field %q: %w", ie.Index+1, ex.ID, "question", ie.Err)
+	}
+	return wins, err
 }
 
 // SplitByQuestion splits examples into train and validation sets so that no
