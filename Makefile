@@ -38,16 +38,17 @@ bench: build
 	$(BIN) bench models
 
 ## demo: the main job on the sample corpus embedded in the binary (no ../shared, no network);
-## BM25 indexes each chunk with its document's title (chosen on pseudo-queries: docs/recipes.md).
+## BM25 indexes each chunk with its document's title (chosen on pseudo-queries: docs/recipes.md);
+## the filter reads exact-match marks (train filter --match-marks, chosen on the training questions).
 demo: build
-	$(BIN) demo --bm25-meta-fields title
+	$(BIN) demo --bm25-meta-fields title --filter-match-marks
 
 ## demo-ap: the same stages on the real anatomical-pathology corpus in ../shared
 ## (BM25: bleve's pt analyzer, k1 0.9, b 0.75, each chunk indexed with its protocol's title and keywords,
-## chosen on pseudo-queries: docs/recipes.md).
+## chosen on pseudo-queries: docs/recipes.md; the filter as in demo, 2 epochs of ICT from every chunk).
 demo-ap: build
 	@test -d $(SHARED)/data/ap_protocols || { echo "demo-ap needs $(SHARED)/data (not found)"; exit 1; }
-	$(BIN) demo --corpus $(SHARED)/data/ap_protocols --qa $(SHARED)/data/ap_protocols_qa/dev.csv --work ragforge-demo-ap --filter-epochs 2 --filter-ensemble-seeds 7 --ict-per-chunk 2 --ict-max-chunks 0 --samples 0 --queries-per-chunk 4 --negatives 3 --train-fuse 0 --candidates 1 \
+	$(BIN) demo --corpus $(SHARED)/data/ap_protocols --qa $(SHARED)/data/ap_protocols_qa/dev.csv --work ragforge-demo-ap --filter-epochs 2 --filter-match-marks --ict-per-chunk 2 --ict-max-chunks 0 --samples 0 --queries-per-chunk 4 --negatives 3 --train-fuse 0 --candidates 1 \
 	  --analyzer pt --bm25-k1 0.9 --bm25-b 0.75 --bm25-meta-fields title,keywords
 
 ## selflearn-ap: two SL-HyDE rounds on the AP corpus at the paper's settings (about 20 min on 2 cores).

@@ -41,6 +41,10 @@ type demoOptions struct {
 	// demoFinetuneLR (0: no fine-tuning; docs/recipes.md, "AP filter,
 	// fourth sweep").
 	FilterFinetuneEpochs int
+	// FilterMatchMarks trains every filter with train filter --match-marks
+	// (exact-match marks in the evidence; docs/recipes.md, "Filter:
+	// exact-match marks").
+	FilterMatchMarks bool
 	// QueriesPerChunk is selflearn's --queries-per-chunk (0: the recipe's).
 	QueriesPerChunk int
 	// Negatives, Candidates and TrainFuse are selflearn's --negatives (-1:
@@ -129,6 +133,7 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.IntVar(&o.ICTMaxChunks, "ict-max-chunks", 150, "chunks the filter's ICT examples are drawn from (label ict --max-chunks; 0: all)")
 	f.Int64SliceVar(&o.FilterEnsembleSeeds, "filter-ensemble-seeds", nil, "train one more filter per seed (models init and train filter from it) and evaluate all as an ensemble, P([HELPFUL]) averaged; each costs another filter training (docs/recipes.md, \"Filter, fourth sweep\")")
 	f.IntVar(&o.FilterFinetuneEpochs, "filter-finetune-epochs", 0, "after the ICT training, fine-tune the filter on the training questions' evidence labels for N epochs at lr 2e-4 (0: off; the held-out questions stay out; see docs/recipes.md)")
+	f.BoolVar(&o.FilterMatchMarks, "filter-match-marks", false, "train the filters with train filter --match-marks (the question's words marked in the evidence; docs/recipes.md)")
 	minInt(f, 0, "filter-epochs", "filter-finetune-epochs", "queries-per-chunk", "candidates", "ict-max-chunks")
 	minInt(f, -1, "train-fuse", "negatives")
 	minInt(f, 1, "ict-per-chunk")

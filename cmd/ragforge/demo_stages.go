@@ -213,8 +213,9 @@ func demoICTLabels(ctx context.Context, st *demoState) (demoStage, error) {
 // alone, holding out 20% of the evidence labels' questions for evaluation;
 // with --filter-finetune-epochs it then fine-tunes that checkpoint on the
 // training questions' evidence labels (the same held-out split: same file,
-// fraction and seed). 256 tokens hold a whole evidence example, so no
-// window lacks its question.
+// fraction and seed). Training windows are 256 tokens (a marked ICT
+// example may take two; 384 scored lower on the AP training questions,
+// docs/recipes.md); the evaluation reads demoEvalSeqLength.
 func demoTrainFilter(ctx context.Context, st *demoState) (demoStage, error) {
 	stage, res, out, err := st.trainFilter(st.dirs["t5-tiny"], "filter", st.o.Seed)
 	if err != nil {
@@ -291,6 +292,9 @@ func (st *demoState) trainFilter(model, name string, seed int64) (demoStage, tra
 func (st *demoState) trainFilterArgs(model, out string, seed int64) []string {
 	args := []string{"train", "filter", "--model", model, "--train", st.dirs["labels"], "--augment", st.dirs["labels-ict"], "--augment-only",
 		"--valid-frac", "0.2", "--out", out, "--max-seq-length", "256", "--doc-stride", "64", "--seed", strconv.FormatInt(seed, 10)}
+	if st.o.FilterMatchMarks {
+		args = append(args, "--match-marks") // fine-tuning inherits them from the checkpoint
+	}
 	args = append(args, st.recipeArgs()...)
 	switch {
 	case st.o.Quick:
@@ -321,6 +325,12 @@ func (st *demoState) finetuneFilterArgs(model, out string) []string {
 	return append(args, st.recipeArgs()...)
 }
 
+// demoEvalSeqLength holds a whole evidence example of a 512-character chunk
+// with its match marks in one window, so no window lacks its question (at
+// 256 a quarter of AP's took two; docs/recipes.md, "Filter: exact-match
+// marks").
+const demoEvalSeqLength = "384"
+
 // demoEvalFilter evaluates the last checkpoint (not the one with the best
 // validation accuracy, which would choose it on the very labels reported)
 // on the held-out questions.
@@ -330,7 +340,7 @@ func demoEvalFilter(ctx context.Context, st *demoState) (demoStage, error) {
 		args = append(args, "--model", m)
 	}
 	args = append(args, "--data", filepath.Join(st.dirs["filter-out"], "valid.jsonl"),
-		"--max-seq-length", "256", "--doc-stride", "64", "--out", st.fresh("filter-eval"))
+		"--max-seq-length", demoEvalSeqLength, "--doc-stride", "64", "--out", st.fresh("filter-eval"))
 	var res struct {
 		RunID  string `json:"run_id"`
 		Dir    string `json:"dir"`

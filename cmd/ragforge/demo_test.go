@@ -174,7 +174,9 @@ func TestDemoTrainFilterArgs(t *testing.T) {
 		want     []string // flag=value pairs expected among the args
 		not      []string // flags that must be absent
 	}{
-		{"ICT defaults", func(*demoOptions) {}, false, []string{"augment-only=true", "valid-frac=0.2", "augment=ict.jsonl", "train=evidence.jsonl", "model=t5", "seed=42"}, []string{"--epochs", "--recipe"}},
+		{"ICT defaults", func(*demoOptions) {}, false, []string{"augment-only=true", "valid-frac=0.2", "augment=ict.jsonl", "train=evidence.jsonl", "model=t5", "seed=42", "match-marks=false"}, []string{"--epochs", "--recipe", "--match-marks"}},
+		{"ICT match marks", func(o *demoOptions) { o.FilterMatchMarks = true }, false, []string{"match-marks=true", "augment-only=true"}, nil},
+		{"fine-tune inherits marks", func(o *demoOptions) { o.FilterMatchMarks, o.FilterFinetuneEpochs = true, 2 }, true, []string{"match-marks=false"}, []string{"--match-marks"}},
 		{"ICT ap epochs", func(o *demoOptions) { o.Epochs = 2 }, false, []string{"epochs=2", "augment-only=true"}, nil},
 		{"ICT quick wins over epochs", func(o *demoOptions) { o.Quick, o.Epochs = true, 2 }, false, []string{"epochs=1"}, nil},
 		{"fine-tune", func(o *demoOptions) { o.FilterFinetuneEpochs = 2 }, true, []string{"model=ckpt", "train=evidence.jsonl", "valid-frac=0.2", "seed=42", "lr=0.0002", "epochs=2", "augment-only=false"}, []string{"--augment", "--augment-only", "--recipe"}},
