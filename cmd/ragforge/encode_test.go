@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data/npy"
-	"github.com/ragforge/ragforge/data/sample"
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/models/hf"
 )
@@ -28,11 +27,7 @@ func evalMetrics(t *testing.T, args ...string) evalRetrievalResult {
 // with how the corpus was encoded is an error.
 func TestEncodeThenEvalMatchesOnTheFly(t *testing.T) {
 	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
-	dir := t.TempDir()
-	corpus, qa, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, qa := sampleFiles(t)
 	db := filepath.Join(dir, "runs.db")
 	bert := filepath.Join(dir, "bert")
 	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)

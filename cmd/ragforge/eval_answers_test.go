@@ -10,18 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragforge/ragforge/data/sample"
 	"github.com/ragforge/ragforge/infer/eval/answers"
 )
 
 // A judge nobody listens on fails before any work, naming the URL; no run is
 // recorded.
 func TestEvalAnswersDeadJudgeFailsFast(t *testing.T) {
-	dir := t.TempDir()
-	corpus, qa, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, qa := sampleFiles(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +46,7 @@ func TestEvalAnswersDeadJudgeFailsFast(t *testing.T) {
 
 // Judge faults are summarised by cause in the table and in --json.
 func TestEvalAnswersJudgeErrorsByCause(t *testing.T) {
-	dir := t.TempDir()
-	corpus, qa, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, qa := sampleFiles(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/models" {
 			fmt.Fprint(w, `{"object":"list","data":[]}`)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragforge/ragforge/data/sample"
 	"github.com/ragforge/ragforge/models/filter"
 )
 
@@ -15,11 +14,7 @@ import (
 // same (question, snippet) pairs twice, and the second set replaces the
 // first; the report says so. dataset_name defaults to the corpus's name.
 func TestLabelEvidenceReportsStoredAndMerged(t *testing.T) {
-	dir := t.TempDir()
-	corpus, qa, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, qa := sampleFiles(t)
 	b, err := os.ReadFile(qa)
 	if err != nil {
 		t.Fatal(err)

@@ -30,15 +30,23 @@ func runErr(args ...string) (int, string) {
 	return code, errb.String()
 }
 
-// sharedDir returns <module root>/../shared/rel or skips.
-func sharedDir(t *testing.T, rel string) string { return testutil.SharedPath(t, rel) }
-
-func TestEvalRetrievalSampleJSONAndRunsList(t *testing.T) {
-	dir := t.TempDir()
+// sampleFiles writes the embedded sample corpus and its QA file into a
+// fresh temporary directory and returns the directory and both paths.
+func sampleFiles(t *testing.T) (dir, corpus, qa string) {
+	t.Helper()
+	dir = t.TempDir()
 	corpus, qa, err := sample.WriteTo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, corpus, qa
+}
+
+// sharedDir returns <module root>/../shared/rel or skips.
+func sharedDir(t *testing.T, rel string) string { return testutil.SharedPath(t, rel) }
+
+func TestEvalRetrievalSampleJSONAndRunsList(t *testing.T) {
+	dir, corpus, qa := sampleFiles(t)
 	db := filepath.Join(dir, "runs.db")
 	out := run(t, "eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa, "--retriever", "bm25", "--k", "1,2,4,8", "--json")
 	var res evalRetrievalResult
@@ -112,11 +120,7 @@ func TestEvalRetrievalAPCorpus(t *testing.T) {
 // sentence left in the index (--pseudo-keep 1) is found far more often
 // at rank 1 than one removed from it.
 func TestEvalRetrievalPseudoQueries(t *testing.T) {
-	dir := t.TempDir()
-	corpus, _, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, _ := sampleFiles(t)
 	db := filepath.Join(dir, "runs.db")
 	s1 := map[string]float64{}
 	for _, keep := range []string{"0", "1"} {
@@ -139,11 +143,7 @@ func TestEvalRetrievalPseudoQueries(t *testing.T) {
 }
 
 func TestEvalRetrievalBadInputKeepsStoredRuns(t *testing.T) {
-	dir := t.TempDir()
-	corpus, qa, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, qa := sampleFiles(t)
 	db := filepath.Join(dir, "runs.db")
 	first := run(t, "eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa, "--json")
 	var res evalRetrievalResult

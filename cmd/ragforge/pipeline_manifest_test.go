@@ -6,17 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ragforge/ragforge/data/sample"
 	"github.com/ragforge/ragforge/infer/pipeline"
 )
 
 // pipeline.json records the chunking the build used.
 func TestPipelineManifestRecordsChunking(t *testing.T) {
-	dir := t.TempDir()
-	corpus, _, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, _ := sampleFiles(t)
 	for _, tc := range []struct {
 		size, overlap string
 		want          pipeline.ChunkInfo

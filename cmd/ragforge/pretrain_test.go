@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ragforge/ragforge/data/sample"
 )
 
 // Nonsense pretrain settings are refused before the corpus or model is read.
@@ -42,11 +40,7 @@ func TestPretrainSample(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a tiny T5 (seconds); skipped with -short")
 	}
-	dir := t.TempDir()
-	corpus, _, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, _ := sampleFiles(t)
 	db := filepath.Join(dir, "runs.db")
 	model, out := filepath.Join(dir, "t5"), filepath.Join(dir, "t5-pt")
 	if code, stderr := runErr("--db", db, "models", "init", "--arch", "t5", "--size", "tiny",

@@ -9,19 +9,13 @@ import (
 	"testing"
 
 	"github.com/creack/pty"
-
-	"github.com/ragforge/ragforge/data/sample"
 )
 
 // Every long step shows a bar (count, rate, ETA) on a terminal and one start
 // line plus one final line per step off a terminal.
 func TestLongStepsReportProgress(t *testing.T) {
 	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
-	dir := t.TempDir()
-	corpus, qa, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, qa := sampleFiles(t)
 	db := filepath.Join(dir, "runs.db")
 	bert := filepath.Join(dir, "bert")
 	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)

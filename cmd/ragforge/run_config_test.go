@@ -5,18 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ragforge/ragforge/data/sample"
 )
 
 // Stored run configs use the JSON field names and the effective settings,
 // not Go field names or "not set" sentinels.
 func TestRunConfigShowsEffectiveSettings(t *testing.T) {
-	dir := t.TempDir()
-	corpus, qa, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, qa := sampleFiles(t)
 	db := filepath.Join(dir, "runs.db")
 	var res evalRetrievalResult
 	if err := json.Unmarshal([]byte(run(t, "eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa, "--k", "1", "--bm25-preset", "rank_bm25", "--json")), &res); err != nil {
@@ -56,11 +50,7 @@ func TestRunConfigShowsEffectiveSettings(t *testing.T) {
 // --bm25-meta-fields reaches the index and the stored run config; a field
 // no chunk has is refused by name.
 func TestEvalRetrievalBM25MetaFields(t *testing.T) {
-	dir := t.TempDir()
-	corpus, qa, err := sample.WriteTo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, corpus, qa := sampleFiles(t)
 	db := filepath.Join(dir, "runs.db")
 	args := []string{"eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa, "--k", "1", "--json"}
 	var plain, titled evalRetrievalResult
