@@ -37,6 +37,11 @@ type MatchMarks struct {
 	Marker   string `json:"marker"`    // mark text, repeated per level ("@")
 	MinChars int    `json:"min_chars"` // shortest single word marked (3: skips "de", "a", "o")
 	MaxRun   int    `json:"max_run"`   // level cap (5: the AP labels' ≥5-token rule)
+	// PrefixChars, when above 0, compares words by their first PrefixChars
+	// folded letters or digits: a crude stemmer for inflected languages
+	// ("fixação", "fixado" and "fixador" share "fixad"... "fixa"). 0 compares
+	// whole words.
+	PrefixChars int `json:"prefix_chars,omitempty"`
 }
 
 // DefaultMatchMarks are the marks `train filter --match-marks` adds,
@@ -54,6 +59,8 @@ func (m MatchMarks) Check() error {
 		return fmt.Errorf("match marks: min_chars %d, want ≥ 1", m.MinChars)
 	case m.MaxRun < 1:
 		return fmt.Errorf("match marks: max_run %d, want ≥ 1", m.MaxRun)
+	case m.PrefixChars < 0:
+		return fmt.Errorf("match marks: prefix_chars %d, want ≥ 0 (0 compares whole words)", m.PrefixChars)
 	}
 	return nil
 }
@@ -91,15 +98,12 @@ func (m MatchMarks) Mark(instruction string) (string, error) {
 
 type word struct {
 	start, end int    // byte span in the text
-	key        string // folded form compared
+	key        string // folded form compared (its prefix when PrefixChars > 0)
+	runes      int    // letters and digits in the whole folded word
 }
 
 func (m MatchMarks) markEvidence(evidence, question string) string {
-	ev, q := words(evidence), words(question)
-	inQ := make(map[string]bool, len(q))
-	for _, w := range q {
-		inQ[w.key] = true
-	}
+	ev, q := words(evidence, m.PrefixChars), words(question, m.PrefixChars)
 	level := make([]int, len(ev))
 	for i := range ev {
 		for j := range q {
@@ -116,7 +120,7 @@ func (m MatchMarks) markEvidence(evidence, question string) string {
 	last := 0
 	for i, w := range ev {
 		l := level[i]
-		if l == 1 && len([]rune(w.key)) < m.MinChars {
+		if l == 1 && w.runes < m.MinChars {
 			l = 0
 		}
 		b.WriteString(evidence[last:w.start])
@@ -132,15 +136,21 @@ func (m MatchMarks) markEvidence(evidence, question string) string {
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // words splits s into maximal runs of letters and digits with their
-// folded forms (lowercase, combining marks removed after NFD).
-func words(s string) []word {
+// folded forms (lowercase, combining marks removed after NFD), cut to their
+// first prefix runes when prefix > 0.
+func words(s string, prefix int) []word {
 	var out []word
 	start := -1
 	// A Chain keeps state between calls: one per call, not shared.
 	t := transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
 	flush := func(end int) {
 		if start >= 0 {
-			out = append(out, word{start, end, fold(t, s[start:end])})
+			k := []rune(fold(t, s[start:end]))
+			w := word{start: start, end: end, key: string(k), runes: len(k)}
+			if prefix > 0 && len(k) > prefix {
+				w.key = string(k[:prefix])
+			}
+			out = append(out, w)
 			start = -1
 		}
 	}

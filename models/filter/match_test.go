@@ -53,6 +53,7 @@ func TestMatchMarksErrors(t *testing.T) {
 		{`{"marker":"@","min_chars":0,"max_run":5}`, "min_chars 0"},
 		{`{"marker":"@","min_chars":3,"max_run":0}`, "max_run 0"},
 		{`{"marker":"@","min_chars":3,"max_run":5,"extra":1}`, "unknown field"},
+		{`{"marker":"@","min_chars":3,"max_run":5,"prefix_chars":-1}`, "prefix_chars -1"},
 		{`"@"`, "cannot unmarshal"},
 	} {
 		_, err := MatchMarksOf(json.RawMessage(tc.raw), true)
