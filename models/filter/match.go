@@ -39,8 +39,8 @@ type MatchMarks struct {
 	MaxRun   int    `json:"max_run"`   // level cap (5: the AP labels' ≥5-token rule)
 	// PrefixChars, when above 0, compares words by their first PrefixChars
 	// folded letters or digits: a crude stemmer for inflected languages
-	// ("fixação", "fixado" and "fixador" share "fixad"... "fixa"). 0 compares
-	// whole words.
+	// ("tamponado" and "tamponada" match at 5; "fixação" and "fixado" only
+	// at 4). 0 compares whole words.
 	PrefixChars int `json:"prefix_chars,omitempty"`
 }
 
