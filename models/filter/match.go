@@ -97,9 +97,9 @@ func (m MatchMarks) Mark(instruction string) (string, error) {
 }
 
 type word struct {
-	start, end int    // byte span in the text
-	key        string // folded form compared (its prefix when PrefixChars > 0)
-	runes      int    // letters and digits in the whole folded word
+	start int    // byte offset in the text, where a mark goes
+	key   string // folded form compared (its prefix when PrefixChars > 0)
+	runes int    // letters and digits in the whole folded word
 }
 
 func (m MatchMarks) markEvidence(evidence, question string) string {
@@ -146,7 +146,7 @@ func words(s string, prefix int) []word {
 	flush := func(end int) {
 		if start >= 0 {
 			k := []rune(fold(t, s[start:end]))
-			w := word{start: start, end: end, key: string(k), runes: len(k)}
+			w := word{start: start, key: string(k), runes: len(k)}
 			if prefix > 0 && len(k) > prefix {
 				w.key = string(k[:prefix])
 			}
