@@ -62,7 +62,7 @@ def main():
     df, seen = Counter(), set()
     for line in open(a.corpus_examples):
         ins = json.loads(line)["question"]
-        ev = ins[ins.index(HEAD):ins.rindex(SEP)]
+        ev = ins[ins.index(HEAD) + len(HEAD):ins.rindex(SEP)]
         if ev not in seen:
             seen.add(ev)
             df.update({fold(w)[:5] for w in WORD.findall(ev)})
