@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data/sample"
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -45,6 +46,9 @@ type demoOptions struct {
 	// (exact-match marks in the evidence; docs/recipes.md, "Filter:
 	// exact-match marks").
 	FilterMatchMarks bool
+	// FilterMatchMarksRare is train filter's --match-marks-rare (needs
+	// FilterMatchMarks).
+	FilterMatchMarksRare []float64
 	// QueriesPerChunk is selflearn's --queries-per-chunk (0: the recipe's).
 	QueriesPerChunk int
 	// Negatives, Candidates and TrainFuse are selflearn's --negatives (-1:
@@ -134,6 +138,7 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.Int64SliceVar(&o.FilterEnsembleSeeds, "filter-ensemble-seeds", nil, "train one more filter per seed (models init and train filter from it) and evaluate all as an ensemble, P([HELPFUL]) averaged; each costs another filter training (docs/recipes.md, \"Filter, fourth sweep\")")
 	f.IntVar(&o.FilterFinetuneEpochs, "filter-finetune-epochs", 0, "after the ICT training, fine-tune the filter on the training questions' evidence labels for N epochs at lr 2e-4 (0: off; the held-out questions stay out; see docs/recipes.md)")
 	f.BoolVar(&o.FilterMatchMarks, "filter-match-marks", false, "train the filters with train filter --match-marks (the question's words marked in the evidence; docs/recipes.md)")
+	f.Float64SliceVar(&o.FilterMatchMarksRare, "filter-match-marks-rare", nil, "with --filter-match-marks: train filter --match-marks-rare, one more mark on rare shared words (e.g. 0.05,0.005; docs/recipes.md)")
 	minInt(f, 0, "filter-epochs", "filter-finetune-epochs", "queries-per-chunk", "candidates", "ict-max-chunks")
 	minInt(f, -1, "train-fuse", "negatives")
 	minInt(f, 1, "ict-per-chunk")
@@ -151,6 +156,12 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 	case "", "auto", trainer.RecipePretrained, trainer.RecipeScratch:
 	default:
 		return nil, fmt.Errorf("--recipe %q: want %s, %s or auto", o.Recipe, trainer.RecipePretrained, trainer.RecipeScratch)
+	}
+	if len(o.FilterMatchMarksRare) > 0 && !o.FilterMatchMarks {
+		return nil, fmt.Errorf("--filter-match-marks-rare needs --filter-match-marks")
+	}
+	if err := mfilter.CheckRareDocFractions(o.FilterMatchMarksRare); err != nil {
+		return nil, fmt.Errorf("--filter-match-marks-rare: %w", err)
 	}
 	seen := map[int64]bool{o.Seed: true}
 	for _, seed := range o.FilterEnsembleSeeds {

@@ -284,6 +284,16 @@ func (st *demoState) trainFilter(model, name string, seed int64) (demoStage, tra
 		Metrics: map[string]float64{"final_loss": res.Result.FinalLoss, "steps": float64(res.Result.GlobalStep)}}, res, out, nil
 }
 
+// formatFloats writes fs as a comma-separated flag value that parses back
+// to the same floats.
+func formatFloats(fs []float64) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
 // trainFilterArgs is the demo's ICT training command line from model into
 // out with seed: the ICT examples alone (--augment-only), 20% of the
 // evidence labels' questions held out. With a seed other than the demo's,
@@ -294,6 +304,9 @@ func (st *demoState) trainFilterArgs(model, out string, seed int64) []string {
 		"--valid-frac", "0.2", "--out", out, "--max-seq-length", "256", "--doc-stride", "64", "--seed", strconv.FormatInt(seed, 10)}
 	if st.o.FilterMatchMarks {
 		args = append(args, "--match-marks") // fine-tuning inherits them from the checkpoint
+		if r := st.o.FilterMatchMarksRare; len(r) > 0 {
+			args = append(args, "--match-marks-rare", formatFloats(r))
+		}
 	}
 	args = append(args, st.recipeArgs()...)
 	switch {

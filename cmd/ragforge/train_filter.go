@@ -91,6 +91,7 @@ func newTrainFilterCmd(g *globals) *cobra.Command {
 	f.Float64Var(&c.Dropout, "dropout", c.Dropout, "dropout rate while training (< 0: the checkpoint's dropout_rate)")
 	f.Float64Var(&c.LabelSmoothing, "label-smoothing", c.LabelSmoothing, "label smoothing factor in [0, 1) (HF label_smoothing_factor; 0: plain cross-entropy)")
 	f.BoolVar(&c.MatchMarks, "match-marks", false, "mark the evidence words the question shares (exact-match features, recorded in the checkpoint's config.json; eval, serve and export then mark too; see docs/recipes.md)")
+	f.Float64SliceVar(&c.MatchMarksRare, "match-marks-rare", nil, "with --match-marks: one more mark on a shared word per fraction its document frequency over the training evidence is at or below, e.g. 0.05,0.005 (frequencies recorded with the marks; docs/recipes.md)")
 	f.IntVar(&c.SaveSteps, "save-steps", c.SaveSteps, "checkpoint every N updates (0: every epoch)")
 	f.IntVar(&c.EarlyStoppingPatience, "early-stopping", c.EarlyStoppingPatience, "stop after N validations without a better accuracy (0: off)")
 	f.BoolVar(&c.Resume, "resume", false, "continue from the newest checkpoint in --out")
@@ -114,6 +115,12 @@ func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (fi
 	}
 	if c.LabelSmoothing < 0 || c.LabelSmoothing >= 1 {
 		return c, "", fmt.Errorf("--label-smoothing %v: want in [0, 1)", c.LabelSmoothing)
+	}
+	if len(c.MatchMarksRare) > 0 && !c.MatchMarks {
+		return c, "", fmt.Errorf("--match-marks-rare needs --match-marks")
+	}
+	if err := mfilter.CheckRareDocFractions(c.MatchMarksRare); err != nil {
+		return c, "", fmt.Errorf("--match-marks-rare: %w", err)
 	}
 	if err := o.Data.Check(); err != nil {
 		return c, "", err

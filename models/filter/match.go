@@ -31,8 +31,9 @@ const MatchMarksKey = "ragforge_filter_match_marks"
 // consecutive question words that covers it, capped at MaxRun; a word in
 // no such run of two or more has level 1 when the question contains it
 // and it has at least MinChars letters or digits, else 0. A word of level
-// L > 0 is preceded by L copies of Marker and a space. The question is
-// left as it is.
+// L > 0 is preceded by L copies of Marker and a space, plus one more per
+// RareDocFractions the word is rare enough for. The question is left as it
+// is.
 type MatchMarks struct {
 	Marker   string `json:"marker"`    // mark text, repeated per level ("@")
 	MinChars int    `json:"min_chars"` // shortest single word marked (3: skips "de", "a", "o")
@@ -42,6 +43,24 @@ type MatchMarks struct {
 	// ("tamponado" and "tamponada" match at 5; "fixação" and "fixado" only
 	// at 4). 0 compares whole words.
 	PrefixChars int `json:"prefix_chars,omitempty"`
+	// RareDocFractions, when set, gives a marked word one more mark for
+	// each fraction its document frequency, as a share of DocFreq.Docs, is
+	// at or below: rarity (IDF) said with the same marks, so a reader that
+	// learned to count marks weighs rare shared words more. demo-ap uses
+	// [0.05, 0.005] (docs/recipes.md). Needs DocFreq.
+	RareDocFractions []float64 `json:"rare_doc_fractions,omitempty"`
+	// DocFreq holds the document frequencies RareDocFractions read, made
+	// by WithDocFreq from the evidence a filter trained on.
+	DocFreq *DocFreq `json:"doc_freq,omitempty"`
+}
+
+// DocFreq counts the documents (distinct evidence texts) holding each
+// word, keyed as MatchMarks compares words. Only words more common than the
+// smallest of RareDocFractions are kept: a word missing from Counts is at or
+// below every fraction, as a word never seen is.
+type DocFreq struct {
+	Docs   int            `json:"docs"`
+	Counts map[string]int `json:"counts"`
 }
 
 // DefaultMatchMarks are the marks `train filter --match-marks` adds,
@@ -62,7 +81,80 @@ func (m MatchMarks) Check() error {
 	case m.PrefixChars < 0:
 		return fmt.Errorf("match marks: prefix_chars %d, want ≥ 0 (0 compares whole words)", m.PrefixChars)
 	}
+	if err := CheckRareDocFractions(m.RareDocFractions); err != nil {
+		return fmt.Errorf("match marks: rare_doc_fractions: %w", err)
+	}
+	switch d := m.DocFreq; {
+	case len(m.RareDocFractions) > 0 && d == nil:
+		return fmt.Errorf("match marks: rare_doc_fractions without doc_freq (train filter counts it)")
+	case d == nil:
+		return nil
+	case len(m.RareDocFractions) == 0:
+		return fmt.Errorf("match marks: doc_freq without rare_doc_fractions, which nothing would read")
+	case d.Docs < 1:
+		return fmt.Errorf("match marks: doc_freq.docs %d, want ≥ 1", d.Docs)
+	}
+	for w, c := range m.DocFreq.Counts {
+		if c < 1 || c > m.DocFreq.Docs {
+			return fmt.Errorf("match marks: doc_freq.counts[%q] = %d, want in [1, docs %d]", w, c, m.DocFreq.Docs)
+		}
+	}
 	return nil
+}
+
+// CheckRareDocFractions returns an error unless every fraction is in (0, 1)
+// (MatchMarks.RareDocFractions; empty is fine).
+func CheckRareDocFractions(fractions []float64) error {
+	for _, f := range fractions {
+		if !(f > 0 && f < 1) {
+			return fmt.Errorf("%v holds %v, want each fraction in (0, 1)", fractions, f)
+		}
+	}
+	return nil
+}
+
+// WithDocFreq returns m with DocFreq counted over the distinct texts of
+// evidences (the evidence parts of a filter's training instructions),
+// keeping the counts RareDocFractions need. Without RareDocFractions it
+// returns m unchanged.
+func (m MatchMarks) WithDocFreq(evidences []string) MatchMarks {
+	if len(m.RareDocFractions) == 0 {
+		return m
+	}
+	all, seen := map[string]int{}, map[string]bool{}
+	for _, e := range evidences {
+		if seen[e] {
+			continue
+		}
+		seen[e] = true
+		in := map[string]bool{}
+		for _, w := range words(e, m.PrefixChars) {
+			if !in[w.key] {
+				in[w.key] = true
+				all[w.key]++
+			}
+		}
+	}
+	d := &DocFreq{Docs: len(seen), Counts: map[string]int{}}
+	for w, c := range all {
+		if m.extraMarks(d, c) < len(m.RareDocFractions) {
+			d.Counts[w] = c
+		}
+	}
+	m.DocFreq = d
+	return m
+}
+
+// extraMarks is the number of RareDocFractions that a word in count of
+// d.Docs documents is at or below.
+func (m MatchMarks) extraMarks(d *DocFreq, count int) int {
+	n := 0
+	for _, f := range m.RareDocFractions {
+		if float64(count) <= f*float64(d.Docs) {
+			n++
+		}
+	}
+	return n
 }
 
 // MatchMarksOf returns the marks recorded under MatchMarksKey in a
@@ -122,6 +214,9 @@ func (m MatchMarks) markEvidence(evidence, question string) string {
 		l := level[i]
 		if l == 1 && w.runes < m.MinChars {
 			l = 0
+		}
+		if l > 0 && m.DocFreq != nil {
+			l += m.extraMarks(m.DocFreq, m.DocFreq.Counts[w.key])
 		}
 		b.WriteString(evidence[last:w.start])
 		if l > 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -54,6 +55,11 @@ func TestMatchMarksErrors(t *testing.T) {
 		{`{"marker":"@","min_chars":3,"max_run":0}`, "max_run 0"},
 		{`{"marker":"@","min_chars":3,"max_run":5,"extra":1}`, "unknown field"},
 		{`{"marker":"@","min_chars":3,"max_run":5,"prefix_chars":-1}`, "prefix_chars -1"},
+		{`{"marker":"@","min_chars":3,"max_run":5,"rare_doc_fractions":[0.05]}`, "without doc_freq"},
+		{`{"marker":"@","min_chars":3,"max_run":5,"rare_doc_fractions":[1],"doc_freq":{"docs":3,"counts":{}}}`, "[1] holds 1"},
+		{`{"marker":"@","min_chars":3,"max_run":5,"doc_freq":{"docs":3,"counts":{}}}`, "doc_freq without rare_doc_fractions"},
+		{`{"marker":"@","min_chars":3,"max_run":5,"rare_doc_fractions":[0.5],"doc_freq":{"docs":0,"counts":{}}}`, "doc_freq.docs 0"},
+		{`{"marker":"@","min_chars":3,"max_run":5,"rare_doc_fractions":[0.5],"doc_freq":{"docs":3,"counts":{"a":4}}}`, `counts["a"] = 4`},
 		{`"@"`, "cannot unmarshal"},
 	} {
 		_, err := MatchMarksOf(json.RawMessage(tc.raw), true)
@@ -65,7 +71,32 @@ func TestMatchMarksErrors(t *testing.T) {
 		t.Errorf("MatchMarksOf without the key = %v, %v; want nil, nil", m, err)
 	}
 	raw, _ := json.Marshal(DefaultMatchMarks())
-	if m, err := MatchMarksOf(raw, true); err != nil || *m != DefaultMatchMarks() {
+	if m, err := MatchMarksOf(raw, true); err != nil || !reflect.DeepEqual(*m, DefaultMatchMarks()) {
 		t.Errorf("MatchMarksOf(%s) = %v, %v", raw, m, err)
+	}
+}
+
+// WithDocFreq counts each distinct evidence text once and each word once
+// per text, and keeps only the words above the smallest fraction.
+func TestMatchMarksWithDocFreq(t *testing.T) {
+	m := DefaultMatchMarks()
+	if got := m.WithDocFreq([]string{"a b"}); got.DocFreq != nil {
+		t.Errorf("WithDocFreq without rare_doc_fractions set DocFreq %+v", got.DocFreq)
+	}
+	m.RareDocFractions = []float64{0.9, 0.5}
+	got := m.WithDocFreq([]string{"Ácido b", "Ácido b", "acido acido c", "acido f", "ddd"})
+	want := &DocFreq{Docs: 4, Counts: map[string]int{"acido": 3}} // 3 > 0.5 × 4 is kept; 1 ≤ 2 is not
+	if !reflect.DeepEqual(got.DocFreq, want) {
+		t.Fatalf("DocFreq = %+v, want %+v", got.DocFreq, want)
+	}
+	if err := got.Check(); err != nil {
+		t.Fatal(err)
+	}
+	marked, err := got.Mark(Instruction("acido e ddd", "acido ddd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Instruction("@@ acido e @@@ ddd", "acido ddd"); marked != want { // acido ≤ 0.9 × 4 only; ddd at or below both
+		t.Errorf("Mark = %q, want %q", marked, want)
 	}
 }

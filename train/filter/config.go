@@ -25,6 +25,7 @@ package filter
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
@@ -89,6 +90,13 @@ type Config struct {
 	// their inputs the same way. A starting checkpoint that carries marks
 	// keeps them whether or not this is set. Off by default (RAG²).
 	MatchMarks bool `json:"match_marks"`
+	// MatchMarksRare sets the marks' RareDocFractions (models/filter
+	// .MatchMarks; needs MatchMarks): a shared word gets one more mark per
+	// fraction its document frequency over the training evidence is at or
+	// below, the frequencies recorded with the marks. Empty by default;
+	// demo-ap uses [0.05, 0.005], chosen on its training questions
+	// (docs/recipes.md, "Filter: exact-match marks").
+	MatchMarksRare []float64 `json:"match_marks_rare_doc_fractions,omitempty"`
 
 	// SaveSteps > 0 writes a checkpoint every SaveSteps updates (and at the
 	// end); 0 writes one at the end of every epoch (RAG² --checkpointing_steps epoch).
@@ -147,6 +155,11 @@ func (c Config) Validate() error {
 		return bad("Dropout", c.Dropout, "in [0, 1), or < 0 for the checkpoint's")
 	case c.LabelSmoothing < 0 || c.LabelSmoothing >= 1 || math.IsNaN(c.LabelSmoothing):
 		return bad("LabelSmoothing", c.LabelSmoothing, "in [0, 1)")
+	case len(c.MatchMarksRare) > 0 && !c.MatchMarks:
+		return bad("MatchMarksRare", c.MatchMarksRare, "empty unless MatchMarks is set")
+	}
+	if err := mfilter.CheckRareDocFractions(c.MatchMarksRare); err != nil {
+		return fmt.Errorf("filter config: field %q: %w", "MatchMarksRare", err)
 	}
 	return c.optim(1).Validate()
 }
@@ -158,6 +171,35 @@ func (c Config) optim(total int) trainer.Config {
 	o.WarmupSteps, o.WarmupRatio, o.TotalSteps, o.GradAccumulation = c.WarmupSteps, c.WarmupRatio, total, c.GradAccumulation
 	o.Scheduler, o.SkipNonFinite = c.LRScheduler, c.SkipNonFinite
 	return o
+}
+
+// markPlan is what training asks of the marks (Config.MatchMarks,
+// MatchMarksRare) and the training evidence WithDocFreq counts.
+type markPlan struct {
+	rare     []float64
+	evidence []string // set only with rare
+}
+
+// matchMarks returns the plan of the marks (nil without MatchMarks),
+// with the evidence of train when MatchMarksRare needs its document
+// frequencies. Errors: an instruction that is not RAG²'s, by example.
+func (c Config) matchMarks(train []mfilter.Example) (*markPlan, error) {
+	if !c.MatchMarks {
+		return nil, nil
+	}
+	p := &markPlan{rare: c.MatchMarksRare}
+	if len(p.rare) == 0 {
+		return p, nil
+	}
+	p.evidence = make([]string, len(train))
+	for i, ex := range train {
+		ev, _, err := mfilter.ParseInstruction(strings.TrimSpace(ex.Question))
+		if err != nil {
+			return nil, fmt.Errorf("match marks: training example %d (id %q): field \"question\": %w", i+1, ex.ID, err)
+		}
+		p.evidence[i] = ev
+	}
+	return p, nil
 }
 
 // predictor is the models/filter configuration of validation: windows as

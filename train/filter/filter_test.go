@@ -555,7 +555,7 @@ func TestTrainSkipNonFinite(t *testing.T) {
 func TestLabelRowsStartDistinct(t *testing.T) {
 	dir := smallModel(t, 0.1)
 	rows := func(seed int64) (emb, head [2][]float32) {
-		lm, err := loadForTraining(testBackend, dir, seed, 0, false, DefaultConfig().predictor())
+		lm, err := loadForTraining(testBackend, dir, seed, 0, nil, DefaultConfig().predictor())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,9 @@ package filter
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +38,7 @@ func TestTrainMatchMarks(t *testing.T) {
 			t.Fatal(err)
 		}
 		m, err := mfilter.MatchMarksOf(c.Extra(mfilter.MatchMarksKey))
-		if err != nil || m == nil || *m != mfilter.DefaultMatchMarks() {
+		if err != nil || m == nil || !reflect.DeepEqual(*m, mfilter.DefaultMatchMarks()) {
 			t.Fatalf("%s: marks %v (%v), want the defaults", dir, m, err)
 		}
 	}
@@ -83,4 +85,136 @@ func TestTrainMatchMarks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `example 9 (id "odd"): field "question"`) {
 		t.Errorf("unmarkable example: %v", err)
 	}
+}
+
+// Config.MatchMarksRare: the document frequencies of the training evidence
+// are recorded with the marks and read back by eval; a checkpoint marked
+// otherwise is refused rather than silently kept; the fractions are
+// validated.
+func TestTrainMatchMarksRare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIP: trains a tiny T5 for one update")
+	}
+	cfg := tinyConfig(t, 0)
+	cfg.Epochs, cfg.MaxSteps, cfg.MatchMarks, cfg.MatchMarksRare = 1, 1, true, []float64{0.5}
+	train := append(toySet(6), ex("x", mfilter.NotHelpful, "fever is common", "what reduces fever?"))
+	res, err := Train(context.Background(), cfg, train, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := t5.LoadConfig(res.LastCheckpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mfilter.MatchMarksOf(c.Extra(mfilter.MatchMarksKey))
+	// 3 distinct evidence texts; only "fever" and "is" (2 of 3 > 0.5 × 3) are common enough to keep.
+	want := &mfilter.DocFreq{Docs: 3, Counts: map[string]int{"fever": 2, "is": 2}}
+	if err != nil || m == nil || !reflect.DeepEqual(m.DocFreq, want) || !slices.Equal(m.RareDocFractions, cfg.MatchMarksRare) {
+		t.Fatalf("marks %+v (%v), want rare_doc_fractions %v and doc_freq %+v", m, err, cfg.MatchMarksRare, want)
+	}
+	p, err := loadForEval(testBackend, res.LastCheckpoint, cfg.predictor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, _ := p.Marks.Mark(train[0].Question)
+	if !strings.Contains(marked, "Evidence: aspirin @@@ reduces @@ fever in adults\n") {
+		t.Fatalf("toy example marked as %q", marked)
+	}
+
+	cfg2 := cfg
+	cfg2.ModelDir, cfg2.OutputDir, cfg2.MatchMarksRare = res.LastCheckpoint, filepath.Join(t.TempDir(), "other"), []float64{0.1}
+	if _, err := Train(context.Background(), cfg2, train, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "rare_doc_fractions [0.5]") {
+		t.Errorf("training a checkpoint marked with other fractions: %v", err)
+	}
+	// Fine-tuning with --match-marks alone keeps the rare marks.
+	cfg3 := cfg
+	cfg3.ModelDir, cfg3.OutputDir, cfg3.MatchMarksRare = res.LastCheckpoint, filepath.Join(t.TempDir(), "keep"), nil
+	res3, err := Train(context.Background(), cfg3, train, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := marksOf(t, res3.LastCheckpoint); !reflect.DeepEqual(got, *m) {
+		t.Errorf("fine-tuned without MatchMarksRare: marks %+v, want the start's %+v", got, m)
+	}
+	// A start checkpoint marked without rare fractions keeps its own marks
+	// (prefix_chars here) and gains the fractions, counted by its keys.
+	start := marksOf(t, res.LastCheckpoint)
+	start.RareDocFractions, start.DocFreq, start.PrefixChars = nil, nil, 3
+	c4 := cfg
+	c4.ModelDir, c4.OutputDir, c4.MatchMarks, c4.MatchMarksRare = writeMarks(t, res.LastCheckpoint, start), filepath.Join(t.TempDir(), "prefix"), true, []float64{0.5}
+	res4, err := Train(context.Background(), c4, train, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := marksOf(t, res4.LastCheckpoint)
+	if got.PrefixChars != 3 || !slices.Equal(got.RareDocFractions, c4.MatchMarksRare) || got.DocFreq.Counts["fev"] != 2 {
+		t.Errorf("marks %+v (doc_freq %+v), want prefix_chars 3 with rare_doc_fractions [0.5] counted by 3-letter keys", got, got.DocFreq)
+	}
+
+	for _, tc := range []struct {
+		marks bool
+		rare  []float64
+	}{{false, []float64{0.05}}, {true, []float64{0}}, {true, []float64{1}}} {
+		c := cfg
+		c.MatchMarks, c.MatchMarksRare = tc.marks, tc.rare
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `"MatchMarksRare"`) {
+			t.Errorf("Validate with MatchMarks %v, MatchMarksRare %v: %v", tc.marks, tc.rare, err)
+		}
+	}
+}
+
+// marksOf returns the match marks recorded in dir's config.json.
+func marksOf(t *testing.T, dir string) mfilter.MatchMarks {
+	t.Helper()
+	c, err := t5.LoadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mfilter.MatchMarksOf(c.Extra(mfilter.MatchMarksKey))
+	if err != nil || m == nil {
+		t.Fatalf("%s: marks %v (%v)", dir, m, err)
+	}
+	return *m
+}
+
+// writeMarks copies checkpoint dir's model files to a temp dir with
+// config.json's marks replaced by m, and returns it.
+func writeMarks(t *testing.T, dir string, m mfilter.MatchMarks) string {
+	t.Helper()
+	out := t.TempDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case "trainer_state.json", "training_args.json", "optimizer.safetensors":
+			continue
+		}
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := t5.LoadConfig(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetExtra(mfilter.MatchMarksKey, m); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -31,8 +32,9 @@ type labeled struct {
 // are a symmetric start that training never breaks in a random model. A
 // checkpoint whose label rows already differ (a trained filter, `models
 // init` output) is left unchanged. dropout ≥ 0 replaces dropout_rate. pc
-// configures validation (Config.predictor).
-func loadForTraining(backendName, dir string, seed int64, dropout float64, marks bool, pc mfilter.Config) (*labeled, error) {
+// configures validation (Config.predictor). marks, when not nil, puts
+// match marks into the config (recordMarks).
+func loadForTraining(backendName, dir string, seed int64, dropout float64, marks *markPlan, pc mfilter.Config) (*labeled, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, err
@@ -57,11 +59,8 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64, marks
 	if dropout >= 0 {
 		m.Config.DropoutRate = dropout
 	}
-	if _, has := m.Config.Extra(mfilter.MatchMarksKey); marks && !has {
-		// In the model's config, every checkpoint saved carries the marks.
-		if err := m.Config.SetExtra(mfilter.MatchMarksKey, mfilter.DefaultMatchMarks()); err != nil {
-			return nil, fmt.Errorf("load %s: %w", dir, err)
-		}
+	if err := recordMarks(m, marks); err != nil {
+		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
 	p, err := mfilter.NewPredictor(m, tok, pc)
 	if err != nil {
@@ -107,4 +106,33 @@ func (lm *labeled) targetBatch(labels []int, rows int) (dec, lab *tensors.Tensor
 // labels), label-smoothed by lm.smoothing (HF label_smoothing_factor).
 func (lm *labeled) lossFn(ctx *context.Context, in []*graph.Node) *graph.Node {
 	return t5.SmoothedLossGraph(lm.Model.LogitsGraph(ctx, in[0], in[1], in[2]), in[3], lm.smoothing)
+}
+
+// recordMarks puts the marks of plan into m's config, so that every
+// checkpoint saved carries them: DefaultMatchMarks when it has none, the
+// checkpoint's own otherwise (kept as they are: prefix_chars, say), with
+// plan's RareDocFractions and their document frequencies added when the
+// marks have none. Errors: marks with other RareDocFractions than plan's.
+func recordMarks(m *t5.Model, plan *markPlan) error {
+	if plan == nil {
+		return nil
+	}
+	marks, err := mfilter.MatchMarksOf(m.Config.Extra(mfilter.MatchMarksKey))
+	switch {
+	case err != nil:
+		return err
+	case marks == nil:
+		d := mfilter.DefaultMatchMarks()
+		marks = &d
+	case len(plan.rare) == 0 || slices.Equal(marks.RareDocFractions, plan.rare):
+		return nil
+	case len(marks.RareDocFractions) > 0:
+		return fmt.Errorf("the checkpoint's match marks have rare_doc_fractions %v, not the %v asked for (start from a checkpoint without them)",
+			marks.RareDocFractions, plan.rare)
+	}
+	if len(plan.rare) > 0 {
+		marks.RareDocFractions = plan.rare
+		*marks = marks.WithDocFreq(plan.evidence)
+	}
+	return m.Config.SetExtra(mfilter.MatchMarksKey, *marks)
 }

@@ -22,7 +22,7 @@ import (
 // 2102), with dropout 0 and rows 2100–2101 set to init.safetensors' new_rows.
 func parityModel(t *testing.T, init *safetensors.File) *labeled {
 	t.Helper()
-	lm, err := loadForTraining(testBackend, fixtureModel(t), 42, 0, false, DefaultConfig().predictor()) // rows 2100–2101 are overwritten below
+	lm, err := loadForTraining(testBackend, fixtureModel(t), 42, 0, nil, DefaultConfig().predictor()) // rows 2100–2101 are overwritten below
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,7 +149,11 @@ func newTrainRun(cfg Config, train, valid []mfilter.Example, run *tracker.Run, p
 	if latest != "" {
 		src = latest
 	}
-	lm, err := loadForTraining(cfg.Backend, src, cfg.Seed, cfg.Dropout, cfg.MatchMarks, cfg.predictor())
+	marks, err := cfg.matchMarks(train)
+	if err != nil {
+		return nil, fmt.Errorf("train filter: %w", err)
+	}
+	lm, err := loadForTraining(cfg.Backend, src, cfg.Seed, cfg.Dropout, marks, cfg.predictor())
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
@@ -486,6 +490,9 @@ func configHash(c Config) string {
 	}
 	if c.MatchMarks {
 		fields = append(fields, "match_marks") // likewise
+	}
+	if len(c.MatchMarksRare) > 0 {
+		fields = append(fields, "match_marks_rare", c.MatchMarksRare) // likewise
 	}
 	b, _ := json.Marshal(fields)
 	h := sha256.Sum256(b)
