@@ -14,8 +14,11 @@ Scores, per example:
   level_sum_p5   the same with words compared by their first 5 letters
   icov_p5+lev/50 IDF-weighted share of the question's 5-letter prefixes
                  found in the evidence, plus level_sum_p5 / 50
+  level_sum_rare[F]  level_sum with the marks' rare_doc_fractions F (one
+                 more per fraction a marked word's document frequency is at
+                 or below), for each --rare-doc-fractions given
 
-  scripts/filter-lexical-auc.py --corpus-examples A/filter/train.jsonl F.jsonl [F.jsonl ...]
+  scripts/filter-lexical-auc.py --corpus-examples A/filter/train.jsonl [--rare-doc-fractions 0.05,0.005 ...] F.jsonl [F.jsonl ...]
 """
 import argparse, json, math, re, unicodedata
 from collections import Counter
@@ -57,23 +60,32 @@ def roc_auc(scores, labels):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus-examples", required=True)
+    ap.add_argument("--rare-doc-fractions", action="append", default=[],
+                    help="comma-separated fractions; repeat for more sets")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
-    df, seen = Counter(), set()
+    rare = [tuple(float(x) for x in f.split(",")) for f in a.rare_doc_fractions]
+    df, dfw, seen = Counter(), Counter(), set()
     for line in open(a.corpus_examples):
         ins = json.loads(line)["question"]
         ev = ins[ins.index(HEAD) + len(HEAD):ins.rindex(SEP)]
         if ev not in seen:
             seen.add(ev)
             df.update({fold(w)[:5] for w in WORD.findall(ev)})
+            dfw.update({fold(w) for w in WORD.findall(ev)})
     idf = lambda p: math.log((len(seen) + 1) / (df.get(p, 0) + 0.5))
     for f in a.files:
         rows = [json.loads(l) for l in open(f)]
         y = [r["answer"].strip() == "[HELPFUL]" for r in rows]
         s = {"level_sum": [], "level_sum_p5": [], "icov_p5+lev/50": []}
+        s.update({f"level_sum_rare[{','.join(map(str, fr))}]": [] for fr in rare})
         for r in rows:
             ev, q = split(r["question"])
-            s["level_sum"].append(sum(levels(ev, q, 0)))
+            lev = levels(ev, q, 0)
+            s["level_sum"].append(sum(lev))
+            for fr in rare:
+                extra = lambda w: sum(dfw[w] <= t * len(seen) for t in fr)
+                s[f"level_sum_rare[{','.join(map(str, fr))}]"].append(sum(l + extra(w) for l, w in zip(lev, ev) if l))
             lev5 = sum(levels(ev, q, 5))
             s["level_sum_p5"].append(lev5)
             qs, es = {w[:5] for w in q if len(w) >= 3}, {w[:5] for w in ev}
