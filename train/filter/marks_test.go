@@ -177,30 +177,13 @@ func marksOf(t *testing.T, dir string) mfilter.MatchMarks {
 	return *m
 }
 
-// writeMarks copies checkpoint dir's model files to a temp dir with
-// config.json's marks replaced by m, and returns it.
+// writeMarks exports checkpoint dir (Export: the model files, no trainer
+// state) with config.json's marks replaced by m, and returns the copy.
 func writeMarks(t *testing.T, dir string, m mfilter.MatchMarks) string {
 	t.Helper()
-	out := t.TempDir()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	out := filepath.Join(t.TempDir(), "marked")
+	if err := Export(dir, out); err != nil {
 		t.Fatal(err)
-	}
-	for _, e := range entries {
-		switch e.Name() {
-		case "trainer_state.json", "training_args.json", "optimizer.safetensors":
-			continue
-		}
-		if e.IsDir() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(out, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	c, err := t5.LoadConfig(out)
 	if err != nil {
