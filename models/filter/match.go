@@ -195,26 +195,12 @@ type word struct {
 }
 
 func (m MatchMarks) markEvidence(evidence, question string) string {
-	ev, q := words(evidence, m.PrefixChars), words(question, m.PrefixChars)
-	level := make([]int, len(ev))
-	for i := range ev {
-		for j := range q {
-			n := 0
-			for i+n < len(ev) && j+n < len(q) && ev[i+n].key == q[j+n].key {
-				n++
-			}
-			for k := i; k < i+n; k++ {
-				level[k] = max(level[k], min(n, m.MaxRun))
-			}
-		}
-	}
+	ev := words(evidence, m.PrefixChars)
+	level := matchLevels(ev, words(question, m.PrefixChars), m.MinChars, m.MaxRun)
 	var b strings.Builder
 	last := 0
 	for i, w := range ev {
 		l := level[i]
-		if l == 1 && w.runes < m.MinChars {
-			l = 0
-		}
 		if l > 0 && m.DocFreq != nil {
 			l += m.extraMarks(m.DocFreq, m.DocFreq.Counts[w.key])
 		}
@@ -226,6 +212,31 @@ func (m MatchMarks) markEvidence(evidence, question string) string {
 	}
 	b.WriteString(evidence[last:])
 	return b.String()
+}
+
+// matchLevels is the MatchMarks level of each evidence word of ev against
+// the question words q: the longest run of consecutive equal keys covering
+// it, capped at maxRun; a word in no run of two or more counts only with
+// at least minChars letters or digits.
+func matchLevels(ev, q []word, minChars, maxRun int) []int {
+	level := make([]int, len(ev))
+	for i := range ev {
+		for j := range q {
+			n := 0
+			for i+n < len(ev) && j+n < len(q) && ev[i+n].key == q[j+n].key {
+				n++
+			}
+			for k := i; k < i+n; k++ {
+				level[k] = max(level[k], min(n, maxRun))
+			}
+		}
+	}
+	for i, w := range ev {
+		if level[i] == 1 && w.runes < minChars {
+			level[i] = 0
+		}
+	}
+	return level
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }

@@ -60,6 +60,10 @@ type Predictor struct {
 	// Marks, from the checkpoint's config.json (MatchMarksKey), are written
 	// into every instruction's evidence before tokenizing; nil: none.
 	Marks *MatchMarks
+	// Calibration, from the checkpoint's config.json (CalibrationKey),
+	// maps Predict's aggregated P([HELPFUL]) to the calibrated one; nil:
+	// none. ScoreRows and ScoreWindows stay the T5's own.
+	Calibration *Calibration
 
 	mu    sync.Mutex
 	score *mlctx.Exec // first-step label logits, compiled per shape
@@ -67,8 +71,8 @@ type Predictor struct {
 
 // NewPredictor checks cfg and that tok holds both label tokens as single
 // added tokens inside m's vocabulary (LabelIDs, whose errors wrap
-// ErrNotFilter), and reads the match marks m's config carries
-// (MatchMarksOf).
+// ErrNotFilter), and reads the match marks and the calibration m's config
+// carries (MatchMarksOf, CalibrationOf).
 func NewPredictor(m *t5.Model, tok tokenizer.Tokenizer, cfg Config) (*Predictor, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -81,7 +85,11 @@ func NewPredictor(m *t5.Model, tok tokenizer.Tokenizer, cfg Config) (*Predictor,
 	if err != nil {
 		return nil, err
 	}
-	return &Predictor{Model: m, Tokenizer: tok, Helpful: helpful, NotHelpful: notHelpful, Config: cfg, Marks: marks}, nil
+	cal, err := CalibrationOf(m.Config.Extra(CalibrationKey))
+	if err != nil {
+		return nil, err
+	}
+	return &Predictor{Model: m, Tokenizer: tok, Helpful: helpful, NotHelpful: notHelpful, Config: cfg, Marks: marks, Calibration: cal}, nil
 }
 
 // Load reads a filter checkpoint (HF T5 layout with the label tokens in its
@@ -148,7 +156,8 @@ func (e *InstructionError) Unwrap() error { return e.Err }
 type ScoreFunc func(ctx context.Context, rows [][]int) ([]float64, error)
 
 // Predict returns P(helpful) of each instruction, aggregated over its
-// windows by Config.Aggregate, and the number of windows of each. score nil
+// windows by Config.Aggregate and then calibrated when the checkpoint
+// carries a Calibration, and the number of windows of each. score nil
 // is ScoreRows without progress. Errors of score come back as they are (so
 // ctx's and a caller's typed errors pass through); tokenizer errors are
 // wrapped.
@@ -174,6 +183,13 @@ func (p *Predictor) Predict(ctx context.Context, instructions []string, score Sc
 	probs, windows, err = Aggregate(wins, pw, len(instructions), p.Config.Aggregate)
 	if err != nil {
 		return nil, nil, fmt.Errorf("filter: %w", err)
+	}
+	if p.Calibration != nil {
+		for i, s := range instructions {
+			if probs[i], err = p.Calibration.Apply(probs[i], s); err != nil {
+				return nil, nil, fmt.Errorf("filter: %w", &InstructionError{Index: i, Err: err})
+			}
+		}
 	}
 	return probs, windows, nil
 }

@@ -384,3 +384,15 @@ func (c *Config) SetExtra(key string, v any) error {
 	c.raw = append(raw, rawField{key, b})
 	return nil
 }
+
+// DeleteExtra removes an unmodelled config.json key and reports whether it
+// was there (e.g. a filter's calibration, which training invalidates).
+func (c *Config) DeleteExtra(key string) bool {
+	for i, f := range c.raw {
+		if f.key == key {
+			c.raw = slices.Delete(slices.Clone(c.raw), i, i+1)
+			return true
+		}
+	}
+	return false
+}
