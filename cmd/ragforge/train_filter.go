@@ -51,7 +51,8 @@ in config.json ("ragforge_filter_match_marks"), and eval filter, serve and
 further training mark their inputs the same way; a transformers user must
 mark them too (the rule and a Python version: docs/recipes.md). Marks are
 for a randomly initialised T5, which does not learn to find the question's
-words in the evidence on its own.`
+words in the evidence on its own. Starting from a checkpoint of train
+calibration drops its calibration, which was fitted to the start weights.`
 
 func newTrainFilterCmd(g *globals) *cobra.Command {
 	o := trainFilterOptions{Config: filter.DefaultConfig(), Data: filter.Data{ValidFrac: 0.2}}
@@ -332,7 +333,9 @@ the tokenizer json files with [HELPFUL]/[NOT_HELPFUL], loadable by ragforge
 and by transformers' T5ForConditionalGeneration/AutoTokenizer. A filter
 trained with --match-marks keeps "ragforge_filter_match_marks" in its
 config.json: outside ragforge its instructions must be marked before
-tokenizing (the rule and a Python function: docs/recipes.md).
+tokenizing (the rule and a Python function: docs/recipes.md). A filter made
+by train calibration keeps "ragforge_filter_calibration": outside ragforge
+its P([HELPFUL]) is the T5's until that map is applied (docs/recipes.md).
 
 With --retriever DIR, copies a BERT bi-encoder and writes the
 sentence-transformers files (modules.json, 1_Pooling/config.json,

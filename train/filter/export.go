@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -24,7 +25,11 @@ var trainerOnly = map[string]bool{trainer.OptimizerFile: true, trainer.StateFile
 // included). outDir is written through a temporary sibling and renamed, so
 // it is either complete or absent. Errors: outDir exists, the checkpoint is
 // not a filter checkpoint, I/O failures.
-func Export(checkpointDir, outDir string) error {
+func Export(checkpointDir, outDir string) error { return exportWith(checkpointDir, outDir, nil) }
+
+// exportWith is Export with config.json rewritten after edit changes the
+// checkpoint's config, when edit is not nil.
+func exportWith(checkpointDir, outDir string, edit func(*t5.Config) error) error {
 	src, err := filepath.EvalSymlinks(checkpointDir)
 	if err != nil {
 		return fmt.Errorf("export %s: %w", checkpointDir, err)
@@ -73,6 +78,19 @@ func Export(checkpointDir, outDir string) error {
 	}
 	if err := lb.Model.Config.WriteGenerationConfig(tmp); err != nil {
 		return fmt.Errorf("export %s: %w", checkpointDir, err)
+	}
+	if edit != nil {
+		c := lb.Model.Config
+		if err := edit(&c); err != nil {
+			return fmt.Errorf("export %s: %w", checkpointDir, err)
+		}
+		b, err := c.MarshalConfig()
+		if err != nil {
+			return fmt.Errorf("export %s: %w", checkpointDir, err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, t5.ConfigFile), b, 0o644); err != nil {
+			return fmt.Errorf("export %s: %w", checkpointDir, err)
+		}
 	}
 	if err := os.Rename(tmp, outDir); err != nil {
 		return fmt.Errorf("export %s: %w", checkpointDir, err)

@@ -33,7 +33,8 @@ type labeled struct {
 // checkpoint whose label rows already differ (a trained filter, `models
 // init` output) is left unchanged. dropout ≥ 0 replaces dropout_rate. pc
 // configures validation (Config.predictor). marks, when not nil, puts
-// match marks into the config (recordMarks).
+// match marks into the config (recordMarks). A calibration in the config
+// (calibrate filter) is dropped: it was fitted to the start weights.
 func loadForTraining(backendName, dir string, seed int64, dropout float64, marks *markPlan, pc mfilter.Config) (*labeled, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
@@ -62,6 +63,8 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64, marks
 	if err := recordMarks(m, marks); err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
+	// A calibration was fitted to the start weights, which training changes.
+	m.Config.DeleteExtra(mfilter.CalibrationKey)
 	p, err := mfilter.NewPredictor(m, tok, pc)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
