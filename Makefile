@@ -48,7 +48,7 @@ demo: build
 ## chosen on pseudo-queries: docs/recipes.md; the filter as in demo, 2 epochs of ICT from every chunk).
 demo-ap: build
 	@test -d $(SHARED)/data/ap_protocols || { echo "demo-ap needs $(SHARED)/data (not found)"; exit 1; }
-	$(BIN) demo --corpus $(SHARED)/data/ap_protocols --qa $(SHARED)/data/ap_protocols_qa/dev.csv --work ragforge-demo-ap --filter-epochs 2 --filter-match-marks --filter-match-marks-rare 0.05,0.005 --ict-per-chunk 2 --ict-max-chunks 0 --samples 0 --queries-per-chunk 4 --negatives 3 --train-fuse 0 --candidates 1 \
+	$(BIN) demo --corpus $(SHARED)/data/ap_protocols --qa $(SHARED)/data/ap_protocols_qa/dev.csv --work ragforge-demo-ap --filter-epochs 2 --filter-match-marks --filter-match-marks-rare 0.05,0.005 --filter-calibrate --ict-per-chunk 2 --ict-max-chunks 0 --samples 0 --queries-per-chunk 4 --negatives 3 --train-fuse 0 --candidates 1 \
 	  --analyzer pt --bm25-k1 0.9 --bm25-b 0.75 --bm25-meta-fields title,keywords
 
 ## selflearn-ap: two SL-HyDE rounds on the AP corpus at the paper's settings (about 20 min on 2 cores).

@@ -49,6 +49,11 @@ type demoOptions struct {
 	// FilterMatchMarksRare is train filter's --match-marks-rare (needs
 	// FilterMatchMarks).
 	FilterMatchMarksRare []float64
+	// FilterCalibrate fits train calibration on the training questions'
+	// evidence labels and evaluates, exports and serves the calibrated
+	// filter (docs/recipes.md, "Filter: calibration with word-overlap
+	// features").
+	FilterCalibrate bool
 	// QueriesPerChunk is selflearn's --queries-per-chunk (0: the recipe's).
 	QueriesPerChunk int
 	// Negatives, Candidates and TrainFuse are selflearn's --negatives (-1:
@@ -139,6 +144,7 @@ the equivalent commands so a stage can be rerun with other settings.`,
 	f.IntVar(&o.FilterFinetuneEpochs, "filter-finetune-epochs", 0, "after the ICT training, fine-tune the filter on the training questions' evidence labels for N epochs at lr 2e-4 (0: off; the held-out questions stay out; see docs/recipes.md)")
 	f.BoolVar(&o.FilterMatchMarks, "filter-match-marks", false, "train the filters with train filter --match-marks (the question's words marked in the evidence; docs/recipes.md)")
 	f.Float64SliceVar(&o.FilterMatchMarksRare, "filter-match-marks-rare", nil, "with --filter-match-marks: train filter --match-marks-rare, one more mark on rare shared words (e.g. 0.05,0.005; docs/recipes.md)")
+	f.BoolVar(&o.FilterCalibrate, "filter-calibrate", false, "calibrate the filter on the training questions' evidence labels (train calibration: its log-odds with two word-overlap scores) and evaluate, export and serve the calibrated one; the summary also shows the T5 alone and the word scores alone (docs/recipes.md)")
 	minInt(f, 0, "filter-epochs", "filter-finetune-epochs", "queries-per-chunk", "candidates", "ict-max-chunks")
 	minInt(f, -1, "train-fuse", "negatives")
 	minInt(f, 1, "ict-per-chunk")
@@ -162,6 +168,9 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 	}
 	if err := mfilter.CheckRareDocFractions(o.FilterMatchMarksRare); err != nil {
 		return nil, fmt.Errorf("--filter-match-marks-rare: %w", err)
+	}
+	if o.FilterCalibrate && len(o.FilterEnsembleSeeds) > 0 {
+		return nil, fmt.Errorf("--filter-calibrate with --filter-ensemble-seeds: a calibration fits one filter, not an ensemble")
 	}
 	seen := map[int64]bool{o.Seed: true}
 	for _, seed := range o.FilterEnsembleSeeds {

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval/bm25"
+	"github.com/ragforge/ragforge/train/filter"
 )
 
 // demoSteps are the demo's stages, the steps run in order. Each stage calls
@@ -48,6 +50,9 @@ func filterLane(o demoOptions) []stageFunc {
 		lane = append(lane, stageFunc{fmt.Sprintf("filter: train member (seed %d)", seed), func(ctx context.Context, st *demoState) (demoStage, error) {
 			return demoTrainFilterMember(ctx, st, seed)
 		}})
+	}
+	if o.FilterCalibrate {
+		lane = append(lane, stageFunc{"filter: calibrate", demoCalibrateFilter})
 	}
 	return append(lane, stageFunc{"filter: eval", demoEvalFilter})
 }
@@ -344,36 +349,121 @@ func (st *demoState) finetuneFilterArgs(model, out string) []string {
 // marks").
 const demoEvalSeqLength = "384"
 
+// demoCalibrateFilter fits train calibration of the trained filter on
+// the training questions' evidence labels (the evidence labels minus the
+// held-out examples of filter/valid.jsonl, which the split made by
+// question), with coverage's IDF over the ICT evidence the filter trained
+// on; and, as a baseline, the word-overlap features without the T5. The
+// calibrated filter is the one evaluated, exported and served.
+func demoCalibrateFilter(ctx context.Context, st *demoState) (demoStage, error) {
+	all, err := mfilter.ReadExamples(st.dirs["labels"])
+	if err != nil {
+		return demoStage{}, err
+	}
+	held, err := mfilter.ReadExamples(filepath.Join(st.dirs["filter-out"], "valid.jsonl"))
+	if err != nil {
+		return demoStage{}, err
+	}
+	out := map[string]bool{}
+	for _, ex := range held {
+		out[ex.ID] = true
+	}
+	var train []mfilter.Example
+	for _, ex := range all {
+		if !out[ex.ID] {
+			train = append(train, ex)
+		}
+	}
+	data := st.path("labels", "evidence-train.jsonl")
+	if err := mfilter.WriteJSONL(data, train); err != nil {
+		return demoStage{}, err
+	}
+	t5 := st.filterMembers[0]
+	var cmds []string
+	var res struct {
+		RunID  string                   `json:"run_id"`
+		Report filter.CalibrationReport `json:"report"`
+	}
+	for _, c := range []struct{ name, features string }{
+		{"filter-calibrated", strings.Join(mfilter.CalibrationFeatures, ",")},
+		{"filter-words-only", mfilter.FeatureCoverage + "," + mfilter.FeatureLevelSum},
+	} {
+		args := []string{"train", "calibration", "--model", t5, "--data", data, "--idf-from", filepath.Join(st.dirs["filter-out"], "train.jsonl"),
+			"--features", c.features, "--max-seq-length", demoEvalSeqLength, "--doc-stride", "64", "--out", st.fresh(c.name)}
+		if err := st.subJSON(&res, args...); err != nil {
+			return demoStage{}, err
+		}
+		st.dirs[c.name] = res.Report.Out
+		cmds = append(cmds, st.command(args...))
+	}
+	st.dirs["filter-t5"] = t5
+	st.filterMembers = []string{st.dirs["filter-calibrated"]}
+	return demoStage{Command: strings.Join(cmds, "\n  "), RunID: res.RunID, Artifacts: []string{data, st.dirs["filter-calibrated"]},
+		Metrics: map[string]float64{"examples": float64(len(train))}}, nil
+}
+
 // demoEvalFilter evaluates the last checkpoint (not the one with the best
 // validation accuracy, which would choose it on the very labels reported)
-// on the held-out questions.
+// on the held-out questions; a calibrated filter beside the T5 alone and
+// the word-overlap scores alone.
 func demoEvalFilter(ctx context.Context, st *demoState) (demoStage, error) {
+	res, args, err := st.evalFilter(st.filterMembers, "filter-eval")
+	if err != nil {
+		return demoStage{}, err
+	}
+	rep := res.Report
+	cmds := []string{st.command(args...)}
+	m := map[string]float64{"accuracy": rep.Accuracy, "F1": rep.F1, "majority_baseline": rep.MajorityBaseline}
+	vs := []versusRow{{"filter (held-out questions)", "accuracy", rep.Accuracy, "majority class", rep.MajorityBaseline}}
+	if rep.ROCAUC == nil {
+		return demoStage{Command: cmds[0], RunID: res.RunID, Metrics: m, Versus: vs, Artifacts: []string{res.Dir}}, nil
+	}
+	m["ROC-AUC"] = *rep.ROCAUC
+	vs = append(vs, versusRow{"filter (held-out questions)", "ROC-AUC", *rep.ROCAUC, "chance", 0.5})
+	if st.dirs["filter-t5"] != "" {
+		for _, b := range []struct{ dir, name, key string }{
+			{st.dirs["filter-t5"], "the T5 alone (uncalibrated)", "ROC-AUC_t5_alone"},
+			{st.dirs["filter-words-only"], "word-overlap scores alone", "ROC-AUC_words_alone"},
+		} {
+			r, args, err := st.evalFilter([]string{b.dir}, "filter-eval-"+strings.TrimPrefix(b.key, "ROC-AUC_"))
+			if err != nil {
+				return demoStage{}, err
+			}
+			cmds = append(cmds, st.command(args...))
+			if a := r.Report.ROCAUC; a != nil {
+				m[b.key] = *a
+				vs = append(vs, versusRow{"filter (held-out questions)", "ROC-AUC", *rep.ROCAUC, b.name, *a})
+			}
+		}
+	}
+	return demoStage{Command: strings.Join(cmds, "\n  "), RunID: res.RunID, Metrics: m, Versus: vs, Artifacts: []string{res.Dir}}, nil
+}
+
+// filterEvalResult is the part of eval filter's --json output the demo reads.
+type filterEvalResult struct {
+	RunID  string `json:"run_id"`
+	Dir    string `json:"dir"`
+	Report struct {
+		Accuracy         float64  `json:"accuracy"`
+		F1               float64  `json:"f1"`
+		ROCAUC           *float64 `json:"roc_auc"`
+		MajorityBaseline float64  `json:"majority_baseline"`
+	} `json:"report"`
+}
+
+// evalFilter runs eval filter of models (an ensemble when more than one) on
+// the held-out questions into the work directory out; it returns the
+// result and the command line.
+func (st *demoState) evalFilter(models []string, out string) (filterEvalResult, []string, error) {
 	args := []string{"eval", "filter"}
-	for _, m := range st.filterMembers {
+	for _, m := range models {
 		args = append(args, "--model", m)
 	}
 	args = append(args, "--data", filepath.Join(st.dirs["filter-out"], "valid.jsonl"),
-		"--max-seq-length", demoEvalSeqLength, "--doc-stride", "64", "--out", st.fresh("filter-eval"))
-	var res struct {
-		RunID  string `json:"run_id"`
-		Dir    string `json:"dir"`
-		Report struct {
-			Accuracy         float64  `json:"accuracy"`
-			F1               float64  `json:"f1"`
-			ROCAUC           *float64 `json:"roc_auc"`
-			MajorityBaseline float64  `json:"majority_baseline"`
-		} `json:"report"`
-	}
-	if err := st.subJSON(&res, args...); err != nil {
-		return demoStage{}, err
-	}
-	m := map[string]float64{"accuracy": res.Report.Accuracy, "F1": res.Report.F1, "majority_baseline": res.Report.MajorityBaseline}
-	vs := []versusRow{{"filter (held-out questions)", "accuracy", res.Report.Accuracy, "majority class", res.Report.MajorityBaseline}}
-	if res.Report.ROCAUC != nil {
-		m["ROC-AUC"] = *res.Report.ROCAUC
-		vs = append(vs, versusRow{"filter (held-out questions)", "ROC-AUC", *res.Report.ROCAUC, "chance", 0.5})
-	}
-	return demoStage{Command: st.command(args...), RunID: res.RunID, Metrics: m, Versus: vs, Artifacts: []string{res.Dir}}, nil
+		"--max-seq-length", demoEvalSeqLength, "--doc-stride", "64", "--out", st.fresh(out))
+	var res filterEvalResult
+	err := st.subJSON(&res, args...)
+	return res, args, err
 }
 
 // selflearnArgs is the demo's selflearn command line: one ICT round from
@@ -463,6 +553,9 @@ func demoEvalTuned(ctx context.Context, st *demoState) (demoStage, error) {
 func demoExport(ctx context.Context, st *demoState) (demoStage, error) {
 	fexp := st.fresh("export", "filter")
 	args1 := []string{"export", "--run", st.dirs["filter-run"], "--out", fexp}
+	if c := st.dirs["filter-calibrated"]; c != "" {
+		args1 = []string{"export", "--from", c, "--out", fexp}
+	}
 	if _, err := st.sub(args1...); err != nil {
 		return demoStage{}, err
 	}

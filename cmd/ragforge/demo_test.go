@@ -142,18 +142,21 @@ func TestDemoSelflearnArgs(t *testing.T) {
 }
 
 // The filter lane trains one member per --filter-ensemble-seeds seed
-// between the first filter and the evaluation.
+// between the first filter and the evaluation, and with --filter-calibrate
+// calibrates before evaluating.
 func TestDemoFilterLane(t *testing.T) {
 	for _, tc := range []struct {
-		seeds []int64
-		want  string
+		seeds     []int64
+		calibrate bool
+		want      string
 	}{
-		{nil, "filter: train,filter: eval"},
-		{[]int64{7}, "filter: train,filter: train member (seed 7),filter: eval"},
-		{[]int64{7, 9}, "filter: train,filter: train member (seed 7),filter: train member (seed 9),filter: eval"},
+		{nil, false, "filter: train,filter: eval"},
+		{nil, true, "filter: train,filter: calibrate,filter: eval"},
+		{[]int64{7}, false, "filter: train,filter: train member (seed 7),filter: eval"},
+		{[]int64{7, 9}, false, "filter: train,filter: train member (seed 7),filter: train member (seed 9),filter: eval"},
 	} {
 		var names []string
-		for _, s := range filterLane(demoOptions{FilterEnsembleSeeds: tc.seeds}) {
+		for _, s := range filterLane(demoOptions{FilterEnsembleSeeds: tc.seeds, FilterCalibrate: tc.calibrate}) {
 			names = append(names, s.name)
 		}
 		if got := strings.Join(names, ","); got != tc.want {
