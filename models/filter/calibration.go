@@ -211,17 +211,27 @@ func Sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
 // there); nil when it was not. Errors: a value that does not decode or
 // fails Check, naming the key.
 func CalibrationOf(raw json.RawMessage, ok bool) (*Calibration, error) {
+	return configValue[Calibration](raw, ok, CalibrationKey)
+}
+
+// configValue decodes the config.json value raw of key (ok: whether the
+// file had it) strictly, unknown fields refused, and checks it; nil when
+// the key was absent. Errors name the key.
+func configValue[T any, P interface {
+	*T
+	Check() error
+}](raw json.RawMessage, ok bool, key string) (*T, error) {
 	if !ok {
 		return nil, nil
 	}
-	var c Calibration
+	var v T
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("config.json: field %q: %w", CalibrationKey, err)
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("config.json: field %q: %w", key, err)
 	}
-	if err := c.Check(); err != nil {
-		return nil, fmt.Errorf("config.json: field %q: %w", CalibrationKey, err)
+	if err := P(&v).Check(); err != nil {
+		return nil, fmt.Errorf("config.json: field %q: %w", key, err)
 	}
-	return &c, nil
+	return &v, nil
 }

@@ -162,19 +162,7 @@ func (m MatchMarks) extraMarks(d *DocFreq, count int) int {
 // there); nil when it was not. Errors: a value that does not decode or
 // fails Check, naming the key.
 func MatchMarksOf(raw json.RawMessage, ok bool) (*MatchMarks, error) {
-	if !ok {
-		return nil, nil
-	}
-	var m MatchMarks
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("config.json: field %q: %w", MatchMarksKey, err)
-	}
-	if err := m.Check(); err != nil {
-		return nil, fmt.Errorf("config.json: field %q: %w", MatchMarksKey, err)
-	}
-	return &m, nil
+	return configValue[MatchMarks](raw, ok, MatchMarksKey)
 }
 
 // Mark returns instruction with its evidence marked. Errors: an
