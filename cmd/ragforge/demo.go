@@ -172,6 +172,9 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 	if o.FilterCalibrate && len(o.FilterEnsembleSeeds) > 0 {
 		return nil, fmt.Errorf("--filter-calibrate with --filter-ensemble-seeds: a calibration fits one filter, not an ensemble")
 	}
+	if o.FilterCalibrate && o.FilterFinetuneEpochs > 0 {
+		return nil, fmt.Errorf("--filter-calibrate with --filter-finetune-epochs: the fine-tuning trains on the training questions' labels, which the calibration must not have seen")
+	}
 	seen := map[int64]bool{o.Seed: true}
 	for _, seed := range o.FilterEnsembleSeeds {
 		if seen[seed] {

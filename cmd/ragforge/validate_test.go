@@ -31,6 +31,7 @@ func TestNonsenseFlagsAreRefused(t *testing.T) {
 		{[]string{"demo", "--filter-match-marks-rare", "0.05", "--work", "/nonexistent/demo"}, "--filter-match-marks-rare needs --filter-match-marks"},
 		{[]string{"demo", "--filter-match-marks", "--filter-match-marks-rare", "0,0.1", "--work", "/nonexistent/demo"}, "--filter-match-marks-rare: [0 0.1] holds 0"},
 		{[]string{"demo", "--filter-calibrate", "--filter-ensemble-seeds", "7", "--work", "/nonexistent/demo"}, "--filter-calibrate with --filter-ensemble-seeds"},
+		{[]string{"demo", "--filter-calibrate", "--filter-finetune-epochs", "1", "--work", "/nonexistent/demo"}, "--filter-calibrate with --filter-finetune-epochs"},
 		{[]string{"train", "calibration", "--model", "/nonexistent/m", "--data", "/nonexistent/d.jsonl", "--out", "/nonexistent/o", "--features", "log_odds,bm25"}, `--features "log_odds,bm25": feature "bm25"`},
 		{[]string{"train", "calibration", "--model", "/nonexistent/m", "--data", "/nonexistent/d.jsonl", "--out", "/nonexistent/o", "--l2", "0"}, "--l2 0: want > 0"},
 		{[]string{"train", "calibration", "--model", "/nonexistent/m", "--data", "/nonexistent/d.jsonl", "--out", "/nonexistent/o", "--l2", "nan"}, "--l2 NaN: not a finite number"},
