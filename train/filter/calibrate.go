@@ -35,7 +35,7 @@ type CalibrationReport struct {
 	Features         []string
 	Weights          []float64
 	Iterations       int      // Newton steps to convergence
-	ROCAUCModel      *float64 `json:",omitempty"` // the T5's own P([HELPFUL])
+	ROCAUCModel      *float64 `json:",omitempty"` // the T5's own P([HELPFUL]); nil without log_odds
 	ROCAUCCalibrated *float64 `json:",omitempty"`
 }
 
@@ -92,12 +92,16 @@ func Calibrate(modelDir, outDir string, examples []mfilter.Example, opt Calibrat
 	if slices.Contains(cal.Features, mfilter.FeatureCoverage) {
 		cal.DocFreq = cal.CountDocFreq(evidence)
 	}
-	score := func(ctx context.Context, rows [][]int) ([]float64, error) {
-		return p.ScoreRows(ctx, rows, opt.Progress)
-	}
-	probs, _, err := p.Predict(context.Background(), instr, score)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
+	// Without log_odds the T5 is not read: its scores would be discarded.
+	probs := make([]float64, len(instr))
+	usesModel := slices.Contains(cal.Features, mfilter.FeatureLogOdds)
+	if usesModel {
+		score := func(ctx context.Context, rows [][]int) ([]float64, error) {
+			return p.ScoreRows(ctx, rows, opt.Progress)
+		}
+		if probs, _, err = p.Predict(context.Background(), instr, score); err != nil {
+			return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
+		}
 	}
 	x := make([][]float64, len(examples))
 	for i := range examples {
@@ -118,7 +122,7 @@ func Calibrate(modelDir, outDir string, examples []mfilter.Example, opt Calibrat
 		fused[i] = mfilter.Logit(w, x[i])
 	}
 	rep := &CalibrationReport{Model: modelDir, Out: outDir, N: len(examples), Helpful: helpful, Features: cal.Features, Weights: w, Iterations: iters}
-	if auc, ok := ROCAUC(gold, probs); ok {
+	if auc, ok := ROCAUC(gold, probs); ok && usesModel {
 		rep.ROCAUCModel = &auc
 	}
 	if auc, ok := ROCAUC(gold, fused); ok {
