@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragforge/ragforge/infer/eval/sensitivity"
 	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/retrieval/eval"
 )
 
@@ -67,7 +68,7 @@ func runEvalSensitivity(ctx context.Context, g *globals, o evalSensitivityOption
 	if err != nil {
 		return err
 	}
-	var sc sensitivity.Scorer
+	var sc lm.Scorer
 	if o.Scorer != "" {
 		if sc, err = newScorer(g, o.Scorer, o.Timeout, 3, 4); err != nil {
 			return err

@@ -14,17 +14,19 @@ import (
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 )
 
 // openLabels opens the run store and the label tables inside it.
-func openLabels(g *globals) (*tracker.Store, *label.Store, error) {
+func openLabels(g *globals) (*tracker.Store, *labelstore.Store, error) {
 	st, err := openStore(g)
 	if err != nil {
 		return nil, nil, err
 	}
-	ls, err := label.NewStore(st.DB())
+	ls, err := labelstore.NewStore(st.DB())
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -117,7 +119,7 @@ func datasetName(flag, corpus string) string {
 	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
-func finishLabels(g *globals, run *tracker.Run, ls *label.Store, out string, n int) (labelResult, error) {
+func finishLabels(g *globals, run *tracker.Run, ls *labelstore.Store, out string, n int) (labelResult, error) {
 	counts, err := ls.Counts(run.ID)
 	if err != nil {
 		return labelResult{}, err
@@ -190,7 +192,7 @@ func runLabelEvidence(ctx context.Context, g *globals, o labelEvidenceOptions) (
 	}
 	defer st.Close()
 	defer finishRun(run, &err)
-	ls, err := label.NewStore(st.DB())
+	ls, err := labelstore.NewStore(st.DB())
 	if err != nil {
 		return err
 	}
@@ -220,7 +222,7 @@ func cmdContext(cmd *cobra.Command) context.Context {
 }
 
 // newScorer builds a perplexity scorer from "t5:DIR" or "openai:URL[#model]".
-func newScorer(g *globals, spec string, timeout time.Duration, retries, concurrency int) (label.Scorer, error) {
+func newScorer(g *globals, spec string, timeout time.Duration, retries, concurrency int) (lm.Scorer, error) {
 	kind, target, model, err := splitSpec(spec, "scorer")
 	if err != nil {
 		return nil, err
@@ -231,9 +233,9 @@ func newScorer(g *globals, spec string, timeout time.Duration, retries, concurre
 		if err != nil {
 			return nil, err
 		}
-		return label.NewLocalT5Scorer(target, m, tok), nil
+		return lm.NewT5Scorer(target, m, tok), nil
 	case "openai":
-		sc := label.NewHTTPScorer(openai.New(target, openai.Options{Model: model, Timeout: timeout, MaxRetries: retries, Concurrency: concurrency}))
+		sc := lm.NewHTTPScorer(openai.New(target, openai.Options{Model: model, Timeout: timeout, MaxRetries: retries, Concurrency: concurrency}))
 		// An encoder-decoder server (ragforge serve) scores (prompt, target)
 		// as encoder input and labels, like t5:DIR; others use echo.
 		if err := sc.Detect(context.Background()); err != nil {
@@ -320,7 +322,7 @@ func runLabelPerplexity(ctx context.Context, g *globals, o labelPerplexityOption
 	}
 	defer st.Close()
 	defer finishRun(run, &err)
-	ls, err := label.NewStore(st.DB())
+	ls, err := labelstore.NewStore(st.DB())
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/ragforge/ragforge/infer/serve"
 	"github.com/ragforge/ragforge/infer/web"
 	"github.com/ragforge/ragforge/internal/progress"
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/labelstore"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -270,7 +270,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, ready chan<- stri
 	if err := serve.CheckAddr(o.Opt.Addr, o.Opt.AllowRemote); err != nil {
 		return err
 	}
-	ls, err := label.NewStore(st.DB())
+	ls, err := labelstore.NewStore(st.DB())
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 )
@@ -152,14 +153,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 
 // params validates a completions request: its prompts, the decoding
 // options, n and top (the logprobs alternatives per token, -1 for none).
-func (req *completionBody) params() (prompts []prompt, opt GenOptions, n, top int, err error) {
+func (req *completionBody) params() (prompts []prompt, opt lm.GenOptions, n, top int, err error) {
 	if prompts, err = parsePrompt(req.Prompt); err != nil {
 		return
 	}
 	if opt, n, err = req.options(req.MaxTokens, "max_tokens"); err != nil {
 		return
 	}
-	fail := func(e error) ([]prompt, GenOptions, int, int, error) { return nil, opt, 0, 0, e }
+	fail := func(e error) ([]prompt, lm.GenOptions, int, int, error) { return nil, opt, 0, 0, e }
 	if req.BestOf != nil && *req.BestOf != n {
 		return fail(unsupported("best_of", "only equal to n is supported"))
 	}
@@ -203,7 +204,7 @@ func (c *completionRun) response(choices []openai.CompletionChoice) openai.Compl
 
 // checkEcho refuses what echo and prompt_logprobs cannot do (they score
 // the text prompt and decode greedily) and a prompt over the token limit.
-func (s *Server) checkEcho(p prompt, opt GenOptions, n int) error {
+func (s *Server) checkEcho(p prompt, opt lm.GenOptions, n int) error {
 	if p.ids != nil {
 		return unsupported("echo", "echo and prompt_logprobs need a text prompt, not token ids")
 	}
@@ -216,7 +217,7 @@ func (s *Server) checkEcho(p prompt, opt GenOptions, n int) error {
 // echo answers one choice of echo and/or prompt_logprobs: the prompt's
 // scores (LocalLM.Echo) and, with echo, the prompt followed by its greedy
 // continuation of up to o.MaxTokens tokens.
-func (c *completionRun) echo(ctx context.Context, p prompt, o GenOptions) (ch openai.CompletionChoice, promptTokens, genTokens int, err error) {
+func (c *completionRun) echo(ctx context.Context, p prompt, o lm.GenOptions) (ch openai.CompletionChoice, promptTokens, genTokens int, err error) {
 	maxTok := o.MaxTokens
 	if !c.req.Echo {
 		maxTok = 0 // prompt_logprobs alone: score the prompt only
@@ -242,7 +243,7 @@ func (c *completionRun) echo(ctx context.Context, p prompt, o GenOptions) (ch op
 
 // generate answers one choice by generation from the prompt, streaming
 // its text as choice idx when the request streams.
-func (c *completionRun) generate(ctx context.Context, p prompt, o GenOptions, idx int) (ch openai.CompletionChoice, promptTokens, genTokens int, err error) {
+func (c *completionRun) generate(ctx context.Context, p prompt, o lm.GenOptions, idx int) (ch openai.CompletionChoice, promptTokens, genTokens int, err error) {
 	ids := p.ids
 	if ids == nil {
 		ids = c.l.PromptIDs(p.text)

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
@@ -56,20 +57,20 @@ func ParseGeneratorSpec(spec string) (Spec, error) {
 	return Spec{}, fmt.Errorf("generator %q: unknown kind %q (want ict, t5:<dir> or openai:<url>[#model])", spec, kind)
 }
 
-// Open builds the generator of spec: ICT{}, LoadT5Generator(spec.Dir,
-// backendName), or an OpenAIGenerator over openai.New(spec.URL, opt) with
+// Open builds the generator of spec: ICT{}, lm.LoadT5(spec.Dir,
+// backendName), or an lm.OpenAI over openai.New(spec.URL, opt) with
 // opt.Model = spec.Model when set.
-func Open(spec Spec, backendName string, opt openai.Options) (Generator, error) {
+func Open(spec Spec, backendName string, opt openai.Options) (lm.Generator, error) {
 	switch spec.Kind {
 	case "ict":
 		return ICT{}, nil
 	case "t5":
-		return LoadT5Generator(spec.Dir, backendName)
+		return lm.LoadT5(spec.Dir, backendName)
 	case "openai":
 		if spec.Model != "" {
 			opt.Model = spec.Model
 		}
-		return &OpenAIGenerator{Client: openai.New(spec.URL, opt)}, nil
+		return &lm.OpenAI{Client: openai.New(spec.URL, opt)}, nil
 	}
 	return nil, fmt.Errorf("generator %q: unknown kind", spec.String())
 }

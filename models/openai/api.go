@@ -109,6 +109,8 @@ type ChatRequest struct {
 	TopP        *float64  `json:"top_p,omitempty"`
 	Seed        *int64    `json:"seed,omitempty"`
 	Stop        []string  `json:"stop,omitempty"`
+	// TopK is vLLM's top_k extension (not in OpenAI's API); nil: not sent.
+	TopK *int `json:"top_k,omitempty"`
 }
 
 // ChatChoice is one choice of a chat answer.
