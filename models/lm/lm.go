@@ -130,6 +130,7 @@ func ItemSeed(seed int64, prompt string) int64 {
 // The backends and the interfaces they offer.
 var (
 	_ LM        = (*T5)(nil)
+	_ LM        = (*Decoder)(nil)
 	_ Scorer    = (*T5)(nil)
 	_ Scorer    = (*T5Scorer)(nil)
 	_ Generator = (*OpenAI)(nil)

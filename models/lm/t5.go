@@ -174,16 +174,15 @@ func (l *T5) Generate(ctx context.Context, prompts []string, opt Options) ([][]s
 // long, ids outside the vocabulary); servers answer 400.
 var ErrBadPrompt = errors.New("bad prompt")
 
-// errStopped ends decoding early from GenerateIDs' step callback (a stop
-// string was produced).
-var errStopped = errors.New("stop string reached")
-
 // GenOptions configure T5.GenerateIDs (OpenAI completions fields).
 type GenOptions struct {
 	MaxTokens   int     // ≤ 0: 64
 	Temperature float64 // 0: greedy
 	TopP        float64 // nucleus sampling; 0 or 1: off
 	Seed        int64
+	// TopK keeps the K most likely tokens when sampling (0: off); the T5
+	// backend refuses it.
+	TopK int
 	// Stop strings end the text before their first occurrence (finish
 	// reason "stop"); the text never contains one.
 	Stop []string
@@ -216,6 +215,9 @@ func (l *T5) GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (GenRes
 	if maxTokens <= 0 {
 		maxTokens = defaultMaxNewTokens
 	}
+	if opt.TopK > 0 {
+		return GenResult{}, fmt.Errorf("%w: top_k %d: the t5 backend samples with temperature and top_p only", ErrBadPrompt, opt.TopK)
+	}
 	limit := l.maxInput()
 	if len(ids) == 0 || len(ids) > limit {
 		return GenResult{}, fmt.Errorf("%w: %d prompt tokens, want 1..%d", ErrBadPrompt, len(ids), limit)
@@ -226,39 +228,16 @@ func (l *T5) GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (GenRes
 		}
 	}
 	eos := l.Model.Config.EOSTokenID
-	var gen []int
-	emitted, text := "", ""
-	finish := "length"
-	hold := 0 // characters held back while they could start a stop string
-	for _, s := range opt.Stop {
-		hold = max(hold, len(s)-1)
-	}
+	ts := newTextStream(func(ids []int) string { return strings.TrimLeft(l.Tokenizer.Decode(ids, true), " ") }, opt)
 	step := func(_ int, next []int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if next[0] == eos {
-			finish = "stop"
+			ts.finish = "stop"
 			return nil
 		}
-		gen = append(gen, next[0])
-		text = strings.TrimLeft(l.Tokenizer.Decode(gen, true), " ")
-		if cut, ok := CutStop(text, opt.Stop); ok {
-			text, finish = cut, "stop"
-			return errStopped
-		}
-		if opt.OnText != nil && strings.HasPrefix(text, emitted) && len(text)-hold > len(emitted) {
-			cut := len(text) - hold
-			for cut > len(emitted) && cut < len(text) && !utf8.RuneStart(text[cut]) {
-				cut--
-			}
-			if cut > len(emitted) {
-				d := text[len(emitted):cut]
-				emitted = text[:cut]
-				return opt.OnText(d)
-			}
-		}
-		return nil
+		return ts.push(next[0])
 	}
 	_, err := l.Model.Generate([][]int{ids}, nil, t5.GenerateOptions{
 		MaxNewTokens: maxTokens, DoSample: opt.Temperature > 0, Temperature: opt.Temperature, TopP: opt.TopP, Seed: opt.Seed, Step: step,
@@ -269,12 +248,11 @@ func (l *T5) GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (GenRes
 		}
 		return GenResult{}, fmt.Errorf("generate: %w", err)
 	}
-	if opt.OnText != nil && len(text) > len(emitted) && strings.HasPrefix(text, emitted) {
-		if err := opt.OnText(text[len(emitted):]); err != nil {
-			return GenResult{}, err
-		}
+	if err := ts.flush(); err != nil {
+		return GenResult{}, err
 	}
-	r := GenResult{Text: text, PromptTokens: len(ids), GenTokens: len(gen), Finish: finish, IDs: gen}
+	gen := ts.ids
+	r := GenResult{Text: ts.text, PromptTokens: len(ids), GenTokens: len(gen), Finish: ts.finish, IDs: gen}
 	if opt.Logprobs >= 0 && len(gen) > 0 {
 		if r.Logprobs, err = l.generatedLogprobs(ids, gen, opt.Logprobs); err != nil {
 			return GenResult{}, err

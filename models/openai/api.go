@@ -279,7 +279,17 @@ func (c *Client) TargetLogprobs(ctx context.Context, prompt, target string) ([]f
 	if err != nil {
 		return nil, err
 	}
-	lp := resp.Choices[0].Logprobs
+	return TargetFromEcho(resp.Choices[0].Logprobs, prompt, text)
+}
+
+// TargetFromEcho picks the target's log-probabilities out of the echoed
+// logprobs of text = prompt + target: tokens that end after the prompt's
+// last character belong to the target (a token straddling the boundary
+// counts for the target); tokens past the text (generated) are ignored.
+// Errors: ErrNoPromptLogprobs when the tokens do not spell text or a target
+// token has a null log-probability; no target token.
+func TargetFromEcho(lp *Logprobs, prompt, text string) ([]float64, error) {
+	target := text[len(prompt):]
 	if lp == nil || len(lp.Tokens) == 0 || len(lp.TokenLogprobs) != len(lp.Tokens) {
 		return nil, ErrNoPromptLogprobs
 	}
