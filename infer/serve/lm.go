@@ -36,26 +36,38 @@ func (g GeneratorLLM) Complete(ctx context.Context, prompt string, maxTokens int
 // Name implements LLM.
 func (g GeneratorLLM) Name() string { return g.G.Name() }
 
-// LocalLM is the local T5 (lm.T5) behind /v1/completions and
-// /v1/chat/completions, and the pipeline's LLM when no server is given:
-// generation, the echo/logprobs scoring and the encoder_input scoring are
-// lm.T5's (see there for the conventions); LocalLM adds the LLM method.
-type LocalLM struct{ *lm.T5 }
+// LocalLM is the model run in this process behind /v1/completions and
+// /v1/chat/completions, and the pipeline's LLM when no server is given: a
+// T5 or a decoder (lm.Local; generation, echo scoring and, for T5, the
+// encoder_input scoring are lm's, see lm.T5 and lm.Decoder for the
+// conventions). LocalLM adds the LLM method.
+type LocalLM struct{ lm.Local }
 
-// LoadLocalLM loads an HF T5 directory on the named backend; its name
-// (/v1/models) is "t5:<dir base name>".
+// LoadLocalLM loads an HF model directory by its config.json model_type
+// (lm.Load: t5, llama, qwen2, qwen3) on the named backend. A T5 is named
+// "t5:<dir base name>" (/v1/models), a decoder "<model_type>:<base>".
 func LoadLocalLM(dir, backendName string) (*LocalLM, error) {
-	m, err := lm.LoadT5(dir, backendName)
+	m, err := lm.Load(dir, backendName)
 	if err != nil {
 		return nil, fmt.Errorf("load generator: %w", err)
 	}
-	m.ID = "t5:" + filepath.Base(dir)
-	return &LocalLM{m}, nil
+	l, ok := m.(lm.Local)
+	if !ok {
+		return nil, fmt.Errorf("load generator %s: %s cannot be served", dir, m.Name())
+	}
+	if t, ok := m.(*lm.T5); ok {
+		t.ID = "t5:" + filepath.Base(dir)
+	}
+	return &LocalLM{l}, nil
 }
 
-// Complete implements LLM with greedy decoding; ctx stops it between
-// decoding steps.
+// Complete implements LLM with greedy decoding of prompt as one user
+// message (lm.Local.UserIDs); ctx stops it between decoding steps.
 func (l *LocalLM) Complete(ctx context.Context, prompt string, maxTokens int) (string, error) {
-	r, err := l.GenerateIDs(ctx, l.PromptIDs(prompt), lm.GenOptions{MaxTokens: maxTokens, Logprobs: -1})
+	ids, err := l.UserIDs(prompt)
+	if err != nil {
+		return "", err
+	}
+	r, err := l.GenerateIDs(ctx, ids, lm.GenOptions{MaxTokens: maxTokens, Logprobs: -1})
 	return r.Text, err
 }

@@ -32,7 +32,7 @@ func TestPerplexityOverHTTPEqualsLocal(t *testing.T) {
 		}})
 	}
 	f := newFixture(t, Options{})
-	l := f.comps.Local
+	l := f.comps.Local.Local.(*lm.T5)
 	local := lm.NewT5Scorer(f.genDir, l.Model, l.Tokenizer)
 	remote := lm.NewHTTPScorer(openai.New(f.ts.URL, openai.Options{MaxRetries: -1}))
 	if err := remote.Detect(context.Background()); err != nil {

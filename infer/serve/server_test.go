@@ -16,6 +16,7 @@ import (
 	"github.com/ragforge/ragforge/infer/loadtest"
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/labelstore"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/train/filter"
@@ -176,7 +177,7 @@ func TestCompletionsEchoForPerplexityLabeler(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reference: teacher-forced log-probs of all pieces given "</s>".
-	sp := f.comps.Local.Tokenizer.(*sentencepiece.T5).SentencePiece()
+	sp := f.comps.Local.Local.(*lm.T5).Tokenizer.(*sentencepiece.T5).SentencePiece()
 	toks := sp.Encode(prompt + target)
 	ids := make([]int, len(toks))
 	nPrompt := 0
@@ -186,7 +187,7 @@ func TestCompletionsEchoForPerplexityLabeler(t *testing.T) {
 			nPrompt = i + 1
 		}
 	}
-	ref, err := f.comps.Local.Model.TokenLogProbs([][]int{{f.comps.Local.Tokenizer.EOSID()}}, nil, [][]int{ids})
+	ref, err := f.comps.Local.Local.(*lm.T5).Model.TokenLogProbs([][]int{{f.comps.Local.Local.(*lm.T5).Tokenizer.EOSID()}}, nil, [][]int{ids})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,8 @@ func TestParseGeneratorSpec(t *testing.T) {
 	}{
 		{"ict", Spec{Kind: "ict"}, false},
 		{"t5:/models/flan", Spec{Kind: "t5", Dir: "/models/flan"}, false},
+		{"hf:/models/qwen2", Spec{Kind: "hf", Dir: "/models/qwen2"}, false},
+		{"hf:", Spec{}, true},
 		{"openai:http://127.0.0.1:8000/v1", Spec{Kind: "openai", URL: "http://127.0.0.1:8000/v1"}, false},
 		{"openai:http://localhost:11434#llama3", Spec{Kind: "openai", URL: "http://localhost:11434", Model: "llama3"}, false},
 		{"ict:x", Spec{}, true},

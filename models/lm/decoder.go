@@ -160,7 +160,7 @@ func (d *Decoder) Generate(ctx context.Context, prompts []string, opt Options) (
 			errs[i] = err
 			continue
 		}
-		ids, err := d.userIDs(p)
+		ids, err := d.UserIDs(p)
 		if err == nil {
 			err = d.checkContext(len(ids), maxNew)
 		}
@@ -194,9 +194,9 @@ func (d *Decoder) Generate(ctx context.Context, prompts []string, opt Options) (
 	return outs, errs
 }
 
-// userIDs is prompt as one user message through the chat template, or the
+// UserIDs is prompt as one user message through the chat template, or the
 // raw prompt with specials when the tokenizer has no template.
-func (d *Decoder) userIDs(prompt string) ([]int, error) {
+func (d *Decoder) UserIDs(prompt string) ([]int, error) {
 	if d.Tokenizer.Config().ChatTemplate == "" {
 		return d.PromptIDs(prompt), nil
 	}

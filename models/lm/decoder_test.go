@@ -4,50 +4,18 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ragforge/ragforge/internal/testutil/tinyqwen"
 	"github.com/ragforge/ragforge/models/decoder"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
-// qwen2TinyDir assembles a model directory: ../shared/fixtures/qwen2-tiny
-// (config.json, random weights, vocab 512) with testdata/qwen2-tiny-bpe, a
-// byte-level BPE tokenizer.json of 512 ids in Qwen's format: the specials
-// <|endoftext|>, <|im_start|>, <|im_end|> at ids 0-2 (the fixture's
-// pad/bos/eos), the 256 byte symbols at 3-258 and the first 253 of Qwen3's
-// merges whose parts are already in the vocabulary, with a ChatML template.
-// The Qwen3 tokenizer itself has 151k ids and cannot drive a 512-row
-// embedding; this one exercises the same code paths at the fixture's size.
-// What it proves: the plumbing (tokenization, echo, scoring, generation)
-// on a real decoder checkpoint; the numbers are a random model's.
-func qwen2TinyDir(t *testing.T) string {
-	t.Helper()
-	src := fixture(t, "qwen2-tiny")
-	dir := t.TempDir()
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "qwen2-tiny-bpe", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 func loadQwen2Tiny(t *testing.T) *Decoder {
 	t.Helper()
-	m, err := Load(qwen2TinyDir(t), "go")
+	m, err := Load(tinyqwen.Dir(t), "go")
 	if err != nil {
 		t.Fatal(err)
 	}

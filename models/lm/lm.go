@@ -29,6 +29,8 @@ import (
 	"hash/fnv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ragforge/ragforge/models/openai"
 )
 
 // Options control one Generate call.
@@ -81,6 +83,23 @@ type LM interface {
 	TargetLogProbs(ctx context.Context, prompt, target string) ([]float64, error)
 }
 
+// Local is a model run in this process behind an OpenAI-compatible server
+// (infer/serve): single sequences of token ids, streamed, and the echo
+// scoring of /v1/completions. T5 and Decoder implement it.
+type Local interface {
+	Name() string
+	// PromptIDs tokenizes a completions prompt; ChatIDs renders chat
+	// messages (the decoder's chat template, T5's plain join); UserIDs is
+	// one user message as the model expects it (what a pipeline's LLM
+	// sends); EchoIDs are the ids Echo scores.
+	PromptIDs(text string) []int
+	ChatIDs(msgs []openai.Message) ([]int, error)
+	UserIDs(prompt string) ([]int, error)
+	EchoIDs(text string) []int
+	GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (GenResult, error)
+	Echo(ctx context.Context, text string, maxTokens, top int) (lp *openai.Logprobs, completion string, promptTokens, genTokens int, err error)
+}
+
 // ErrEmpty and ErrNotUTF8 are the per-item errors of a generated text that
 // cannot be used.
 var (
@@ -131,6 +150,8 @@ func ItemSeed(seed int64, prompt string) int64 {
 var (
 	_ LM        = (*T5)(nil)
 	_ LM        = (*Decoder)(nil)
+	_ Local     = (*T5)(nil)
+	_ Local     = (*Decoder)(nil)
 	_ Scorer    = (*T5)(nil)
 	_ Scorer    = (*T5Scorer)(nil)
 	_ Generator = (*OpenAI)(nil)

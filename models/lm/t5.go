@@ -100,6 +100,34 @@ func (l *T5) PromptIDs(prompt string) []int {
 	return EncoderIDs(l.Tokenizer, prompt, l.maxInput())
 }
 
+// ChatIDs is how chat messages become the T5 encoder input: the contents
+// of all messages, in order, joined by a blank line (Flan-T5 has no chat
+// template; roles are not written), through PromptIDs.
+func (l *T5) ChatIDs(msgs []openai.Message) ([]int, error) {
+	parts := make([]string, len(msgs))
+	for i, m := range msgs {
+		parts[i] = m.Content
+	}
+	return l.PromptIDs(strings.Join(parts, "\n\n")), nil
+}
+
+// UserIDs is PromptIDs (a T5 takes the instruction as its encoder input).
+func (l *T5) UserIDs(prompt string) ([]int, error) { return l.PromptIDs(prompt), nil }
+
+// EchoIDs are the SentencePiece piece ids Echo scores (no eos); nil for a
+// tokenizer that is not SentencePiece.
+func (l *T5) EchoIDs(text string) []int {
+	sp, ok := l.Tokenizer.(*sentencepiece.T5)
+	if !ok {
+		return nil
+	}
+	var ids []int
+	for _, t := range sp.SentencePiece().Encode(text) {
+		ids = append(ids, t.ID)
+	}
+	return ids
+}
+
 // EncoderIDs tokenizes a T5 encoder input as HF T5Tokenizer with
 // truncation=True and max_length limit (≥ 1): pieces cut to limit−1, then
 // </s>.
