@@ -221,7 +221,9 @@ func cmdContext(cmd *cobra.Command) context.Context {
 	return context.Background()
 }
 
-// newScorer builds a perplexity scorer from "t5:DIR" or "openai:URL[#model]".
+// newScorer builds a perplexity scorer from "t5:DIR", "hf:DIR" (a T5 or a
+// Llama/Qwen2/Qwen3 decoder by config.json model_type) or
+// "openai:URL[#model]".
 func newScorer(g *globals, spec string, timeout time.Duration, retries, concurrency int) (lm.Scorer, error) {
 	kind, target, model, err := splitSpec(spec, "scorer")
 	if err != nil {
@@ -234,6 +236,19 @@ func newScorer(g *globals, spec string, timeout time.Duration, retries, concurre
 			return nil, err
 		}
 		return lm.NewT5Scorer(target, m, tok), nil
+	case "hf":
+		m, err := lm.Load(target, g.Backend)
+		if err != nil {
+			return nil, fmt.Errorf("--scorer %q: %w", spec, err)
+		}
+		switch m := m.(type) {
+		case *lm.T5: // the same scorer, and cache key, as t5:DIR
+			return lm.NewT5Scorer(target, m.Model, m.Tokenizer), nil
+		case *lm.Decoder:
+			m.ID = "hf:" + target
+			return m, nil
+		}
+		return nil, fmt.Errorf("--scorer %q: %s cannot score", spec, m.Name())
 	case "openai":
 		sc := lm.NewHTTPScorer(openai.New(target, openai.Options{Model: model, Timeout: timeout, MaxRetries: retries, Concurrency: concurrency}))
 		// An encoder-decoder server (ragforge serve) scores (prompt, target)
@@ -243,7 +258,7 @@ func newScorer(g *globals, spec string, timeout time.Duration, retries, concurre
 		}
 		return sc, nil
 	}
-	return nil, fmt.Errorf("--scorer %q: want t5:DIR or openai:URL[#model]", spec)
+	return nil, fmt.Errorf("--scorer %q: want t5:DIR, hf:DIR or openai:URL[#model]", spec)
 }
 
 // labelPerplexityOptions are the flags of `label perplexity`.
@@ -268,7 +283,11 @@ func newLabelPerplexityCmd(g *globals) *cobra.Command {
 perplexity of the reference answer (Ground_Truth) given the question without
 the snippet and with it (templates in label.DefaultPromptTemplate). The snippet
 is [HELPFUL] when it lowers perplexity by at least --margin (absolute, or
-relative with --relative). Scorers: t5:DIR (local, teacher-forced) or
+relative with --relative). Scorers: t5:DIR (local, teacher-forced),
+hf:DIR (a local T5 or Llama/Qwen2/Qwen3 decoder chosen by config.json
+model_type; a decoder scores prompt + " " + answer as vLLM's echo does, so
+it matches the same checkpoint served by ragforge serve --llm hf:DIR; a
+prompt over max_position_embeddings is an error, never truncated) or
 openai:URL[#model], a server returning prompt log-probabilities with
 echo=true (vLLM, ragforge serve); llama.cpp server and Ollama return only
 generated-token log-probabilities and are refused with a clear error.
@@ -282,7 +301,7 @@ interrupted run without rescoring finished pairs.`,
 	}
 	o.Candidates.add(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.Scorer, "scorer", "", "scorer LM: t5:DIR or openai:URL[#model] (required)")
+	f.StringVar(&o.Scorer, "scorer", "", "scorer LM: t5:DIR, hf:DIR or openai:URL[#model] (required)")
 	f.Float64Var(&o.Margin, "margin", 0, "minimum perplexity reduction for [HELPFUL]")
 	f.BoolVar(&o.Relative, "relative", false, "margin is relative: (ppl_without - ppl_with) / ppl_without")
 	f.DurationVar(&o.Timeout, "timeout", 120*time.Second, "per-request timeout (HTTP scorer)")
