@@ -1,10 +1,11 @@
 // Package tokenizer defines the common Tokenizer interface of ragforge's
 // models, loads a tokenizer directory (SentencePiece/T5 spiece.model, BERT
-// vocab.txt, or an HF tokenizer.json with a Unigram or WordPiece model), and
+// vocab.txt, or an HF tokenizer.json with a Unigram, WordPiece or byte-level
+// BPE model), and
 // encodes batches with HF semantics (truncation, stride windows, padding).
 //
-// Implementations live in the subpackages sentencepiece (T5) and wordpiece
-// (BERT).
+// Implementations live in the subpackages sentencepiece (T5), wordpiece
+// (BERT) and bpe (Llama 3, Qwen).
 package tokenizer
 
 import (
@@ -17,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/ragforge/ragforge/models/tokenizer/bpe"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/models/tokenizer/wordpiece"
 )
@@ -54,6 +56,8 @@ var (
 	_ Tokenizer      = (*wordpiece.Tokenizer)(nil)
 	_ SpecialWrapper = (*sentencepiece.T5)(nil)
 	_ SpecialWrapper = (*wordpiece.Tokenizer)(nil)
+	_ Tokenizer      = (*bpe.Tokenizer)(nil)
+	_ SpecialWrapper = (*bpe.Tokenizer)(nil)
 )
 
 // Load opens a tokenizer directory. It looks, in order, for spiece.model
@@ -159,7 +163,8 @@ func flatten(raw json.RawMessage) ([]component, error) {
 
 var sentinelRE = regexp.MustCompile(`^<extra_id_(\d+)>$`)
 
-// LoadJSON reads an HF tokenizer.json whose model is Unigram (built as a
+// LoadJSON reads an HF tokenizer.json whose model is BPE (byte-level, see
+// package bpe; the directory's tokenizer_config.json is read too), Unigram (built as a
 // sentencepiece.T5: the Precompiled normalizer's base64 charsmap, Metaspace
 // prefix and whitespace collapsing become the SentencePiece normalizer spec;
 // trailing <extra_id_k> vocabulary entries become the sentinels) or WordPiece
@@ -173,6 +178,10 @@ func LoadJSON(path string) (Tokenizer, error) {
 	var tj hfTokenizerJSON
 	if err := json.Unmarshal(buf, &tj); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	if tj.Model.Type == "BPE" {
+		// Byte-level BPE reads tokenizer_config.json beside it too.
+		return bpe.Load(filepath.Dir(path))
 	}
 	norms, err := flatten(tj.Normalizer)
 	if err != nil {
@@ -202,7 +211,7 @@ func LoadJSON(path string) (Tokenizer, error) {
 		}
 		tok, vocabLen = wp, n
 	default:
-		return nil, fmt.Errorf("load %s: field %q: model type %q not supported (Unigram, WordPiece)", path, "model.type", tj.Model.Type)
+		return nil, fmt.Errorf("load %s: field %q: model type %q not supported (Unigram, WordPiece, BPE)", path, "model.type", tj.Model.Type)
 	}
 	added := slices.Clone(tj.AddedTokens)
 	slices.SortFunc(added, func(a, b struct {
