@@ -1,13 +1,8 @@
 package bpe
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/ragforge/ragforge/models/tokenizer/internal/addedtokens"
 )
@@ -48,61 +43,11 @@ func (t *Tokenizer) addTokens(toks []string, special bool) []int {
 }
 
 // Save writes tokenizer.json (the file read, with the added tokens now
-// present) and tokenizer_config.json (the file read, or one naming the
-// special tokens, with added_tokens_decoder) to dir.
+// present) and tokenizer_config.json (the file read, or a new one, with
+// added_tokens_decoder) to dir.
 func (t *Tokenizer) Save(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("save bpe tokenizer: %w", err)
-	}
-	type entry struct {
-		ID int `json:"id"`
-		addedtokens.Entry
-	}
-	list := make([]entry, len(t.added))
-	dec := make(map[string]addedtokens.Entry, len(t.added))
-	for i, a := range t.added {
-		list[i] = entry{a.ID, a.Entry}
-		dec[strconv.Itoa(a.ID)] = a.Entry
-	}
-	doc := make(map[string]json.RawMessage, len(t.json))
-	for k, v := range t.json {
-		doc[k] = v
-	}
-	var err error
-	if doc["added_tokens"], err = marshal(list); err != nil {
-		return fmt.Errorf("save bpe tokenizer: %w", err)
-	}
-	cfg := make(map[string]json.RawMessage, len(t.rawC)+1)
-	for k, v := range t.rawC {
-		cfg[k] = v
-	}
-	if cfg["added_tokens_decoder"], err = marshal(dec); err != nil {
-		return fmt.Errorf("save bpe tokenizer: %w", err)
-	}
-	if t.rawC == nil {
-		cfg["tokenizer_class"] = json.RawMessage(`"PreTrainedTokenizerFast"`)
-	}
-	for name, v := range map[string]any{TokenizerFile: doc, ConfigFile: cfg} {
-		b, err := marshal(v)
-		if err != nil {
-			return fmt.Errorf("save bpe tokenizer: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return fmt.Errorf("save bpe tokenizer: %w", err)
-		}
+	if err := addedtokens.SaveTokenizerJSON(dir, t.json, t.rawC, t.added, "PreTrainedTokenizerFast"); err != nil {
+		return fmt.Errorf("save bpe tokenizer %s: %w", dir, err)
 	}
 	return nil
-}
-
-// marshal writes JSON as HF does: no HTML escaping, indented, so "<|im_start|>"
-// stays readable.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
