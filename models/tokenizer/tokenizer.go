@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -57,6 +58,12 @@ var (
 	_ SpecialWrapper = (*sentencepiece.T5)(nil)
 	_ SpecialWrapper = (*wordpiece.Tokenizer)(nil)
 	_ Tokenizer      = (*bpe.Tokenizer)(nil)
+	_ Tokenizer      = (*sentencepiece.Fast)(nil)
+	_ SpecialWrapper = (*sentencepiece.Fast)(nil)
+	_ JSONWriter     = (*sentencepiece.T5)(nil)
+	_ JSONWriter     = (*sentencepiece.Fast)(nil)
+	_ JSONWriter     = (*wordpiece.Tokenizer)(nil)
+	_ JSONWriter     = (*bpe.Tokenizer)(nil)
 	_ SpecialWrapper = (*bpe.Tokenizer)(nil)
 )
 
@@ -113,9 +120,10 @@ type hfTokenizerJSON struct {
 		Content string `json:"content"`
 		Special bool   `json:"special"`
 	} `json:"added_tokens"`
-	Normalizer   json.RawMessage `json:"normalizer"`
-	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
-	Model        struct {
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+	Model         struct {
 		Type                    string          `json:"type"`
 		Vocab                   json.RawMessage `json:"vocab"`
 		UnkID                   *int            `json:"unk_id"`
@@ -199,11 +207,21 @@ func LoadJSON(path string) (Tokenizer, error) {
 	}
 	switch tj.Model.Type {
 	case "Unigram":
-		t5, n, err := unigramFromJSON(&tj, norms, pres, special)
+		m, extra, nfkc, err := unigramFromJSON(&tj, norms, pres, special)
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %w", path, err)
 		}
-		tok, vocabLen = t5, n
+		var post struct{ Type string }
+		json.Unmarshal(tj.PostProcessor, &post)
+		if extra == 0 && post.Type != "" {
+			// Not T5 (no sentinels): the file's own added tokens and
+			// post-processor, e.g. XLM-R's <s> $A </s>.
+			return fastFromJSON(path, buf, m, nfkc)
+		}
+		if nfkc {
+			return nil, fmt.Errorf("load %s: field %q: NFKC without a precompiled charsmap is only read for non-T5 files", path, "normalizer")
+		}
+		tok, vocabLen = sentencepiece.NewT5(m, extra), m.Size()+extra
 	case "WordPiece":
 		wp, n, err := wordpieceFromJSON(&tj, norms)
 		if err != nil {
@@ -247,19 +265,26 @@ func LoadJSON(path string) (Tokenizer, error) {
 	return tok, nil
 }
 
-func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[int]bool) (*sentencepiece.T5, int, error) {
+// unigramFromJSON builds the SentencePiece model of a Unigram
+// tokenizer.json: pieces and scores, unk_id, control pieces from the
+// special added tokens, the Precompiled charsmap, Replace " {2,}" and
+// WhitespaceSplit as remove_extra_whitespaces, Metaspace's prefix as
+// add_dummy_prefix. It returns the number of trailing T5 sentinels (cut
+// from the pieces) and whether an NFKC normalizer node is present. Other
+// normalizer or pre-tokenizer types are refused by name.
+func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[int]bool) (*sentencepiece.Model, int, bool, error) {
 	var vocab [][2]json.RawMessage
 	if err := json.Unmarshal(tj.Model.Vocab, &vocab); err != nil {
-		return nil, 0, fmt.Errorf("field %q: %w", "model.vocab", err)
+		return nil, 0, false, fmt.Errorf("field %q: %w", "model.vocab", err)
 	}
 	pieces := make([]sentencepiece.Piece, len(vocab))
 	for i, v := range vocab {
 		if err := json.Unmarshal(v[0], &pieces[i].Piece); err != nil {
-			return nil, 0, fmt.Errorf("field %q: entry %d: %w", "model.vocab", i, err)
+			return nil, 0, false, fmt.Errorf("field %q: entry %d: %w", "model.vocab", i, err)
 		}
 		var score float64
 		if err := json.Unmarshal(v[1], &score); err != nil {
-			return nil, 0, fmt.Errorf("field %q: entry %d: %w", "model.vocab", i, err)
+			return nil, 0, false, fmt.Errorf("field %q: entry %d: %w", "model.vocab", i, err)
 		}
 		pieces[i].Score = float32(score)
 		pieces[i].Type = sentencepiece.Normal
@@ -272,7 +297,7 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 	extra := len(pieces) - base
 	for k := 0; k < extra; k++ {
 		if want := fmt.Sprintf("<extra_id_%d>", k); pieces[base+extra-1-k].Piece != want {
-			return nil, 0, fmt.Errorf("field %q: entry %d is %q, want %q (T5 sentinel order)", "model.vocab", base+extra-1-k, pieces[base+extra-1-k].Piece, want)
+			return nil, 0, false, fmt.Errorf("field %q: entry %d is %q, want %q (T5 sentinel order)", "model.vocab", base+extra-1-k, pieces[base+extra-1-k].Piece, want)
 		}
 	}
 	pieces = pieces[:base]
@@ -281,7 +306,7 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 	ts.ByteFallback = tj.Model.ByteFallback
 	ts.UnkID, ts.BOSID, ts.EOSID, ts.PadID = -1, -1, -1, -1
 	if tj.Model.UnkID == nil || *tj.Model.UnkID < 0 || *tj.Model.UnkID >= base {
-		return nil, 0, fmt.Errorf("field %q: missing or out of range", "model.unk_id")
+		return nil, 0, false, fmt.Errorf("field %q: missing or out of range", "model.unk_id")
 	}
 	ts.UnkID = int32(*tj.Model.UnkID)
 	for id := range pieces {
@@ -301,22 +326,32 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 		}
 	}
 	ns := sentencepiece.NormalizerSpec{EscapeWhitespaces: true}
+	nfkc := false
 	for _, c := range norms {
 		switch c.Type {
+		case "Sequence", "Strip":
+		case "NFKC":
+			nfkc = true
+		default:
+			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Precompiled, Replace, Strip, NFKC, Sequence)", "normalizer", c.Type)
 		case "Precompiled":
 			cm, err := base64.StdEncoding.DecodeString(c.PrecompiledCharsmap)
 			if err != nil {
-				return nil, 0, fmt.Errorf("field %q: %w", "normalizer.precompiled_charsmap", err)
+				return nil, 0, false, fmt.Errorf("field %q: %w", "normalizer.precompiled_charsmap", err)
 			}
 			ns.PrecompiledCharsmap = cm
 		case "Replace":
-			if string(c.Pattern) != "" && regexp.MustCompile(`" \{2,\}"`).Match(c.Pattern) {
-				ns.RemoveExtraWhitespaces = true
+			if !regexp.MustCompile(`" \{2,\}"`).Match(c.Pattern) {
+				return nil, 0, false, fmt.Errorf("field %q: Replace %s not supported (only runs of spaces, \" {2,}\")", "normalizer", c.Pattern)
 			}
+			ns.RemoveExtraWhitespaces = true
 		}
 	}
 	for _, c := range pres {
 		switch c.Type {
+		case "Sequence":
+		default:
+			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Metaspace, WhitespaceSplit, Sequence)", "pre_tokenizer", c.Type)
 		case "WhitespaceSplit":
 			ns.RemoveExtraWhitespaces = true
 		case "Metaspace":
@@ -325,9 +360,31 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 	}
 	m, err := sentencepiece.New(pieces, ts, ns)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
-	return sentencepiece.NewT5(m, extra), base + extra, nil
+	return m, extra, nfkc, nil
+}
+
+// fastFromJSON wraps m in the tokenizer.json pipeline of path (added tokens,
+// post-processor) with tokenizer_config.json beside it when present.
+func fastFromJSON(path string, buf []byte, m *sentencepiece.Model, nfkc bool) (Tokenizer, error) {
+	var doc, cfg map[string]json.RawMessage
+	if err := json.Unmarshal(buf, &doc); err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	cpath := filepath.Join(filepath.Dir(path), "tokenizer_config.json")
+	if cbuf, err := os.ReadFile(cpath); err == nil {
+		if err := json.Unmarshal(cbuf, &cfg); err != nil {
+			return nil, fmt.Errorf("load %s: %w", cpath, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	f, err := sentencepiece.NewFast(m, nfkc, doc, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return f, nil
 }
 
 func wordpieceFromJSON(tj *hfTokenizerJSON, norms []component) (*wordpiece.Tokenizer, int, error) {

@@ -51,3 +51,8 @@ func (t *Tokenizer) Save(dir string) error {
 	}
 	return nil
 }
+
+// TokenizerJSON returns the tokenizer.json read, with the added tokens now present.
+func (t *Tokenizer) TokenizerJSON() ([]byte, error) {
+	return addedtokens.TokenizerJSON(t.json, t.added)
+}

@@ -23,6 +23,19 @@ func MarshalJSON(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// TokenizerJSON returns the nodes of doc with added_tokens replaced by added.
+func TokenizerJSON(doc map[string]json.RawMessage, added []Pattern) ([]byte, error) {
+	doc = maps.Clone(doc)
+	if doc == nil {
+		doc = map[string]json.RawMessage{}
+	}
+	var err error
+	if doc["added_tokens"], err = MarshalJSON(added); err != nil {
+		return nil, fmt.Errorf("tokenizer.json: %w", err)
+	}
+	return MarshalJSON(doc)
+}
+
 // SaveTokenizerJSON writes dir/tokenizer.json, the nodes of doc with
 // added_tokens replaced by added, and dir/tokenizer_config.json, the fields
 // of cfg (nil: a new file naming tokenizerClass) with added_tokens_decoder
@@ -36,29 +49,27 @@ func SaveTokenizerJSON(dir string, doc, cfg map[string]json.RawMessage, added []
 	for _, a := range added {
 		dec[strconv.Itoa(a.ID)] = a.Entry
 	}
-	doc = maps.Clone(doc)
-	if doc == nil {
-		doc = map[string]json.RawMessage{}
-	}
 	newCfg := maps.Clone(cfg)
 	if newCfg == nil {
 		newCfg = map[string]json.RawMessage{"tokenizer_class": json.RawMessage(strconv.Quote(tokenizerClass))}
 	}
 	var err error
-	if doc["added_tokens"], err = MarshalJSON(added); err != nil {
-		return fmt.Errorf("save tokenizer.json: %w", err)
-	}
 	if newCfg["added_tokens_decoder"], err = MarshalJSON(dec); err != nil {
 		return fmt.Errorf("save %s: %w", ConfigFile, err)
 	}
-	for name, v := range map[string]any{"tokenizer.json": doc, ConfigFile: newCfg} {
-		b, err := MarshalJSON(v)
-		if err != nil {
-			return fmt.Errorf("save %s: %w", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return fmt.Errorf("save tokenizer: %w", err)
-		}
+	tj, err := TokenizerJSON(doc, added)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o644); err != nil {
+		return fmt.Errorf("save tokenizer: %w", err)
+	}
+	b, err := MarshalJSON(newCfg)
+	if err != nil {
+		return fmt.Errorf("save %s: %w", ConfigFile, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+		return fmt.Errorf("save tokenizer: %w", err)
 	}
 	return nil
 }
