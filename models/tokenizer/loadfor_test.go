@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/internal/testutil"
+	"github.com/ragforge/ragforge/models/tokenizer/bpe"
 )
 
 func TestLoadForRefusesATokenizerLargerThanTheModel(t *testing.T) {
@@ -26,5 +29,23 @@ func TestLoadForRefusesATokenizerLargerThanTheModel(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), filepath.Join(dir, "vocab.txt"))):
 			t.Errorf("vocab_size %d: error %v, want one naming vocab.txt and %q", tc.vocabSize, err, tc.want)
 		}
+	}
+}
+
+// A directory with a byte-level BPE tokenizer.json loads through Load.
+func TestLoadBPE(t *testing.T) {
+	dir := testutil.SharedPath(t, "fixtures/tokenizer-qwen3")
+	tok, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tok.(*bpe.Tokenizer); !ok || tok.Len() != 151669 || tok.EOSID() != 151645 {
+		t.Fatalf("Load(%s) = %T with %d tokens, eos %d", dir, tok, tok.Len(), tok.EOSID())
+	}
+	if got := tok.Encode("Fixação em formol", false); len(got) == 0 || tok.Decode(got, false) != "Fixação em formol" {
+		t.Errorf("encode/decode: %v → %q", got, tok.Decode(got, false))
+	}
+	if _, err := LoadFor(dir, 151936); err != nil {
+		t.Errorf("LoadFor with Qwen3's vocab_size 151936: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package bpe
 
 import (
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/ragforge/ragforge/models/tokenizer/internal/postprocess"
@@ -108,20 +109,27 @@ func (t *Tokenizer) EncodeOffsets(text string, addSpecial bool) ([]int, [][2]int
 	for i, e := range enc {
 		ids[i], offs[i] = e.id, [2]int{e.start, e.end}
 		if t.post.TrimOffsets {
-			s, e := offs[i][0], offs[i][1]
-			for s < e && text[s] == ' ' {
-				s++
-			}
-			for e > s && text[e-1] == ' ' {
-				e--
-			}
-			offs[i] = [2]int{s, e}
+			offs[i] = trimSpaces(t.IDToToken(e.id), offs[i])
 		}
 	}
 	if addSpecial {
 		return t.post.Single(ids, offs)
 	}
 	return ids, offs
+}
+
+// trimSpaces is ByteLevel's process_offsets: a token whose text starts (ends)
+// with 'Ġ' spaces has that many bytes cut from the start (end) of its span.
+func trimSpaces(tok string, off [2]int) [2]int {
+	lead := len(tok) - len(strings.TrimLeft(tok, "Ġ"))
+	trail := len(tok) - len(strings.TrimRight(tok, "Ġ"))
+	if lead == len(tok) {
+		trail = 0
+	}
+	n := len("Ġ")
+	s := min(off[0]+lead/n, off[1])
+	e := max(off[1]-trail/n, s)
+	return [2]int{s, e}
 }
 
 // Tokenize returns the vocabulary strings of Encode(text, false) (byte-level

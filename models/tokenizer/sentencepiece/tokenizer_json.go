@@ -1,13 +1,12 @@
 package sentencepiece
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/ragforge/ragforge/models/tokenizer/internal/addedtokens"
+	"github.com/ragforge/ragforge/models/tokenizer/internal/postprocess"
 )
 
 // TokenizerJSONFile is the HF tokenizers file a fast tokenizer loads.
@@ -16,11 +15,6 @@ const TokenizerJSONFile = "tokenizer.json"
 // The node types below serialize as HF tokenizers (Rust, >= 0.19) writes
 // them, field for field, so AutoTokenizer loads the file without converting
 // spiece.model.
-
-type tjAddedToken struct {
-	ID int `json:"id"`
-	addedtokens.Entry
-}
 
 type tjNode map[string]any
 
@@ -32,16 +26,30 @@ type tjUnigram struct {
 }
 
 type tokenizerJSON struct {
-	Version       string         `json:"version"`
-	Truncation    any            `json:"truncation"`
-	Padding       any            `json:"padding"`
-	AddedTokens   []tjAddedToken `json:"added_tokens"`
-	Normalizer    tjNode         `json:"normalizer"`
-	PreTokenizer  tjNode         `json:"pre_tokenizer"`
-	PostProcessor tjNode         `json:"post_processor"`
-	Decoder       tjNode         `json:"decoder"`
-	Model         tjUnigram      `json:"model"`
+	Version       string                `json:"version"`
+	Truncation    any                   `json:"truncation"`
+	Padding       any                   `json:"padding"`
+	AddedTokens   []addedtokens.Pattern `json:"added_tokens"`
+	Normalizer    tjNode                `json:"normalizer"`
+	PreTokenizer  tjNode                `json:"pre_tokenizer"`
+	PostProcessor tjNode                `json:"post_processor"`
+	Decoder       tjNode                `json:"decoder"`
+	Model         tjUnigram             `json:"model"`
 }
+
+// Framing is the special tokens a written tokenizer.json's post-processor
+// adds around a sequence.
+type Framing int
+
+const (
+	// FrameEOS is T5's "$A </s>" (pair "$A </s> $B </s>").
+	FrameEOS Framing = iota
+	// FrameBOSEOS is XLM-R's "<s> $A </s>" (pair "<s> $A </s> </s> $B </s>").
+	FrameBOSEOS
+)
+
+// TokenizerJSON is TokenizerJSONFramed(FrameEOS), the file T5TokenizerFast reads.
+func (t *T5) TokenizerJSON() ([]byte, error) { return t.TokenizerJSONFramed(FrameEOS) }
 
 // TokenizerJSON returns the tokenizer.json that transformers' T5Converter
 // (convert_slow_tokenizer.py, SpmConverter with legacy=True) writes for t,
@@ -56,13 +64,15 @@ type tokenizerJSON struct {
 //   - pre_tokenizer and decoder: Metaspace("▁", prepend_scheme "always",
 //     split) when the model adds a dummy prefix ("never" otherwise);
 //   - post_processor: TemplateProcessing appending </s> (single: $A </s>,
-//     pair: $A </s> $B </s>);
+//     pair: $A </s> $B </s>), or with FrameBOSEOS XLMRobertaConverter's
+//     <s> $A </s> (pair: <s> $A </s> </s> $B </s>);
 //   - added_tokens: control and unknown pieces, the sentinels and the added
 //     tokens (e.g. [HELPFUL]) in id order, with the flags Save writes into
 //     tokenizer_config.json's added_tokens_decoder.
 //
-// Errors: a model that is not Unigram, or one without </s>.
-func (t *T5) TokenizerJSON() ([]byte, error) {
+// Errors: a model that is not Unigram, one without </s>, or, with
+// FrameBOSEOS, one without <s>.
+func (t *T5) TokenizerJSONFramed(framing Framing) ([]byte, error) {
 	sp := t.sp
 	if sp.trainer.ModelType != 1 {
 		return nil, fmt.Errorf("tokenizer.json: model type %d, only Unigram (1) is written", sp.trainer.ModelType)
@@ -79,17 +89,17 @@ func (t *T5) TokenizerJSON() ([]byte, error) {
 	for k := t.extraIDs - 1; k >= 0; k-- {
 		vocab = append(vocab, [2]any{fmt.Sprintf("<extra_id_%d>", k), 0.0})
 	}
-	var added []tjAddedToken
+	var added []addedtokens.Pattern
 	for id, p := range sp.pieces {
 		if p.Type == Control || p.Type == Unknown {
-			added = append(added, tjAddedToken{id, addedtokens.Entry{Content: p.Piece, Special: true}})
+			added = append(added, addedtokens.Pattern{ID: id, Entry: addedtokens.Entry{Content: p.Piece, Special: true}})
 		}
 	}
 	for id := n; id < n+t.extraIDs; id++ {
-		added = append(added, tjAddedToken{id, addedtokens.Entry{Content: t.IDToToken(id), LStrip: true, RStrip: true, Special: true}})
+		added = append(added, addedtokens.Pattern{ID: id, Entry: addedtokens.Entry{Content: t.IDToToken(id), LStrip: true, RStrip: true, Special: true}})
 	}
 	for i, a := range t.added {
-		added = append(added, tjAddedToken{n + t.extraIDs + i, addedtokens.Entry{Content: a.Content, Normalized: !a.Special, Special: a.Special}})
+		added = append(added, addedtokens.Pattern{ID: n + t.extraIDs + i, Entry: addedtokens.Entry{Content: a.Content, Normalized: !a.Special, Special: a.Special}})
 	}
 	sort.Slice(added, func(i, j int) bool { return added[i].ID < added[j].ID })
 
@@ -106,29 +116,33 @@ func (t *T5) TokenizerJSON() ([]byte, error) {
 		scheme = "never"
 	}
 	meta := tjNode{"type": "Metaspace", "replacement": "▁", "prepend_scheme": scheme, "split": true}
-	eosTok := sp.IDToPiece(eos)
-	seq := func(id string) tjNode { return tjNode{"Sequence": tjNode{"id": id, "type_id": 0}} }
-	special := tjNode{"SpecialToken": tjNode{"id": eosTok, "type_id": 0}}
-	doc := tokenizerJSON{
-		Version:      "1.0",
-		AddedTokens:  added,
-		Normalizer:   tjNode{"type": "Sequence", "normalizers": norms},
-		PreTokenizer: meta,
-		PostProcessor: tjNode{
-			"type":           "TemplateProcessing",
-			"single":         []any{seq("A"), special},
-			"pair":           []any{seq("A"), special, seq("B"), special},
-			"special_tokens": tjNode{eosTok: tjNode{"id": eosTok, "ids": []int{eos}, "tokens": []string{eosTok}}},
-		},
-		Decoder: meta,
-		Model:   tjUnigram{Type: "Unigram", UnkID: sp.UnkID(), Vocab: vocab, ByteFallback: sp.trainer.ByteFallback},
+	eosTok := postprocess.Special{Token: sp.IDToPiece(eos), ID: eos}
+	var post tjNode
+	switch framing {
+	case FrameEOS:
+		post = postprocess.TemplateJSON(nil, []postprocess.Special{eosTok}, nil, 0)
+	case FrameBOSEOS:
+		bos := sp.BOSID()
+		if bos < 0 || bos >= n {
+			return nil, errors.New("tokenizer.json: <s> … </s> framing asked, but the model has no <s> piece")
+		}
+		bosTok := postprocess.Special{Token: sp.IDToPiece(bos), ID: bos}
+		post = postprocess.TemplateJSON([]postprocess.Special{bosTok}, []postprocess.Special{eosTok}, []postprocess.Special{eosTok}, 0)
+	default:
+		return nil, fmt.Errorf("tokenizer.json: framing %d unknown", framing)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	doc := tokenizerJSON{
+		Version:       "1.0",
+		AddedTokens:   added,
+		Normalizer:    tjNode{"type": "Sequence", "normalizers": norms},
+		PreTokenizer:  meta,
+		PostProcessor: post,
+		Decoder:       meta,
+		Model:         tjUnigram{Type: "Unigram", UnkID: sp.UnkID(), Vocab: vocab, ByteFallback: sp.trainer.ByteFallback},
+	}
+	buf, err := addedtokens.MarshalJSON(doc)
+	if err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
-	return buf.Bytes(), nil
+	return buf, nil
 }

@@ -6,9 +6,10 @@ import (
 )
 
 // Pattern is an added token to split out of text, with the flags of HF
-// tokenizers' AddedToken that change where it matches.
+// tokenizers' AddedToken that change where it matches. It marshals as an
+// entry of tokenizer.json's added_tokens.
 type Pattern struct {
-	ID int
+	ID int `json:"id"`
 	Entry
 }
 
