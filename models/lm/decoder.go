@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -258,13 +257,13 @@ func (d *Decoder) GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (G
 		for t, id := range ts.ids {
 			row := g.StepLogits[t][0]
 			v := LogSoftmaxAt(row, id)
-			s := d.Tokenizer.Decode([]int{id}, false)
+			s := d.tokenText(id)
 			lp.Tokens = append(lp.Tokens, s)
 			lp.TokenLogprobs = append(lp.TokenLogprobs, &v)
 			lp.TextOffset = append(lp.TextOffset, chars)
 			chars += utf8.RuneCountInString(s)
 			if opt.Logprobs > 0 {
-				lp.TopLogprobs = append(lp.TopLogprobs, d.topLogprobs(row, opt.Logprobs))
+				lp.TopLogprobs = append(lp.TopLogprobs, topLogprobs(row, opt.Logprobs, d.tokenText))
 			}
 		}
 		r.Logprobs = lp
@@ -272,23 +271,8 @@ func (d *Decoder) GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (G
 	return r, nil
 }
 
-// topLogprobs returns the k most likely tokens of a logit row by their
-// text (the OpenAI completions top_logprobs map).
-func (d *Decoder) topLogprobs(row []float32, k int) map[string]float64 {
-	idx := make([]int, len(row))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return row[idx[a]] > row[idx[b]] })
-	out := map[string]float64{}
-	for _, i := range idx[:min(k, len(idx))] {
-		s := d.Tokenizer.Decode([]int{i}, false)
-		if _, dup := out[s]; !dup {
-			out[s] = LogSoftmaxAt(row, i)
-		}
-	}
-	return out
-}
+// tokenText is one token's text as the logprobs objects show it.
+func (d *Decoder) tokenText(id int) string { return d.Tokenizer.Decode([]int{id}, false) }
 
 // EchoIDs are the ids Echo scores: text with the tokenizer's specials.
 func (d *Decoder) EchoIDs(text string) []int { return d.PromptIDs(text) }
@@ -342,7 +326,7 @@ func (d *Decoder) Echo(ctx context.Context, text string, maxTokens, top int) (lp
 				row := lg[(t-1)*V : t*V]
 				v := LogSoftmaxAt(row, ids[t])
 				lp.TokenLogprobs = append(lp.TokenLogprobs, &v)
-				lp.TopLogprobs = append(lp.TopLogprobs, d.topLogprobs(row, top))
+				lp.TopLogprobs = append(lp.TopLogprobs, topLogprobs(row, top, d.tokenText))
 			}
 		} else {
 			sc, err := d.Model.ContinuationLogProbs([]decoder.Pair{{Prompt: ids[:1], Continuation: ids[1:]}})

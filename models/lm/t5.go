@@ -312,7 +312,7 @@ func (l *T5) generatedLogprobs(ids, gen []int, top int) (*openai.Logprobs, error
 		lp.TextOffset = append(lp.TextOffset, chars)
 		chars += utf8.RuneCountInString(s)
 		if top > 0 {
-			lp.TopLogprobs = append(lp.TopLogprobs, l.topLogprobs(row, top))
+			lp.TopLogprobs = append(lp.TopLogprobs, topLogprobs(row, top, l.PieceText))
 		}
 	}
 	return lp, nil
@@ -321,24 +321,6 @@ func (l *T5) generatedLogprobs(ids, gen []int, top int) (*openai.Logprobs, error
 // PieceText is a token's text: its piece with ▁ as a space.
 func (l *T5) PieceText(id int) string {
 	return strings.ReplaceAll(l.Tokenizer.IDToToken(id), "▁", " ")
-}
-
-// topLogprobs returns the k most likely tokens of a logit row by their
-// text (the OpenAI completions top_logprobs map).
-func (l *T5) topLogprobs(row []float32, k int) map[string]float64 {
-	idx := make([]int, len(row))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return row[idx[a]] > row[idx[b]] })
-	out := map[string]float64{}
-	for _, i := range idx[:min(k, len(idx))] {
-		s := l.PieceText(i)
-		if _, dup := out[s]; !dup {
-			out[s] = LogSoftmaxAt(row, i)
-		}
-	}
-	return out
 }
 
 // Seq2SeqScore is the encoder-decoder scoring of /v1/completions'
@@ -376,7 +358,7 @@ func (l *T5) Seq2SeqScore(ctx context.Context, encoderInput, target string, top 
 		lp.TextOffset = append(lp.TextOffset, chars)
 		chars += utf8.RuneCountInString(s)
 		if top > 0 {
-			lp.TopLogprobs = append(lp.TopLogprobs, l.topLogprobs(logits[t*V:(t+1)*V], top))
+			lp.TopLogprobs = append(lp.TopLogprobs, topLogprobs(logits[t*V:(t+1)*V], top, l.PieceText))
 		}
 	}
 	return lp, len(in), nil
@@ -445,7 +427,7 @@ func (l *T5) Echo(ctx context.Context, text string, maxTokens, top int) (lp *ope
 				v := LogSoftmaxAt(row, toks[t].ID)
 				lp.TokenLogprobs = append(lp.TokenLogprobs, &v)
 				if top > 0 {
-					lp.TopLogprobs = append(lp.TopLogprobs, l.topLogprobs(row, top))
+					lp.TopLogprobs = append(lp.TopLogprobs, topLogprobs(row, top, l.PieceText))
 				}
 			}
 		}
@@ -464,11 +446,11 @@ func (l *T5) Echo(ctx context.Context, text string, maxTokens, top int) (lp *ope
 			break
 		}
 		v := LogSoftmaxAt(last, best)
-		s := strings.ReplaceAll(sp.IDToToken(best), "▁", " ")
+		s := l.PieceText(best)
 		lp.Tokens = append(lp.Tokens, s)
 		lp.TokenLogprobs = append(lp.TokenLogprobs, &v)
 		if top > 0 {
-			lp.TopLogprobs = append(lp.TopLogprobs, l.topLogprobs(last, top))
+			lp.TopLogprobs = append(lp.TopLogprobs, topLogprobs(last, top, l.PieceText))
 		}
 		lp.TextOffset = append(lp.TextOffset, chars)
 		chars += utf8.RuneCountInString(s)
@@ -476,6 +458,25 @@ func (l *T5) Echo(ctx context.Context, text string, maxTokens, top int) (lp *ope
 		dec = append(dec, best)
 	}
 	return lp, completion, len(toks), genTokens, nil
+}
+
+// topLogprobs returns the k most likely tokens of a logit row by their
+// text (the OpenAI completions top_logprobs map; a text two tokens share
+// keeps the likelier).
+func topLogprobs(row []float32, k int, text func(id int) string) map[string]float64 {
+	idx := make([]int, len(row))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return row[idx[a]] > row[idx[b]] })
+	out := map[string]float64{}
+	for _, i := range idx[:min(k, len(idx))] {
+		s := text(i)
+		if _, dup := out[s]; !dup {
+			out[s] = LogSoftmaxAt(row, i)
+		}
+	}
+	return out
 }
 
 // LogSoftmaxAt is log softmax(row)[i], computed in float64 with the maximum
