@@ -139,6 +139,17 @@ func TestDecoderChatCompletions(t *testing.T) {
 	if text.String() != want.Text {
 		t.Errorf("streamed %q, want %q", text.String(), want.Text)
 	}
+	// stop: the text ends before the stop string (finish "stop").
+	if len(want.Text) >= 2 {
+		stop := want.Text[1:2]
+		code, b = f.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": msgs, "max_tokens": 6, "temperature": 0, "stop": stop}, "")
+		var sc openai.ChatResponse
+		decodeInto(t, b, &sc)
+		cut, _ := lm.CutStop(want.Text, []string{stop})
+		if code != 200 || sc.Choices[0].Message.Content != cut || sc.Choices[0].FinishReason != "stop" {
+			t.Errorf("stop %q: %d %q %s, want %q", stop, code, sc.Choices[0].Message.Content, sc.Choices[0].FinishReason, cut)
+		}
+	}
 	// Over the context (128 positions): refused, not truncated.
 	long := []openai.Message{{Role: "user", Content: strings.Repeat("uric acid crystals ", 60)}}
 	code, b = f.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": long, "max_tokens": 4}, "")
@@ -159,5 +170,19 @@ func TestDecoderChatCompletions(t *testing.T) {
 	lp := cr.Choices[0].Logprobs
 	if lp == nil || !strings.HasPrefix(strings.Join(lp.Tokens, ""), "Gout is uric acid.") || lp.TokenLogprobs[0] != nil || lp.TokenLogprobs[1] == nil {
 		t.Errorf("echo logprobs %+v", lp)
+	}
+	// prompt_logprobs (vLLM): one entry per prompt token, keyed by its id.
+	code, b = f.call(t, "POST", "/v1/completions", map[string]any{"prompt": "Gout is uric acid.", "max_tokens": 1, "prompt_logprobs": 0}, "")
+	if code != 200 {
+		t.Fatalf("prompt_logprobs: %d %s", code, b)
+	}
+	decodeInto(t, b, &cr)
+	eids := local.EchoIDs("Gout is uric acid.")
+	pl := cr.Choices[0].PromptLogprobs
+	if len(pl) != len(eids) || pl[0] != nil {
+		t.Fatalf("prompt_logprobs %v for eids %v", pl, eids)
+	}
+	if e, ok := pl[1][fmt.Sprint(eids[1])]; !ok || e.Logprob != *lp.TokenLogprobs[1] {
+		t.Errorf("prompt_logprobs[1] %v, want id %d with %v", pl[1], eids[1], *lp.TokenLogprobs[1])
 	}
 }
