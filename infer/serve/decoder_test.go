@@ -151,10 +151,27 @@ func TestDecoderChatCompletions(t *testing.T) {
 		}
 	}
 	// Over the context (128 positions): refused, not truncated.
+	var cr0 openai.CompletionResponse
 	long := []openai.Message{{Role: "user", Content: strings.Repeat("uric acid crystals ", 60)}}
 	code, b = f.call(t, "POST", "/v1/chat/completions", map[string]any{"messages": long, "max_tokens": 4}, "")
 	if code != 400 || !strings.Contains(string(b), "maximum context length is 128 tokens") {
 		t.Errorf("long prompt: %d %s", code, b)
+	}
+	// Without max_tokens the default (16) is bounded by what the context
+	// leaves: a 120-token prompt gets at most 8 new tokens, not a 400.
+	near := strings.Repeat("a ", 200)
+	pids := local.PromptIDs(near)
+	for len(pids) > 120 {
+		near = near[:len(near)-2]
+		pids = local.PromptIDs(near)
+	}
+	if len(pids) <= 128-16 {
+		t.Fatalf("prompt of %d tokens leaves room for the default 16", len(pids))
+	}
+	code, b = f.call(t, "POST", "/v1/completions", map[string]any{"prompt": near, "temperature": 0}, "")
+	decodeInto(t, b, &cr0)
+	if code != 200 || cr0.Usage.CompletionTokens > 128-len(pids) {
+		t.Errorf("%d-token prompt without max_tokens: %d %s", len(pids), code, b)
 	}
 	code, b = f.call(t, "POST", "/v1/completions", map[string]any{"prompt": "short", "max_tokens": 200}, "")
 	if code != 400 || !strings.Contains(string(b), "maximum context length is 128 tokens") {

@@ -71,3 +71,15 @@ func (l *LocalLM) Complete(ctx context.Context, prompt string, maxTokens int) (s
 	r, err := l.GenerateIDs(ctx, ids, lm.GenOptions{MaxTokens: maxTokens, Logprobs: -1})
 	return r.Text, err
 }
+
+// defaultMaxTokens is the generation length of a request that sets no
+// max_tokens: def, bounded by what the context leaves after the prompt
+// for a model with a context length (a decoder), as vLLM bounds it. A
+// prompt that fills the context keeps def and is refused by the model.
+func (l *LocalLM) defaultMaxTokens(promptTokens, def int) int {
+	c, ok := l.Local.(interface{ MaxContext() int })
+	if !ok || c.MaxContext()-promptTokens < 1 {
+		return def
+	}
+	return min(def, c.MaxContext()-promptTokens)
+}

@@ -131,6 +131,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", lm.ErrBadPrompt, err)
 	}
+	if maxTok == nil {
+		opt.MaxTokens = l.defaultMaxTokens(len(ids), opt.MaxTokens)
+	}
 	resp := openai.ChatResponse{ID: id, Object: "chat.completion", Created: created, Model: l.Name()}
 	var st *sse
 	if req.Stream {

@@ -247,6 +247,9 @@ func (c *completionRun) generate(ctx context.Context, p prompt, o lm.GenOptions,
 	if ids == nil {
 		ids = c.l.PromptIDs(p.text)
 	}
+	if c.req.MaxTokens == nil {
+		o.MaxTokens = c.l.defaultMaxTokens(len(ids), o.MaxTokens)
+	}
 	if c.st != nil {
 		o.OnText = func(delta string) error {
 			return c.st.send(c.response([]openai.CompletionChoice{{Index: idx, Text: delta}}))
