@@ -11,11 +11,20 @@
 //   - Perplexity: exp of the mean negative log-likelihood over the
 //     continuation's tokens (one function, used everywhere).
 //
-// Backends: T5 (encoder-decoder, models/t5; T5 generates, serves the
-// OpenAI completions forms and scores through T5Scorer) and the
-// OpenAI-compatible client (models/openai: OpenAI generates through
-// /v1/chat/completions, HTTPScorer scores through /v1/completions with
-// echo + logprobs or ragforge's encoder_input extension).
+// Backends, one file each:
+//
+//   - T5 (t5.go, t5scorer.go): encoder-decoder (models/t5); it generates,
+//     serves the OpenAI completions forms and scores through T5Scorer;
+//   - Decoder (decoder.go): Llama / Qwen2 / Qwen3 decoder-only models
+//     (models/decoder) with their byte-level BPE tokenizer and chat
+//     template (models/tokenizer/bpe), scoring as vLLM's echo does;
+//   - the OpenAI-compatible client (openai.go, models/openai): OpenAI
+//     generates through /v1/chat/completions, HTTPScorer scores through
+//     /v1/completions with echo + logprobs or ragforge's encoder_input
+//     extension.
+//
+// Load opens a model directory by its config.json model_type (Families);
+// Local is what infer/serve needs of a model it runs itself.
 //
 // Determinism: generators derive prompt i's random stream from Options.Seed
 // and a hash of prompt i itself (ItemSeed), never from its position in the
