@@ -7,7 +7,8 @@
 //   - PerplexityLabeler (RAG² §3.1): a snippet is [HELPFUL] when adding it to
 //     the prompt lowers a scorer LM's perplexity of the question's rationale
 //     (or reference answer) by at least a margin. Scorers are any
-//     models/lm.Scorer: a local seq2seq model (lm.T5Scorer) or an
+//     models/lm.Scorer: a local seq2seq model (lm.T5Scorer), a local
+//     Llama/Qwen decoder (lm.Decoder, scoring as vLLM's echo) or an
 //     OpenAI-compatible /v1/completions server that returns prompt
 //     log-probabilities (lm.HTTPScorer).
 //   - EvidenceLabeler: BM25 (or any retrieval.Retriever) candidates are
