@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -236,4 +237,39 @@ func TestContinuationLogProbs(t *testing.T) {
 // plugin is installed (skipped otherwise).
 func TestXLAFixtureParity(t *testing.T) {
 	xlatest.RunXLAParity(t, "^(TestForwardRightPadding|TestForwardLeftPadding|TestContinuationLogProbs|TestGenerateGreedy|TestGenerateKVCacheEqualsRecompute|TestLoRAForwardLoss)$")
+}
+
+func TestInputRefusals(t *testing.T) {
+	_, m := loadFixture(t, "qwen2-tiny")
+	long := make([]int, 129)
+	cases := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"ragged ids", func() error { _, err := m.Logits([][]int{{1, 2}, {3}}, nil, nil); return err }, "input_ids row 1 has length 1, row 0 has 2"},
+		{"id outside vocab", func() error { _, err := m.Logits([][]int{{1, 512}}, nil, nil); return err }, "id 512 outside [0,512)"},
+		{"mask rows", func() error { _, err := m.Logits([][]int{{1, 2}}, [][]int{{1, 1}, {1, 1}}, nil); return err }, "attention_mask has 2 rows"},
+		{"position beyond context", func() error { _, err := m.Logits([][]int{{1, 2}}, nil, [][]int{{0, 128}}); return err }, "max_position_embeddings 128"},
+		{"empty prompt", func() error {
+			_, err := m.ContinuationLogProbs([]Pair{{Prompt: nil, Continuation: []int{1}}})
+			return err
+		}, "pair 0: empty prompt"},
+		{"empty continuation", func() error {
+			_, err := m.ContinuationLogProbs([]Pair{{Prompt: []int{1}}})
+			return err
+		}, "pair 0: empty continuation"},
+		{"pair beyond context", func() error {
+			_, err := m.ContinuationLogProbs([]Pair{{Prompt: long, Continuation: []int{1}}})
+			return err
+		}, "130 tokens exceed max_position_embeddings 128"},
+		{"loss label", func() error { _, err := m.Loss([][]int{{1, 2}}, nil, [][]int{{-100, 600}}); return err }, "600 outside [0,512) and not -100"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.run(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
 }
