@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/internal/catch"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/t5"
 )
 
@@ -69,23 +70,6 @@ func (m *Model) checkBatch(what string, ids, mask, pos [][]int) (_, _ [][]int, B
 	return mask, pos, B, L, nil
 }
 
-// intTensor packs v [B, ≤Lp] into an int32 tensor [B, Lp]; missing
-// trailing entries are fill.
-func intTensor(v [][]int, Lp, fill int) *tensors.Tensor {
-	B := len(v)
-	out := make([]int32, B*Lp)
-	for r, row := range v {
-		for c := range Lp {
-			x := fill
-			if c < len(row) {
-				x = row[c]
-			}
-			out[r*Lp+c] = int32(x)
-		}
-	}
-	return tensors.FromFlatDataAndDimensions(out, B, Lp)
-}
-
 // padID is the id written into padding slots (pad_token_id, else 0).
 func (m *Model) padID() int { return max(m.Config.PadTokenID, 0) }
 
@@ -117,28 +101,6 @@ func (m *Model) run(key string, fn any, args ...any) ([]*tensors.Tensor, error) 
 	return out, nil
 }
 
-// cropAxis1 returns t [B, Lp, rest...] cut to [B, L, rest...] (float32).
-func cropAxis1(t *tensors.Tensor, L int) (*tensors.Tensor, error) {
-	dims := t.Shape().Dimensions
-	if dims[1] == L {
-		return t, nil
-	}
-	flat, err := tensors.CopyFlatData[float32](t)
-	if err != nil {
-		return nil, err
-	}
-	inner := 1
-	for _, d := range dims[2:] {
-		inner *= d
-	}
-	out := make([]float32, 0, dims[0]*L*inner)
-	for b := range dims[0] {
-		off := b * dims[1] * inner
-		out = append(out, flat[off:off+L*inner]...)
-	}
-	return tensors.FromFlatDataAndDimensions(out, append([]int{dims[0], L}, dims[2:]...)...), nil
-}
-
 // Output is what Forward returns, all float32.
 type Output struct {
 	Logits          *tensors.Tensor   // [B, L, vocab]
@@ -165,19 +127,19 @@ func (m *Model) Forward(ids, mask, pos [][]int) (*Output, error) {
 		return append([]*graph.Node{m.Linear(ctx, "lm_head", h), h}, keep...)
 	}
 	out, err := m.run(fmt.Sprintf("forward/%dx%d", B, Lp), fn,
-		intTensor(ids, Lp, m.padID()), intTensor(mask, Lp, 0), intTensor(pos, Lp, 0))
+		nn.IntTensor(ids, Lp, m.padID()), nn.IntTensor(mask, Lp, 0), nn.IntTensor(pos, Lp, 0))
 	if err != nil {
 		return nil, err
 	}
 	res := &Output{HiddenStates: make([]*tensors.Tensor, N)}
-	if res.Logits, err = cropAxis1(out[0], L); err != nil {
+	if res.Logits, err = nn.CropAxis1(out[0], L); err != nil {
 		return nil, err
 	}
-	if res.LastHiddenState, err = cropAxis1(out[1], L); err != nil {
+	if res.LastHiddenState, err = nn.CropAxis1(out[1], L); err != nil {
 		return nil, err
 	}
 	for i := range N {
-		if res.HiddenStates[i], err = cropAxis1(out[2+i], L); err != nil {
+		if res.HiddenStates[i], err = nn.CropAxis1(out[2+i], L); err != nil {
 			return nil, err
 		}
 	}
@@ -283,7 +245,7 @@ func (m *Model) ContinuationLogProbs(pairs []Pair) ([]Score, error) {
 		return m.targetLogProbsGraph(ctx, m.HiddenGraph(ctx, ids, mask, pos, nil), sel, tgt, valid)
 	}
 	out, err := m.run(fmt.Sprintf("logprobs/%dx%dx%d", B, Lp, Tp), fn,
-		intTensor(ids, Lp, m.padID()), intTensor(mask, Lp, 0), intTensor(pos, Lp, 0),
+		nn.IntTensor(ids, Lp, m.padID()), nn.IntTensor(mask, Lp, 0), nn.IntTensor(pos, Lp, 0),
 		tensors.FromFlatDataAndDimensions(sel, B, Tp), tensors.FromFlatDataAndDimensions(tgt, B, Tp),
 		tensors.FromFlatDataAndDimensions(valid, B, Tp))
 	if err != nil {
@@ -332,8 +294,8 @@ func (m *Model) Loss(ids, mask, labels [][]int) (float32, error) {
 	fn := func(ctx *context.Context, ids, mask, pos, labels *graph.Node) *graph.Node {
 		return m.LossGraph(ctx, ids, mask, pos, labels)
 	}
-	out, err := m.run(fmt.Sprintf("loss/%dx%d", B, Lp), fn, intTensor(ids, Lp, m.padID()), intTensor(mask, Lp, 0),
-		intTensor(pos, Lp, 0), intTensor(labels, Lp, t5.IgnoreIndex))
+	out, err := m.run(fmt.Sprintf("loss/%dx%d", B, Lp), fn, nn.IntTensor(ids, Lp, m.padID()), nn.IntTensor(mask, Lp, 0),
+		nn.IntTensor(pos, Lp, 0), nn.IntTensor(labels, Lp, t5.IgnoreIndex))
 	if err != nil {
 		return 0, err
 	}
