@@ -68,8 +68,8 @@ func (m *Model) GenerateOptions() GenerateOptions {
 
 // Generation is the result of Generate.
 type Generation struct {
-	// Sequences are HF generate's output: each prompt left-padded (pad id)
-	// to the longest, then one token per step, pad after a row finished;
+	// Sequences are HF generate's output: each prompt left-padded (pad id:
+	// pad_token_id, else the first eos id, as HF) to the longest, then one token per step, pad after a row finished;
 	// all rows have the same length.
 	Sequences [][]int
 	// NewTokens are each row's generated ids up to and including the token
@@ -124,7 +124,7 @@ func (m *Model) Generate(prompts [][]int, opt GenerateOptions) (*Generation, err
 	}
 	Lp := t5.PadLen(L)
 	S := Lp + opt.MaxNewTokens
-	pad := m.padID()
+	pad := m.genPadID(opt.EOSTokenIDs)
 	ids := make([][]int, B)
 	mask := make([][]int, B)
 	for r, p := range prompts {
@@ -236,6 +236,22 @@ func (m *Model) Generate(prompts [][]int, opt GenerateOptions) (*Generation, err
 		logits, caches = res[0], res[1:]
 	}
 	return gen, nil
+}
+
+// genPadID is the id HF generate writes after a row finished (and into
+// the left padding): generation_config.json's pad_token_id, else
+// config.json's, else the first eos id ("Setting pad_token_id to
+// eos_token_id"), else 0.
+func (m *Model) genPadID(eos []int) int {
+	switch {
+	case m.Generation.PadTokenID >= 0:
+		return m.Generation.PadTokenID
+	case m.Config.PadTokenID >= 0:
+		return m.Config.PadTokenID
+	case len(eos) > 0:
+		return eos[0]
+	}
+	return 0
 }
 
 func containsAny(s string, subs []string) bool {

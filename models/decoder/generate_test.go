@@ -224,3 +224,21 @@ func TestGenerateRefusals(t *testing.T) {
 		})
 	}
 }
+
+// Llama has no pad_token_id: like HF, a finished row continues with the
+// first eos id.
+func TestGeneratePadFallsBackToEOS(t *testing.T) {
+	dir := fixtureCopy(t, "llama-tiny", func(c map[string]any) { delete(c, "pad_token_id") }, nil)
+	m, err := Load(testBackend(t), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := m.Generate([][]int{{346, 200, 362, 202, 345}, {7}}, GenerateOptions{MaxNewTokens: 3, EOSTokenIDs: []int{345, 9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// llama-tiny repeats 345 after this prompt (fixture new_tokens), so row 0 ends at once.
+	if gen.FinishReasons[0] != "eos" || !slices.Equal(gen.Sequences[0][5:], []int{345, 345, 345}) || !slices.Equal(gen.Sequences[1][:4], []int{345, 345, 345, 345}) {
+		t.Fatalf("sequences %v, reasons %v", gen.Sequences, gen.FinishReasons)
+	}
+}
