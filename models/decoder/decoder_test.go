@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -271,5 +272,55 @@ func TestInputRefusals(t *testing.T) {
 				t.Fatalf("err %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Many pairs are scored in batches of at most ScoreBatchTokens tokens, each
+// pair as it scores alone.
+func TestContinuationLogProbsBatches(t *testing.T) {
+	fx, _ := loadFixture(t, "qwen2-tiny")
+	m, err := Load(testBackend(t), fx.dir) // own model: the test counts its compiled batches
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := pairsOf(t, fx)
+	alone, err := m.ContinuationLogProbs(pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var many []Pair
+	for range 300 { // 900 pairs of ≤ 12 tokens (PadLen 16): 256 per batch
+		many = append(many, pairs...)
+	}
+	got, err := m.ContinuationLogProbs(many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(many) {
+		t.Fatalf("%d scores for %d pairs", len(got), len(many))
+	}
+	for i, s := range got {
+		allCloseQuiet(t, fmt.Sprintf("pair %d", i), s.LogProbs, alone[i%3].LogProbs, 1e-6, 1e-6)
+	}
+	batches := 0
+	for k := range m.execs {
+		if strings.HasPrefix(k, "logprobs/") {
+			batches++
+		}
+	}
+	if batches != 3 { // 3×… (first call), 256×… and 132×…
+		t.Fatalf("%d compiled batch shapes, want 3 (keys %v)", batches, m.execs)
+	}
+}
+
+func allCloseQuiet(t *testing.T, what string, got, want []float32, atol, rtol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= atol+rtol*math.Abs(float64(want[i]))) {
+			t.Fatalf("%s: element %d = %g, want %g", what, i, got[i], want[i])
+		}
 	}
 }

@@ -187,20 +187,27 @@ type Score struct {
 	MeanNLL, Perplexity float64
 }
 
+// ScoreBatchTokens bounds one ContinuationLogProbs batch: consecutive pairs
+// are packed while rows × padded length stays within it (a single longer
+// pair gets a batch of its own), so memory stays flat however many pairs
+// a caller scores. 4096 is the Qwen2.5-0.5B bench batch (8 × 512 tokens,
+// 4.3 GiB peak RSS).
+const ScoreBatchTokens = 4096
+
 // ContinuationLogProbs scores each pair's continuation tokens given its
-// prompt: the pairs are packed into one right-padded batch (position ids
-// arange), run once, and for continuation token i the graph gathers
-// log_softmax(logits at the token before it)[token]. Only continuation
-// positions go through lm_head, and the log-sum-exp is taken in the graph.
-// Errors: an empty prompt (no bos is added, so the first token has no
-// context), an empty continuation, ids outside the vocabulary, a pair longer
-// than max_position_embeddings.
+// prompt. Consecutive pairs are packed into right-padded batches of at most
+// ScoreBatchTokens tokens (position ids arange), and for continuation token
+// i the graph gathers log_softmax(logits at the token before it)[token]:
+// only continuation positions go through lm_head, and the log-sum-exp is
+// taken in the graph (the host never holds [B, L, vocab] logits). Rows are
+// independent, so the batching never changes a score. Errors: an empty
+// prompt (no bos is added, so the first token has no context), an empty
+// continuation, ids outside the vocabulary, a pair longer than
+// max_position_embeddings.
 func (m *Model) ContinuationLogProbs(pairs []Pair) ([]Score, error) {
 	if len(pairs) == 0 {
 		return nil, fmt.Errorf("decoder.ContinuationLogProbs: no pairs")
 	}
-	B := len(pairs)
-	L, T := 0, 0
 	for i, p := range pairs {
 		if len(p.Prompt) == 0 {
 			return nil, fmt.Errorf("decoder.ContinuationLogProbs: pair %d: empty prompt (the first continuation token needs a context; prepend bos)", i)
@@ -212,7 +219,35 @@ func (m *Model) ContinuationLogProbs(pairs []Pair) ([]Score, error) {
 		if n > m.Config.MaxPositionEmbeddings {
 			return nil, fmt.Errorf("decoder.ContinuationLogProbs: pair %d: %d tokens exceed max_position_embeddings %d", i, n, m.Config.MaxPositionEmbeddings)
 		}
-		L, T = max(L, n), max(T, len(p.Continuation))
+	}
+	var out []Score
+	for lo := 0; lo < len(pairs); {
+		hi, L := lo, 0
+		for hi < len(pairs) {
+			n := t5.PadLen(max(L, len(pairs[hi].Prompt)+len(pairs[hi].Continuation)))
+			if hi > lo && (hi-lo+1)*n > ScoreBatchTokens {
+				break
+			}
+			L = n
+			hi++
+		}
+		s, err := m.scoreBatch(pairs[lo:hi], lo)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s...)
+		lo = hi
+	}
+	return out, nil
+}
+
+// scoreBatch is ContinuationLogProbs on one batch of validated pairs;
+// offset is the first pair's index in the caller's list (for errors).
+func (m *Model) scoreBatch(pairs []Pair, offset int) ([]Score, error) {
+	B := len(pairs)
+	L, T := 0, 0
+	for _, p := range pairs {
+		L, T = max(L, len(p.Prompt)+len(p.Continuation)), max(T, len(p.Continuation))
 	}
 	ids := make([][]int, B)
 	mask := make([][]int, B)
@@ -226,7 +261,7 @@ func (m *Model) ContinuationLogProbs(pairs []Pair) ([]Score, error) {
 			mask[i][c] = 1
 		}
 	}
-	mask, pos, _, _, err := m.checkBatch("decoder.ContinuationLogProbs", ids, mask, nil)
+	mask, pos, _, _, err := m.checkBatch(fmt.Sprintf("decoder.ContinuationLogProbs: pairs %d-%d", offset, offset+B-1), ids, mask, nil)
 	if err != nil {
 		return nil, err
 	}
