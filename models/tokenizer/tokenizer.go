@@ -69,8 +69,10 @@ var (
 
 // Load opens a tokenizer directory. It looks, in order, for spiece.model
 // (T5Tokenizer conventions, see sentencepiece.LoadT5), vocab.txt
-// (BertTokenizer, see wordpiece.Load) and tokenizer.json (see LoadJSON). It
-// returns an error naming dir when none is present.
+// (BertTokenizer, see wordpiece.Load), tokenizer.json (see LoadJSON) and
+// XLM-R's sentencepiece.bpe.model (read as the tokenizer.json
+// XLMRobertaConverter makes of it). It returns an error naming dir when none
+// is present.
 func Load(dir string) (Tokenizer, error) {
 	exists := func(name string) bool {
 		_, err := os.Stat(filepath.Join(dir, name))
@@ -83,8 +85,10 @@ func Load(dir string) (Tokenizer, error) {
 		return wordpiece.Load(dir)
 	case exists("tokenizer.json"):
 		return LoadJSON(filepath.Join(dir, "tokenizer.json"))
+	case exists(sentencepiece.XLMRFile):
+		return loadXLMR(dir)
 	}
-	return nil, fmt.Errorf("load tokenizer %s: no spiece.model, vocab.txt or tokenizer.json", dir)
+	return nil, fmt.Errorf("load tokenizer %s: no spiece.model, vocab.txt, tokenizer.json or %s", dir, sentencepiece.XLMRFile)
 }
 
 // LoadFor is Load for a model whose embedding has vocabSize rows (its
@@ -105,7 +109,7 @@ func LoadFor(dir string, vocabSize int) (Tokenizer, error) {
 
 // fileOf names the tokenizer file Load reads in dir.
 func fileOf(dir string) string {
-	for _, name := range []string{"spiece.model", "vocab.txt", "tokenizer.json"} {
+	for _, name := range []string{"spiece.model", "vocab.txt", "tokenizer.json", sentencepiece.XLMRFile} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			return name
 		}
@@ -183,13 +187,43 @@ func LoadJSON(path string) (Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
+	return fromJSON(path, buf)
+}
+
+// loadXLMR reads dir/sentencepiece.bpe.model as XLMRobertaTokenizerFast
+// would after converting it (sentencepiece.XLMRTokenizerJSON), with
+// dir/tokenizer_config.json.
+func loadXLMR(dir string) (Tokenizer, error) {
+	path := filepath.Join(dir, sentencepiece.XLMRFile)
+	m, err := sentencepiece.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := sentencepiece.XLMRTokenizerJSON(m)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return fromJSON(filepath.Join(dir, "tokenizer.json"), buf)
+}
+
+// fromJSON reads tokenizer.json bytes; path (the file, real or as it would
+// be) names errors and locates tokenizer_config.json.
+func fromJSON(path string, buf []byte) (Tokenizer, error) {
 	var tj hfTokenizerJSON
 	if err := json.Unmarshal(buf, &tj); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	if tj.Model.Type == "BPE" {
 		// Byte-level BPE reads tokenizer_config.json beside it too.
-		return bpe.Load(filepath.Dir(path))
+		cfg, err := os.ReadFile(filepath.Join(filepath.Dir(path), bpe.ConfigFile))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("load tokenizer: %w", err)
+		}
+		tok, err := bpe.New(buf, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", path, err)
+		}
+		return tok, nil
 	}
 	norms, err := flatten(tj.Normalizer)
 	if err != nil {

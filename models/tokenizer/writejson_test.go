@@ -104,9 +104,10 @@ func xlmrJSON(t *testing.T, x *sentencepiece.T5) string {
 	return dir
 }
 
-// exports writes the three tokenizer.json kinds ragforge exports: BERT
-// (WordPiece, with an added label token), T5 (Unigram, eos appended, labels)
-// and XLM-R-style (Unigram, <s> … </s>).
+// exports writes the tokenizer.json kinds ragforge exports: BERT
+// (WordPiece, with an added label token), T5 (Unigram, eos appended, labels),
+// a T5 model framed <s> … </s>, and XLM-R's from sentencepiece.bpe.model
+// (compared with XLMRobertaTokenizer's slow ids).
 func exports(t *testing.T) []exported {
 	bertDir := testutil.SharedPath(t, "fixtures/bert-tiny")
 	spDir := testutil.SharedPath(t, "fixtures/tokenizer")
@@ -122,10 +123,16 @@ func exports(t *testing.T) []exported {
 	t5.AddTokens([]string{"[HELPFUL]", "[NOT_HELPFUL]"})
 	x := xlmrStyle(t, spDir)
 	t5Texts := append(spTexts(t, spDir), "[HELPFUL] azul [NOT_HELPFUL]", "<extra_id_0> formol")
+	xDir, xm := xlmrSPM(t)
+	xtok, err := Load(xDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return []exported{
 		{"bert", writeOnlyJSON(t, bert, "BertTokenizer"), bert, bertTexts(t, bertDir)},
 		{"t5", writeOnlyJSON(t, t5, "T5Tokenizer"), t5, t5Texts},
 		{"xlmr", xlmrJSON(t, x), x, spTexts(t, spDir)},
+		{"xlmr-spm", writeOnlyJSON(t, xtok, "XLMRobertaTokenizer"), xlmrSlow{xtok, xm}, spTexts(t, spDir)},
 	}
 }
 
