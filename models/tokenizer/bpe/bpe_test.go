@@ -2,6 +2,8 @@ package bpe
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -254,5 +256,37 @@ func TestApplyChatTemplateQwen3(t *testing.T) {
 	ids := tok.Encode(s, false)
 	if ids[0] != 151644 || !slices.Contains(ids, 151645) {
 		t.Errorf("ids %v: want <|im_start|> 151644 first and <|im_end|> 151645", ids)
+	}
+}
+
+// chat_template as a list of named templates (the "default" one is used) or
+// in chat_template.jinja beside the config.
+func TestChatTemplateSources(t *testing.T) {
+	tj := minimal(t, nil)
+	named := `{"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D{{ messages[0].content }}"}]}`
+	tok, err := New(tj, []byte(named))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tok.ApplyChatTemplate([]chat.Message{{Role: "user", Content: "x"}}, false); err != nil || got != "Dx" {
+		t.Errorf("named default: %q %v", got, err)
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{TokenizerFile: string(tj), ConfigFile: `{}`, ChatTemplateFile: "J{{ add_generation_prompt }}"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tok, err = Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tok.ApplyChatTemplate(nil, true); err != nil || got != "JTrue" { // Jinja prints Python booleans
+		t.Errorf("chat_template.jinja: %q %v", got, err)
+	}
+	if tok, err = New(tj, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tok.ApplyChatTemplate(nil, true); err != chat.ErrNoTemplate {
+		t.Errorf("no template: %v", err)
 	}
 }

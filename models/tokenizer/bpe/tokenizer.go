@@ -22,8 +22,9 @@ import (
 
 // File names in an HF tokenizer directory.
 const (
-	TokenizerFile = "tokenizer.json"
-	ConfigFile    = addedtokens.ConfigFile
+	TokenizerFile    = "tokenizer.json"
+	ConfigFile       = addedtokens.ConfigFile
+	ChatTemplateFile = "chat_template.jinja" // transformers >= 4.50
 )
 
 // Tokenizer is a byte-level BPE tokenizer read from tokenizer.json (and the
@@ -58,7 +59,8 @@ type Config struct {
 	ChatTemplate string
 }
 
-// Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json.
+// Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json
+// and (for a config without chat_template) dir/chat_template.jinja.
 func Load(dir string) (*Tokenizer, error) {
 	path := filepath.Join(dir, TokenizerFile)
 	buf, err := os.ReadFile(path)
@@ -76,6 +78,15 @@ func Load(dir string) (*Tokenizer, error) {
 			return nil, fmt.Errorf("load %s: %w", cpath, err)
 		}
 		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	if t.cfg.ChatTemplate == "" {
+		// transformers >= 4.50 saves the template beside the config.
+		tpath := filepath.Join(dir, ChatTemplateFile)
+		b, err := os.ReadFile(tpath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("load bpe tokenizer: %w", err)
+		}
+		t.cfg.ChatTemplate = string(b)
 	}
 	return t, nil
 }
@@ -166,8 +177,17 @@ func parseConfig(c map[string]json.RawMessage) (Config, error) {
 	}
 	if raw, ok := c["chat_template"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &cfg.ChatTemplate); err != nil {
-			// A list of named templates (transformers >= 4.43) is not read.
-			return cfg, fmt.Errorf("field %q: want one template string: %w", "chat_template", err)
+			// transformers >= 4.43 saves several as [{name, template}]; the
+			// one named "default" is apply_chat_template's.
+			var named []struct{ Name, Template string }
+			if err := json.Unmarshal(raw, &named); err != nil {
+				return cfg, fmt.Errorf("field %q: want a template string or a list of {name, template}: %w", "chat_template", err)
+			}
+			for _, n := range named {
+				if n.Name == "default" {
+					cfg.ChatTemplate = n.Template
+				}
+			}
 		}
 	}
 	return cfg, nil
