@@ -147,6 +147,7 @@ type component struct {
 	Pattern             json.RawMessage `json:"pattern"`
 	AddPrefixSpace      *bool           `json:"add_prefix_space"`
 	PrependScheme       string          `json:"prepend_scheme"`
+	Replacement         string          `json:"replacement"`
 	Lowercase           *bool           `json:"lowercase"`
 	StripAccents        *bool           `json:"strip_accents"`
 	CleanText           *bool           `json:"clean_text"`
@@ -389,6 +390,9 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 		case "WhitespaceSplit":
 			ns.RemoveExtraWhitespaces = true
 		case "Metaspace":
+			if c.Replacement != "" && c.Replacement != "▁" {
+				return nil, 0, false, fmt.Errorf("field %q: Metaspace replacement %q not supported (SentencePiece's \"▁\")", "pre_tokenizer", c.Replacement)
+			}
 			ns.AddDummyPrefix = (c.AddPrefixSpace != nil && *c.AddPrefixSpace) || c.PrependScheme == "always" || c.PrependScheme == "first"
 		}
 	}
