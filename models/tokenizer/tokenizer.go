@@ -176,13 +176,15 @@ func flatten(raw json.RawMessage) ([]component, error) {
 
 var sentinelRE = regexp.MustCompile(`^<extra_id_(\d+)>$`)
 
-// LoadJSON reads an HF tokenizer.json whose model is BPE (byte-level, see
-// package bpe; the directory's tokenizer_config.json is read too), Unigram (built as a
-// sentencepiece.T5: the Precompiled normalizer's base64 charsmap, Metaspace
-// prefix and whitespace collapsing become the SentencePiece normalizer spec;
-// trailing <extra_id_k> vocabulary entries become the sentinels) or WordPiece
-// (built as a wordpiece.Tokenizer from the vocab and the BertNormalizer
-// options). Added tokens with ids past the vocabulary are re-added in order.
+// LoadJSON reads an HF tokenizer.json. A BPE model is byte-level BPE (package
+// bpe; tokenizer_config.json beside it is read too). A Unigram model with
+// trailing <extra_id_k> sentinels, or without a post_processor, is built as a
+// sentencepiece.T5 (the Precompiled normalizer's base64 charsmap, Metaspace
+// prefix and whitespace collapsing become the SentencePiece normalizer spec);
+// any other Unigram file (XLM-R) as a sentencepiece.Fast keeping its added
+// tokens and post-processor. A WordPiece model is built as a
+// wordpiece.Tokenizer from the vocab and the BertNormalizer options. Added
+// tokens with ids past a T5 or WordPiece vocabulary are re-added in order.
 func LoadJSON(path string) (Tokenizer, error) {
 	buf, err := os.ReadFile(path)
 	if err != nil {
@@ -247,7 +249,11 @@ func fromJSON(path string, buf []byte) (Tokenizer, error) {
 			return nil, fmt.Errorf("load %s: %w", path, err)
 		}
 		var post struct{ Type string }
-		json.Unmarshal(tj.PostProcessor, &post)
+		if len(tj.PostProcessor) > 0 && string(tj.PostProcessor) != "null" {
+			if err := json.Unmarshal(tj.PostProcessor, &post); err != nil {
+				return nil, fmt.Errorf("load %s: field %q: %w", path, "post_processor", err)
+			}
+		}
 		if extra == 0 && post.Type != "" {
 			// Not T5 (no sentinels): the file's own added tokens and
 			// post-processor, e.g. XLM-R's <s> $A </s>.
@@ -367,8 +373,6 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 		case "Sequence", "Strip":
 		case "NFKC":
 			nfkc = true
-		default:
-			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Precompiled, Replace, Strip, NFKC, Sequence)", "normalizer", c.Type)
 		case "Precompiled":
 			cm, err := base64.StdEncoding.DecodeString(c.PrecompiledCharsmap)
 			if err != nil {
@@ -380,13 +384,13 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 				return nil, 0, false, fmt.Errorf("field %q: Replace %s not supported (only runs of spaces, \" {2,}\")", "normalizer", c.Pattern)
 			}
 			ns.RemoveExtraWhitespaces = true
+		default:
+			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Precompiled, Replace, Strip, NFKC, Sequence)", "normalizer", c.Type)
 		}
 	}
 	for _, c := range pres {
 		switch c.Type {
 		case "Sequence":
-		default:
-			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Metaspace, WhitespaceSplit, Sequence)", "pre_tokenizer", c.Type)
 		case "WhitespaceSplit":
 			ns.RemoveExtraWhitespaces = true
 		case "Metaspace":
@@ -394,6 +398,8 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 				return nil, 0, false, fmt.Errorf("field %q: Metaspace replacement %q not supported (SentencePiece's \"▁\")", "pre_tokenizer", c.Replacement)
 			}
 			ns.AddDummyPrefix = (c.AddPrefixSpace != nil && *c.AddPrefixSpace) || c.PrependScheme == "always" || c.PrependScheme == "first"
+		default:
+			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Metaspace, WhitespaceSplit, Sequence)", "pre_tokenizer", c.Type)
 		}
 	}
 	m, err := sentencepiece.New(pieces, ts, ns)
