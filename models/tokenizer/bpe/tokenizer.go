@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 
 	"github.com/ragforge/ragforge/models/tokenizer/chat"
 	"github.com/ragforge/ragforge/models/tokenizer/internal/addedtokens"
@@ -45,7 +46,7 @@ type Tokenizer struct {
 	normMatch *addedtokens.Matcher  // normalized: true tokens, matched after normalization
 
 	cfg  Config
-	json map[string]json.RawMessage // the file's nodes, rewritten by Save
+	doc  map[string]json.RawMessage // the file's nodes, rewritten by Save
 	rawC map[string]json.RawMessage // tokenizer_config.json, nil when absent
 }
 
@@ -99,33 +100,33 @@ var errConfig = errors.New("tokenizer_config.json")
 // implement is refused by its type name.
 func New(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 	t := &Tokenizer{}
-	if err := json.Unmarshal(tokenizerJSON, &t.json); err != nil {
+	if err := json.Unmarshal(tokenizerJSON, &t.doc); err != nil {
 		return nil, err
 	}
 	var err error
-	if t.m, err = newModel(t.json["model"]); err != nil {
+	if t.m, err = newModel(t.doc["model"]); err != nil {
 		return nil, err
 	}
-	if t.norms, err = parseNormalizer(t.json["normalizer"]); err != nil {
+	if t.norms, err = parseNormalizer(t.doc["normalizer"]); err != nil {
 		return nil, fmt.Errorf("field %q: %w", "normalizer", err)
 	}
-	if n, err := t.parsePreTokenizer(t.json["pre_tokenizer"]); err != nil || n != 1 {
+	if n, err := t.parsePreTokenizer(t.doc["pre_tokenizer"]); err != nil || n != 1 {
 		if err == nil {
 			err = fmt.Errorf("%d ByteLevel pre-tokenizers, want 1", n)
 		}
 		return nil, fmt.Errorf("field %q: %w", "pre_tokenizer", err)
 	}
-	if err := checkDecoder(t.json["decoder"]); err != nil {
+	if err := checkDecoder(t.doc["decoder"]); err != nil {
 		return nil, fmt.Errorf("field %q: %w", "decoder", err)
 	}
 	var added []addedtokens.Pattern
-	if raw := t.json["added_tokens"]; len(raw) > 0 && string(raw) != "null" {
+	if raw := t.doc["added_tokens"]; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &added); err != nil {
 			return nil, fmt.Errorf("field %q: %w", "added_tokens", err)
 		}
 	}
 	t.setAdded(added)
-	if t.post, err = postprocess.Parse(t.json["post_processor"], t.TokenToID); err != nil {
+	if t.post, err = postprocess.Parse(t.doc["post_processor"], t.TokenToID); err != nil {
 		return nil, err
 	}
 	if configJSON != nil {
@@ -287,6 +288,7 @@ func checkDecoder(raw json.RawMessage) error {
 
 // setAdded installs the added tokens and rebuilds the two matchers.
 func (t *Tokenizer) setAdded(added []addedtokens.Pattern) {
+	slices.SortStableFunc(added, func(a, b addedtokens.Pattern) int { return a.ID - b.ID })
 	t.added = added
 	t.addedByID = make(map[int]int, len(added))
 	t.addedIDs = make(map[string]int, len(added))
