@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ragforge/ragforge/models/tokenizer/chat"
@@ -288,5 +289,28 @@ func TestChatTemplateSources(t *testing.T) {
 	}
 	if _, err := tok.ApplyChatTemplate(nil, true); err != chat.ErrNoTemplate {
 		t.Errorf("no template: %v", err)
+	}
+}
+
+// Encoding is safe for concurrent use (the merge cache is shared).
+func TestConcurrentEncode(t *testing.T) {
+	tok, f := qwen3(t)
+	var wg sync.WaitGroup
+	errs := make(chan string, 4*len(f.Cases))
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, c := range f.Cases {
+				if got := tok.Encode(c.Text, false); !slices.Equal(got, c.IDs) {
+					errs <- c.ID
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for id := range errs {
+		t.Errorf("%s: wrong ids under concurrent encoding", id)
 	}
 }
