@@ -18,6 +18,7 @@ import (
 	"github.com/ragforge/ragforge/models/inspect"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/spf13/cobra"
 )
 
@@ -119,7 +120,7 @@ func tokenizerDir(path string) (string, error) {
 	base := filepath.Base(path)
 	switch {
 	case strings.HasSuffix(base, ".model"), base == "vocab.txt", base == "tokenizer.json":
-		if base != "spiece.model" && strings.HasSuffix(base, ".model") {
+		if base != "spiece.model" && base != sentencepiece.XLMRFile && strings.HasSuffix(base, ".model") {
 			// tokenizer.Load looks for spiece.model: stage a copy under that name.
 			tmp, err := os.MkdirTemp("", "ragforge-tok-")
 			if err != nil {

@@ -23,7 +23,7 @@ type Info struct {
 	Parameters    int64          `json:"parameters"`    // elements over all tensors
 	Tensors       int            `json:"tensors"`       // tensors in the safetensors file(s)
 	DTypes        map[string]int `json:"dtypes"`        // dtype → tensor count
-	Tokenizer     string         `json:"tokenizer"`     // "spiece.model", "vocab.txt", "tokenizer.json" or ""
+	Tokenizer     string         `json:"tokenizer"`     // tokenizer.FileOf: "spiece.model", "vocab.txt", "tokenizer.json", "sentencepiece.bpe.model" or ""
 	TokenizerLen  int            `json:"tokenizer_len"` // len(tokenizer) incl. added tokens
 	AddedTokens   map[string]int `json:"added_tokens"`  // e.g. [HELPFUL] → 32100
 	Config        map[string]any `json:"config"`        // config.json as read
@@ -89,12 +89,7 @@ func Dir(dir string) (*Info, error) {
 			info.WeightsBytes += st.Size()
 		}
 	}
-	for _, name := range []string{"spiece.model", "vocab.txt", "tokenizer.json"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			info.Tokenizer = name
-			break
-		}
-	}
+	info.Tokenizer = tokenizer.FileOf(dir)
 	if info.Tokenizer != "" {
 		tok, err := tokenizer.Load(dir)
 		if err != nil {

@@ -49,3 +49,18 @@ func TestLoadBPE(t *testing.T) {
 		t.Errorf("LoadFor with Qwen3's vocab_size 151936: %v", err)
 	}
 }
+
+// noPad is wordTok without a pad token (Llama 3's tokenizer_config.json).
+type noPad struct{ wordTok }
+
+func (noPad) PadID() int { return -1 }
+
+func TestEncodeBatchPaddingNeedsAPadToken(t *testing.T) {
+	_, err := EncodeBatchErr(noPad{}, []string{"w1", "w1 w2"}, EncodeOptions{Padding: PadLongest})
+	if err == nil || !strings.Contains(err.Error(), "no pad token") {
+		t.Errorf("padding without a pad token: %v", err)
+	}
+	if enc, err := EncodeBatchErr(noPad{}, []string{"w1", "w1 w2"}, EncodeOptions{}); err != nil || len(enc[1].IDs) != 4 {
+		t.Errorf("no padding: %v %v", enc, err)
+	}
+}

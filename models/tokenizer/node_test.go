@@ -43,8 +43,9 @@ var jsDiffers = map[[2]string]string{
 	// The same two pieces of the NFKC-expanded "…" dots in either order:
 	// equal Viterbi scores, a tie SentencePiece and transformers.js break
 	// differently.
-	{"t5", "Água destilada ………………………. 1000 mL"}:   "equal-score Viterbi tie",
-	{"xlmr", "Água destilada ………………………. 1000 mL"}: "equal-score Viterbi tie",
+	{"t5", "Água destilada ………………………. 1000 mL"}:       "equal-score Viterbi tie",
+	{"xlmr", "Água destilada ………………………. 1000 mL"}:     "equal-score Viterbi tie",
+	{"xlmr-spm", "Água destilada ………………………. 1000 mL"}: "equal-score Viterbi tie",
 	// HF fast tokenizers normalize the text around a normalized added token
 	// as one string, so the space before [NOT_HELPFUL] stays a "▁" token;
 	// the slow T5Tokenizer (and ragforge's T5) strips it per chunk.

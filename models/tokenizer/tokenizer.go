@@ -69,8 +69,10 @@ var (
 
 // Load opens a tokenizer directory. It looks, in order, for spiece.model
 // (T5Tokenizer conventions, see sentencepiece.LoadT5), vocab.txt
-// (BertTokenizer, see wordpiece.Load) and tokenizer.json (see LoadJSON). It
-// returns an error naming dir when none is present.
+// (BertTokenizer, see wordpiece.Load), tokenizer.json (see LoadJSON) and
+// XLM-R's sentencepiece.bpe.model (read as the tokenizer.json
+// XLMRobertaConverter makes of it). It returns an error naming dir when none
+// is present.
 func Load(dir string) (Tokenizer, error) {
 	exists := func(name string) bool {
 		_, err := os.Stat(filepath.Join(dir, name))
@@ -83,8 +85,10 @@ func Load(dir string) (Tokenizer, error) {
 		return wordpiece.Load(dir)
 	case exists("tokenizer.json"):
 		return LoadJSON(filepath.Join(dir, "tokenizer.json"))
+	case exists(sentencepiece.XLMRFile):
+		return loadXLMR(dir)
 	}
-	return nil, fmt.Errorf("load tokenizer %s: no spiece.model, vocab.txt or tokenizer.json", dir)
+	return nil, fmt.Errorf("load tokenizer %s: no spiece.model, vocab.txt, tokenizer.json or %s", dir, sentencepiece.XLMRFile)
 }
 
 // LoadFor is Load for a model whose embedding has vocabSize rows (its
@@ -98,14 +102,14 @@ func LoadFor(dir string, vocabSize int) (Tokenizer, error) {
 	}
 	if tok.Len() > vocabSize {
 		return nil, fmt.Errorf("load tokenizer %s: %d tokens (with added tokens), more than the model's vocab_size %d in %s: ids from %d on have no embedding",
-			filepath.Join(dir, fileOf(dir)), tok.Len(), vocabSize, filepath.Join(dir, "config.json"), vocabSize)
+			filepath.Join(dir, FileOf(dir)), tok.Len(), vocabSize, filepath.Join(dir, "config.json"), vocabSize)
 	}
 	return tok, nil
 }
 
-// fileOf names the tokenizer file Load reads in dir.
-func fileOf(dir string) string {
-	for _, name := range []string{"spiece.model", "vocab.txt", "tokenizer.json"} {
+// FileOf names the tokenizer file Load reads in dir, "" when there is none.
+func FileOf(dir string) string {
+	for _, name := range []string{"spiece.model", "vocab.txt", "tokenizer.json", sentencepiece.XLMRFile} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			return name
 		}
@@ -143,6 +147,7 @@ type component struct {
 	Pattern             json.RawMessage `json:"pattern"`
 	AddPrefixSpace      *bool           `json:"add_prefix_space"`
 	PrependScheme       string          `json:"prepend_scheme"`
+	Replacement         string          `json:"replacement"`
 	Lowercase           *bool           `json:"lowercase"`
 	StripAccents        *bool           `json:"strip_accents"`
 	CleanText           *bool           `json:"clean_text"`
@@ -171,25 +176,57 @@ func flatten(raw json.RawMessage) ([]component, error) {
 
 var sentinelRE = regexp.MustCompile(`^<extra_id_(\d+)>$`)
 
-// LoadJSON reads an HF tokenizer.json whose model is BPE (byte-level, see
-// package bpe; the directory's tokenizer_config.json is read too), Unigram (built as a
-// sentencepiece.T5: the Precompiled normalizer's base64 charsmap, Metaspace
-// prefix and whitespace collapsing become the SentencePiece normalizer spec;
-// trailing <extra_id_k> vocabulary entries become the sentinels) or WordPiece
-// (built as a wordpiece.Tokenizer from the vocab and the BertNormalizer
-// options). Added tokens with ids past the vocabulary are re-added in order.
+// LoadJSON reads an HF tokenizer.json. A BPE model is byte-level BPE (package
+// bpe; tokenizer_config.json beside it is read too). A Unigram model with
+// trailing <extra_id_k> sentinels, or without a post_processor, is built as a
+// sentencepiece.T5 (the Precompiled normalizer's base64 charsmap, Metaspace
+// prefix and whitespace collapsing become the SentencePiece normalizer spec);
+// any other Unigram file (XLM-R) as a sentencepiece.Fast keeping its added
+// tokens and post-processor. A WordPiece model is built as a
+// wordpiece.Tokenizer from the vocab and the BertNormalizer options. Added
+// tokens with ids past a T5 or WordPiece vocabulary are re-added in order.
 func LoadJSON(path string) (Tokenizer, error) {
 	buf, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
+	return fromJSON(path, buf)
+}
+
+// loadXLMR reads dir/sentencepiece.bpe.model as XLMRobertaTokenizerFast
+// would after converting it (sentencepiece.XLMRTokenizerJSON), with
+// dir/tokenizer_config.json.
+func loadXLMR(dir string) (Tokenizer, error) {
+	path := filepath.Join(dir, sentencepiece.XLMRFile)
+	m, err := sentencepiece.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := sentencepiece.XLMRTokenizerJSON(m)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return fromJSON(filepath.Join(dir, "tokenizer.json"), buf)
+}
+
+// fromJSON reads tokenizer.json bytes; path (the file, real or as it would
+// be) names errors and locates tokenizer_config.json.
+func fromJSON(path string, buf []byte) (Tokenizer, error) {
 	var tj hfTokenizerJSON
 	if err := json.Unmarshal(buf, &tj); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	if tj.Model.Type == "BPE" {
 		// Byte-level BPE reads tokenizer_config.json beside it too.
-		return bpe.Load(filepath.Dir(path))
+		cfg, err := os.ReadFile(filepath.Join(filepath.Dir(path), bpe.ConfigFile))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("load tokenizer: %w", err)
+		}
+		tok, err := bpe.New(buf, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", path, err)
+		}
+		return tok, nil
 	}
 	norms, err := flatten(tj.Normalizer)
 	if err != nil {
@@ -212,7 +249,11 @@ func LoadJSON(path string) (Tokenizer, error) {
 			return nil, fmt.Errorf("load %s: %w", path, err)
 		}
 		var post struct{ Type string }
-		json.Unmarshal(tj.PostProcessor, &post)
+		if len(tj.PostProcessor) > 0 && string(tj.PostProcessor) != "null" {
+			if err := json.Unmarshal(tj.PostProcessor, &post); err != nil {
+				return nil, fmt.Errorf("load %s: field %q: %w", path, "post_processor", err)
+			}
+		}
 		if extra == 0 && post.Type != "" {
 			// Not T5 (no sentinels): the file's own added tokens and
 			// post-processor, e.g. XLM-R's <s> $A </s>.
@@ -332,8 +373,6 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 		case "Sequence", "Strip":
 		case "NFKC":
 			nfkc = true
-		default:
-			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Precompiled, Replace, Strip, NFKC, Sequence)", "normalizer", c.Type)
 		case "Precompiled":
 			cm, err := base64.StdEncoding.DecodeString(c.PrecompiledCharsmap)
 			if err != nil {
@@ -345,17 +384,22 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 				return nil, 0, false, fmt.Errorf("field %q: Replace %s not supported (only runs of spaces, \" {2,}\")", "normalizer", c.Pattern)
 			}
 			ns.RemoveExtraWhitespaces = true
+		default:
+			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Precompiled, Replace, Strip, NFKC, Sequence)", "normalizer", c.Type)
 		}
 	}
 	for _, c := range pres {
 		switch c.Type {
 		case "Sequence":
-		default:
-			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Metaspace, WhitespaceSplit, Sequence)", "pre_tokenizer", c.Type)
 		case "WhitespaceSplit":
 			ns.RemoveExtraWhitespaces = true
 		case "Metaspace":
+			if c.Replacement != "" && c.Replacement != "▁" {
+				return nil, 0, false, fmt.Errorf("field %q: Metaspace replacement %q not supported (SentencePiece's \"▁\")", "pre_tokenizer", c.Replacement)
+			}
 			ns.AddDummyPrefix = (c.AddPrefixSpace != nil && *c.AddPrefixSpace) || c.PrependScheme == "always" || c.PrependScheme == "first"
+		default:
+			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Metaspace, WhitespaceSplit, Sequence)", "pre_tokenizer", c.Type)
 		}
 	}
 	m, err := sentencepiece.New(pieces, ts, ns)

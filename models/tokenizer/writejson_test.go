@@ -104,9 +104,10 @@ func xlmrJSON(t *testing.T, x *sentencepiece.T5) string {
 	return dir
 }
 
-// exports writes the three tokenizer.json kinds ragforge exports: BERT
-// (WordPiece, with an added label token), T5 (Unigram, eos appended, labels)
-// and XLM-R-style (Unigram, <s> … </s>).
+// exports writes the tokenizer.json kinds ragforge exports: BERT
+// (WordPiece, with an added label token), T5 (Unigram, eos appended, labels),
+// a T5 model framed <s> … </s>, and XLM-R's from sentencepiece.bpe.model
+// (compared with XLMRobertaTokenizer's slow ids).
 func exports(t *testing.T) []exported {
 	bertDir := testutil.SharedPath(t, "fixtures/bert-tiny")
 	spDir := testutil.SharedPath(t, "fixtures/tokenizer")
@@ -122,10 +123,16 @@ func exports(t *testing.T) []exported {
 	t5.AddTokens([]string{"[HELPFUL]", "[NOT_HELPFUL]"})
 	x := xlmrStyle(t, spDir)
 	t5Texts := append(spTexts(t, spDir), "[HELPFUL] azul [NOT_HELPFUL]", "<extra_id_0> formol")
+	xDir, xm := xlmrSPM(t)
+	xtok, err := Load(xDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return []exported{
 		{"bert", writeOnlyJSON(t, bert, "BertTokenizer"), bert, bertTexts(t, bertDir)},
 		{"t5", writeOnlyJSON(t, t5, "T5Tokenizer"), t5, t5Texts},
 		{"xlmr", xlmrJSON(t, x), x, spTexts(t, spDir)},
+		{"xlmr-spm", writeOnlyJSON(t, xtok, "XLMRobertaTokenizer"), xlmrSlow{xtok, xm}, spTexts(t, spDir)},
 	}
 }
 
@@ -209,6 +216,7 @@ func TestUnigramRefused(t *testing.T) {
 		{"normalizer", map[string]any{"type": "Lowercase"}, `"Lowercase"`},
 		{"normalizer", map[string]any{"type": "Replace", "pattern": map[string]any{"String": "a"}, "content": "b"}, "Replace"},
 		{"pre_tokenizer", map[string]any{"type": "ByteLevel"}, `"ByteLevel"`},
+		{"pre_tokenizer", map[string]any{"type": "Metaspace", "replacement": "_"}, `"_"`},
 	} {
 		doc := map[string]any{tt.field: tt.node}
 		for k, v := range base {
@@ -217,6 +225,32 @@ func TestUnigramRefused(t *testing.T) {
 		_, err := LoadJSON(writeJSON(t, doc))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s %v: error %v, want one naming %s", tt.field, tt.node, err, tt.want)
+		}
+	}
+}
+
+// An NFKC normalizer node (no charsmap) is applied before the Viterbi.
+func TestUnigramNFKC(t *testing.T) {
+	doc := map[string]any{
+		"model":          map[string]any{"type": "Unigram", "unk_id": 0, "vocab": [][]any{{"<unk>", 0.0}, {"▁fi", -1.0}, {"▁", -2.0}, {"f", -3.0}, {"i", -3.0}}},
+		"pre_tokenizer":  map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always"},
+		"post_processor": map[string]any{"type": "ByteLevel"},
+	}
+	for _, tt := range []struct {
+		norm any
+		want []int
+	}{
+		{nil, []int{2, 0}}, // "ﬁ" unknown
+		{map[string]any{"type": "NFKC"}, []int{1}},
+		{map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "NFKC"}}}, []int{1}},
+	} {
+		doc["normalizer"] = tt.norm
+		tok, err := LoadJSON(writeJSON(t, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tok.Encode("ﬁ", true); !slices.Equal(got, tt.want) {
+			t.Errorf("normalizer %v: %v, want %v", tt.norm, got, tt.want)
 		}
 	}
 }

@@ -2,8 +2,11 @@ package bpe
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ragforge/ragforge/models/tokenizer/chat"
@@ -254,5 +257,60 @@ func TestApplyChatTemplateQwen3(t *testing.T) {
 	ids := tok.Encode(s, false)
 	if ids[0] != 151644 || !slices.Contains(ids, 151645) {
 		t.Errorf("ids %v: want <|im_start|> 151644 first and <|im_end|> 151645", ids)
+	}
+}
+
+// chat_template as a list of named templates (the "default" one is used) or
+// in chat_template.jinja beside the config.
+func TestChatTemplateSources(t *testing.T) {
+	tj := minimal(t, nil)
+	named := `{"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D{{ messages[0].content }}"}]}`
+	tok, err := New(tj, []byte(named))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tok.ApplyChatTemplate([]chat.Message{{Role: "user", Content: "x"}}, false); err != nil || got != "Dx" {
+		t.Errorf("named default: %q %v", got, err)
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{TokenizerFile: string(tj), ConfigFile: `{}`, ChatTemplateFile: "J{{ add_generation_prompt }}"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tok, err = Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tok.ApplyChatTemplate(nil, true); err != nil || got != "JTrue" { // Jinja prints Python booleans
+		t.Errorf("chat_template.jinja: %q %v", got, err)
+	}
+	if tok, err = New(tj, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tok.ApplyChatTemplate(nil, true); err != chat.ErrNoTemplate {
+		t.Errorf("no template: %v", err)
+	}
+}
+
+// Encoding is safe for concurrent use (the merge cache is shared).
+func TestConcurrentEncode(t *testing.T) {
+	tok, f := qwen3(t)
+	var wg sync.WaitGroup
+	errs := make(chan string, 4*len(f.Cases))
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, c := range f.Cases {
+				if got := tok.Encode(c.Text, false); !slices.Equal(got, c.IDs) {
+					errs <- c.ID
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for id := range errs {
+		t.Errorf("%s: wrong ids under concurrent encoding", id)
 	}
 }

@@ -11,13 +11,7 @@ import (
 // normalize applies the normalizers to s, whose first byte is at offset base
 // of the original text; spans point into the original text.
 func (t *Tokenizer) normalize(s string, base int) normalized {
-	n := normalized{s: s}
-	if base != 0 || len(t.norms) > 0 {
-		n.start, n.end = make([]int, len(s)), make([]int, len(s))
-		for i := range len(s) {
-			n.start[i], n.end[i] = base+i, base+i+1
-		}
-	}
+	n := normalized{s: s, base: base}
 	for _, f := range t.norms {
 		n = f(n)
 	}

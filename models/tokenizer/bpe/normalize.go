@@ -10,17 +10,19 @@ import (
 )
 
 // normalized is a normalized text with, for each of its bytes, the byte span
-// of the original text it came from (HF NormalizedString alignments). A nil
-// span slice means the identity.
+// of the original text it came from (HF NormalizedString alignments). Nil
+// span slices mean the text is unchanged and starts at byte base of the
+// original.
 type normalized struct {
 	s          string
+	base       int
 	start, end []int
 }
 
 // orig returns the original byte span of the normalized bytes [a, b).
 func (n *normalized) orig(a, b int) (int, int) {
 	if n.start == nil {
-		return a, b
+		return n.base + a, n.base + b
 	}
 	if a >= b {
 		if a < len(n.start) {
@@ -104,7 +106,7 @@ func unicodeForm(f norm.Form) normalizer {
 				start, end = append(start, s), append(end, e)
 			}
 		}
-		return normalized{sb.String(), start, end}
+		return normalized{s: sb.String(), start: start, end: end}
 	}
 }
 
@@ -127,5 +129,5 @@ func lowercase(n normalized) normalized {
 			start, end = append(start, s), append(end, e)
 		}
 	}
-	return normalized{sb.String(), start, end}
+	return normalized{s: sb.String(), start: start, end: end}
 }

@@ -12,14 +12,6 @@ import (
 // treat NBSP as a symbol).
 const whitespace = `\t\n\v\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}`
 
-func isWhite(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200A
-}
-
 // gpt2Pattern is the pattern of the ByteLevel pre-tokenizer with use_regex
 // true (HF tokenizers byte_level.rs, from OpenAI GPT-2's encoder.py).
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`

@@ -46,7 +46,7 @@ func (t *Tokenizer) addTokens(toks []string, special bool) []int {
 // present) and tokenizer_config.json (the file read, or a new one, with
 // added_tokens_decoder) to dir.
 func (t *Tokenizer) Save(dir string) error {
-	if err := addedtokens.SaveTokenizerJSON(dir, t.json, t.rawC, t.added, "PreTrainedTokenizerFast"); err != nil {
+	if err := addedtokens.SaveTokenizerJSON(dir, t.doc, t.rawC, t.added, "PreTrainedTokenizerFast"); err != nil {
 		return fmt.Errorf("save bpe tokenizer %s: %w", dir, err)
 	}
 	return nil
@@ -54,5 +54,5 @@ func (t *Tokenizer) Save(dir string) error {
 
 // TokenizerJSON returns the tokenizer.json read, with the added tokens now present.
 func (t *Tokenizer) TokenizerJSON() ([]byte, error) {
-	return addedtokens.TokenizerJSON(t.json, t.added)
+	return addedtokens.TokenizerJSON(t.doc, t.added)
 }

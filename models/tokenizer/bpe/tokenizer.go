@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 
 	"github.com/ragforge/ragforge/models/tokenizer/chat"
 	"github.com/ragforge/ragforge/models/tokenizer/internal/addedtokens"
@@ -22,8 +23,9 @@ import (
 
 // File names in an HF tokenizer directory.
 const (
-	TokenizerFile = "tokenizer.json"
-	ConfigFile    = addedtokens.ConfigFile
+	TokenizerFile    = "tokenizer.json"
+	ConfigFile       = addedtokens.ConfigFile
+	ChatTemplateFile = "chat_template.jinja" // transformers >= 4.50
 )
 
 // Tokenizer is a byte-level BPE tokenizer read from tokenizer.json (and the
@@ -44,7 +46,7 @@ type Tokenizer struct {
 	normMatch *addedtokens.Matcher  // normalized: true tokens, matched after normalization
 
 	cfg  Config
-	json map[string]json.RawMessage // the file's nodes, rewritten by Save
+	doc  map[string]json.RawMessage // the file's nodes, rewritten by Save
 	rawC map[string]json.RawMessage // tokenizer_config.json, nil when absent
 }
 
@@ -58,7 +60,8 @@ type Config struct {
 	ChatTemplate string
 }
 
-// Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json.
+// Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json
+// and (for a config without chat_template) dir/chat_template.jinja.
 func Load(dir string) (*Tokenizer, error) {
 	path := filepath.Join(dir, TokenizerFile)
 	buf, err := os.ReadFile(path)
@@ -77,6 +80,15 @@ func Load(dir string) (*Tokenizer, error) {
 		}
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
+	if t.cfg.ChatTemplate == "" {
+		// transformers >= 4.50 saves the template beside the config.
+		tpath := filepath.Join(dir, ChatTemplateFile)
+		b, err := os.ReadFile(tpath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("load bpe tokenizer: %w", err)
+		}
+		t.cfg.ChatTemplate = string(b)
+	}
 	return t, nil
 }
 
@@ -88,33 +100,33 @@ var errConfig = errors.New("tokenizer_config.json")
 // implement is refused by its type name.
 func New(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 	t := &Tokenizer{}
-	if err := json.Unmarshal(tokenizerJSON, &t.json); err != nil {
+	if err := json.Unmarshal(tokenizerJSON, &t.doc); err != nil {
 		return nil, err
 	}
 	var err error
-	if t.m, err = newModel(t.json["model"]); err != nil {
+	if t.m, err = newModel(t.doc["model"]); err != nil {
 		return nil, err
 	}
-	if t.norms, err = parseNormalizer(t.json["normalizer"]); err != nil {
+	if t.norms, err = parseNormalizer(t.doc["normalizer"]); err != nil {
 		return nil, fmt.Errorf("field %q: %w", "normalizer", err)
 	}
-	if n, err := t.parsePreTokenizer(t.json["pre_tokenizer"]); err != nil || n != 1 {
+	if n, err := t.parsePreTokenizer(t.doc["pre_tokenizer"]); err != nil || n != 1 {
 		if err == nil {
 			err = fmt.Errorf("%d ByteLevel pre-tokenizers, want 1", n)
 		}
 		return nil, fmt.Errorf("field %q: %w", "pre_tokenizer", err)
 	}
-	if err := checkDecoder(t.json["decoder"]); err != nil {
+	if err := checkDecoder(t.doc["decoder"]); err != nil {
 		return nil, fmt.Errorf("field %q: %w", "decoder", err)
 	}
 	var added []addedtokens.Pattern
-	if raw := t.json["added_tokens"]; len(raw) > 0 && string(raw) != "null" {
+	if raw := t.doc["added_tokens"]; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &added); err != nil {
 			return nil, fmt.Errorf("field %q: %w", "added_tokens", err)
 		}
 	}
 	t.setAdded(added)
-	if t.post, err = postprocess.Parse(t.json["post_processor"], t.TokenToID); err != nil {
+	if t.post, err = postprocess.Parse(t.doc["post_processor"], t.TokenToID); err != nil {
 		return nil, err
 	}
 	if configJSON != nil {
@@ -166,8 +178,17 @@ func parseConfig(c map[string]json.RawMessage) (Config, error) {
 	}
 	if raw, ok := c["chat_template"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &cfg.ChatTemplate); err != nil {
-			// A list of named templates (transformers >= 4.43) is not read.
-			return cfg, fmt.Errorf("field %q: want one template string: %w", "chat_template", err)
+			// transformers >= 4.43 saves several as [{name, template}]; the
+			// one named "default" is apply_chat_template's.
+			var named []struct{ Name, Template string }
+			if err := json.Unmarshal(raw, &named); err != nil {
+				return cfg, fmt.Errorf("field %q: want a template string or a list of {name, template}: %w", "chat_template", err)
+			}
+			for _, n := range named {
+				if n.Name == "default" {
+					cfg.ChatTemplate = n.Template
+				}
+			}
 		}
 	}
 	return cfg, nil
@@ -267,6 +288,7 @@ func checkDecoder(raw json.RawMessage) error {
 
 // setAdded installs the added tokens and rebuilds the two matchers.
 func (t *Tokenizer) setAdded(added []addedtokens.Pattern) {
+	slices.SortStableFunc(added, func(a, b addedtokens.Pattern) int { return a.ID - b.ID })
 	t.added = added
 	t.addedByID = make(map[int]int, len(added))
 	t.addedIDs = make(map[string]int, len(added))

@@ -1,6 +1,7 @@
 package sentencepiece
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -140,6 +141,58 @@ func (t *T5) TokenizerJSONFramed(framing Framing) ([]byte, error) {
 		Decoder:       meta,
 		Model:         tjUnigram{Type: "Unigram", UnkID: sp.UnkID(), Vocab: vocab, ByteFallback: sp.trainer.ByteFallback},
 	}
+	buf, err := addedtokens.MarshalJSON(doc)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer.json: %w", err)
+	}
+	return buf, nil
+}
+
+// XLMRFile is the SentencePiece model of XLM-R checkpoints (bge-m3,
+// multilingual-e5); a Unigram model despite its name.
+const XLMRFile = "sentencepiece.bpe.model"
+
+// XLMRTokenizerJSON returns the tokenizer.json transformers'
+// XLMRobertaConverter writes for m, an XLM-R sentencepiece.bpe.model (pieces
+// <unk>, <s>, </s>, then the vocabulary):
+//
+//   - model: Unigram with fairseq's ids: <s> 0, <pad> 1, </s> 2, <unk> 3
+//     (unk_id), piece k (k >= 3) at k+1, <mask> last; so the ids equal
+//     XLMRobertaTokenizer's (slow) sp_id + fairseq_offset 1;
+//   - normalizer, pre_tokenizer, decoder: as TokenizerJSON;
+//   - post_processor: <s> $A </s> (pair: <s> $A </s> </s> $B </s>);
+//   - added_tokens: <s>, <pad>, </s>, <unk> and <mask> (lstrip, as
+//     XLMRobertaTokenizer declares it).
+//
+// Errors: pieces 0..2 are not <unk> (unknown), <s>, </s>.
+func XLMRTokenizerJSON(m *Model) ([]byte, error) {
+	if len(m.pieces) < 4 || m.pieces[0].Type != Unknown || m.pieces[1].Piece != "<s>" || m.pieces[2].Piece != "</s>" {
+		return nil, errors.New("tokenizer.json: not an XLM-R SentencePiece model (want <unk>, <s>, </s> as pieces 0, 1, 2)")
+	}
+	vocab := [][2]any{{"<s>", 0.0}, {"<pad>", 0.0}, {"</s>", 0.0}, {"<unk>", 0.0}}
+	for _, p := range m.pieces[3:] {
+		vocab = append(vocab, [2]any{p.Piece, float64(p.Score)})
+	}
+	mask := len(vocab)
+	vocab = append(vocab, [2]any{"<mask>", 0.0})
+	var added []addedtokens.Pattern
+	for id, s := range []string{"<s>", "<pad>", "</s>", "<unk>"} {
+		added = append(added, addedtokens.Pattern{ID: id, Entry: addedtokens.Entry{Content: s, Special: true}})
+	}
+	added = append(added, addedtokens.Pattern{ID: mask, Entry: addedtokens.Entry{Content: "<mask>", LStrip: true, Special: true}})
+	// The T5 writer's normalizer and Metaspace nodes, for the same model.
+	base, err := NewT5(m, 0).TokenizerJSON()
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(base, &doc); err != nil {
+		return nil, err
+	}
+	bos, eos := postprocess.Special{Token: "<s>", ID: 0}, postprocess.Special{Token: "</s>", ID: 2}
+	doc["added_tokens"] = added
+	doc["post_processor"] = postprocess.TemplateJSON([]postprocess.Special{bos}, []postprocess.Special{eos}, []postprocess.Special{eos}, 0)
+	doc["model"] = tjUnigram{Type: "Unigram", UnkID: 3, Vocab: vocab, ByteFallback: m.trainer.ByteFallback}
 	buf, err := addedtokens.MarshalJSON(doc)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
