@@ -15,11 +15,11 @@ const (
 
 // Parse failure causes (Parsed.Failure).
 const (
-	FailEmpty     = "empty"           // the output is blank
-	FailNotOption = "not_an_option"   // answer_choice names no option (a letter outside them, other text)
-	FailAmbiguous = "ambiguous"       // several different option letters are named
-	FailMalformed = "malformed_json"  // a JSON object was begun but does not parse, and nothing else names an option
-	FailNoAnswer  = "no_answer"       // no answer_choice, option letter or option text
+	FailEmpty     = "empty"          // the output is blank
+	FailNotOption = "not_an_option"  // answer_choice names no option (a letter outside them, other text)
+	FailAmbiguous = "ambiguous"      // several different option letters are named
+	FailMalformed = "malformed_json" // a JSON object was begun but does not parse, and nothing else names an option
+	FailNoAnswer  = "no_answer"      // no answer_choice, option letter or option text
 )
 
 // Parsed is the strict parser's reading of one output: Choice is an option
