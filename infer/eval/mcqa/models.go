@@ -2,10 +2,12 @@ package mcqa
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/ragforge/ragforge/infer/serve"
+	"github.com/ragforge/ragforge/models/openai"
 )
 
 // Chat is the part of *openai.Client ChatAnswerer needs.
@@ -32,7 +34,13 @@ func (a *ChatAnswerer) Answer(ctx context.Context, p Prompt) (string, error) {
 	if mt <= 0 {
 		mt = DefaultMaxTokens
 	}
-	return a.Client.ChatText(ctx, p.System, p.User, mt, a.Temperature)
+	s, err := a.Client.ChatText(ctx, p.System, p.User, mt, a.Temperature)
+	if errors.Is(err, openai.ErrEmptyAnswer) {
+		// A blank answer is the model's output, scored as a parse
+		// failure ("empty"), not a failed request to retry on resume.
+		return "", nil
+	}
+	return s, err
 }
 
 // Completer is a prompt-to-text model without chat roles (a local T5:
@@ -89,7 +97,9 @@ func (s *ServeRetriever) Pipeline(ctx context.Context, question, rationale strin
 	if err := s.Client.Post(ctx, "/pipeline", req, &resp); err != nil {
 		return Retrieval{}, err
 	}
-	out := Retrieval{Retrieved: snippets(resp.Retrieved), Kept: snippets(resp.Kept), Filtered: len(resp.Filtered) > 0}
+	// With filter on, the server either filtered, had nothing to filter
+	// (kept none of none), or has no filter (refused below).
+	out := Retrieval{Retrieved: snippets(resp.Retrieved), Kept: snippets(resp.Kept), Filtered: filter}
 	if out.Filtered {
 		p := map[string]float64{}
 		for _, f := range resp.Filtered {

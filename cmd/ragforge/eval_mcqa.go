@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/infer/eval/mcqa"
+	"github.com/ragforge/ragforge/infer/serve"
+	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/models/openai"
+)
+
+type evalMCQAOptions struct {
+	Benchmark   string          `json:"benchmark"`
+	Datasets    string          `json:"datasets,omitempty"`
+	Limit       int             `json:"limit"`
+	Conditions  string          `json:"conditions"`
+	Answerer    string          `json:"answerer,omitempty"`
+	Pipeline    string          `json:"pipeline,omitempty"`
+	Filter      string          `json:"filter,omitempty"`
+	K           int             `json:"k"`
+	Parse       string          `json:"parse"`
+	Scorer      string          `json:"scorer,omitempty"`
+	Outputs     string          `json:"outputs,omitempty"`
+	Concurrency int             `json:"concurrency"`
+	MaxTokens   int             `json:"max_tokens"`
+	Timeout     time.Duration   `json:"timeout_ns"`
+	Retries     int             `json:"retries"`
+	Resume      string          `json:"-"`
+	Templates   []mcqa.Template `json:"templates"`
+}
+
+func newEvalMCQACmd(g *globals) *cobra.Command {
+	var o evalMCQAOptions
+	cmd := &cobra.Command{
+		Use:   "mcqa",
+		Short: "Multiple-choice medical QA accuracy on MIRAGE under cot, rag, rag2 and rag2-nofilter (RAG²'s headline table)",
+		Long: `Answers MIRAGE's questions (or a JSONL of {id, question, options, answer},
+or RAG²'s format with the options inside the question) under each condition
+with the same answerer, and reports accuracy per dataset and MIRAGE's average
+with 95% intervals, parse failures, McNemar's exact test between conditions
+and, for rag2, the snippets the filter kept.
+  cot            no retrieval, MedRAG's chain-of-thought template
+  rag            question-only retrieval of the top --k, MedRAG's RAG template
+  rag2           the cot rationale as query, balanced retrieval, rerank, filter
+  rag2-nofilter  rag2 without the filter
+Retrieval goes through ragforge serve's /v1/retrieve and /v1/pipeline: --pipeline
+is a served pipeline's URL or an exported pipeline directory (served in-process).
+--parse strict (default) counts unreadable outputs as parse failures; --parse
+mirage reproduces MIRAGE's scorer, which reads them as A. --outputs re-scores
+stored outputs without a model. Every item is stored in the run; --resume RUN
+continues a killed run without asking any question twice.`,
+		Example: `  ragforge eval mcqa --benchmark ../shared/data/mirage/benchmark.json --limit 20 \
+    --conditions cot,rag,rag2 --answerer openai:http://127.0.0.1:8080/v1 --pipeline http://127.0.0.1:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runEvalMCQA(cmdContext(cmd), g, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Benchmark, "benchmark", "", "MIRAGE benchmark.json, or a JSON/JSONL of {id, question, options, answer} (required)")
+	f.StringVar(&o.Datasets, "datasets", "", "datasets to run, comma-separated (default: all in the file)")
+	f.IntVar(&o.Limit, "limit", 0, "first N questions of each dataset, ids sorted as strings (0 = all)")
+	f.StringVar(&o.Conditions, "conditions", mcqa.CondCoT, "conditions: "+strings.Join(mcqa.AllConditions, ","))
+	f.StringVar(&o.Answerer, "answerer", "", "answering model: openai:URL[#model] (chat server, ragforge serve included) or t5:DIR")
+	f.StringVar(&o.Pipeline, "pipeline", "", "retrieval for rag/rag2: a ragforge serve URL, or an exported pipeline directory")
+	f.StringVar(&o.Filter, "filter", "", "RAG² filter directory replacing the pipeline directory's (rag2)")
+	f.IntVar(&o.K, "k", mcqa.DefaultK, "snippets retrieved per question (MedRAG's default 32)")
+	f.StringVar(&o.Parse, "parse", mcqa.ParseStrict, "answer parsing: strict or mirage (MIRAGE's scorer, fallback to A included)")
+	f.StringVar(&o.Scorer, "scorer", "", "option log-likelihood (acc, acc_norm) with t5:DIR or openai:URL[#model] (echo + logprobs)")
+	f.StringVar(&o.Outputs, "outputs", "", "re-score stored outputs: JSONL of {id, raw} or MIRAGE's prediction tree")
+	f.IntVar(&o.Concurrency, "concurrency", 4, "questions answered at once")
+	f.IntVar(&o.MaxTokens, "max-tokens", mcqa.DefaultMaxTokens, "answer length bound in tokens")
+	f.DurationVar(&o.Timeout, "timeout", 120*time.Second, "per-request timeout")
+	f.IntVar(&o.Retries, "retries", 3, "retries with exponential backoff per request")
+	f.StringVar(&o.Resume, "resume", "", "continue the eval-mcqa run with this id (stored questions are not asked again)")
+	minInt(f, 0, "limit")
+	minInt(f, 1, "k", "concurrency", "max-tokens")
+	return cmd
+}
+
+func runEvalMCQA(ctx context.Context, g *globals, o evalMCQAOptions) (err error) {
+	if o.Benchmark == "" {
+		return fmt.Errorf("--benchmark is required")
+	}
+	if err := mcqa.ValidParse(o.Parse); err != nil {
+		return fmt.Errorf("--parse: %w", err)
+	}
+	var names []string
+	if o.Datasets != "" {
+		names = strings.Split(o.Datasets, ",")
+	}
+	datasets, err := mcqa.Load(o.Benchmark, mcqa.LoadOptions{Datasets: names, Limit: o.Limit})
+	if err != nil {
+		return err
+	}
+	cfg := mcqa.Config{Conditions: strings.Split(o.Conditions, ","), K: o.K, Parse: o.Parse, Concurrency: o.Concurrency}
+	o.Templates = mcqa.Templates()
+	if o.Outputs != "" {
+		return rescoreMCQA(g, o, cfg, datasets)
+	}
+	if err := cfg.Validate(o.Pipeline != ""); err != nil {
+		return fmt.Errorf("--conditions/--k/--concurrency: %w", err)
+	}
+	deps, closeDeps, err := openMCQADeps(ctx, g, o)
+	if err != nil {
+		return err
+	}
+	defer closeDeps()
+	st, run, err := startOrResumeMCQA(g, o)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer finishRun(run, &err)
+	n := 0
+	for _, d := range datasets {
+		n += len(d.Questions)
+	}
+	bar := progress.New(g.Err, n, "questions")
+	rep, err := mcqa.Run(ctx, cfg, datasets, deps, run, bar.Func())
+	bar.Finish()
+	if rep != nil {
+		if perr := printMCQAReport(g, run.ID, rep); err == nil {
+			err = perr
+		}
+	}
+	return err
+}
+
+// startOrResumeMCQA starts an eval-mcqa run, or reopens --resume's.
+func startOrResumeMCQA(g *globals, o evalMCQAOptions) (*tracker.Store, *tracker.Run, error) {
+	if o.Resume == "" {
+		return startRun(g, "eval-mcqa", o)
+	}
+	st, err := openStore(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	run, err := st.Resume(o.Resume)
+	if err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("--resume %s: %w", o.Resume, err)
+	}
+	return st, run, nil
+}
+
+// rescoreMCQA scores --outputs without a model.
+func rescoreMCQA(g *globals, o evalMCQAOptions, cfg mcqa.Config, datasets []mcqa.Dataset) (err error) {
+	for _, f := range []string{o.Answerer, o.Pipeline, o.Scorer, o.Resume} {
+		if f != "" {
+			return fmt.Errorf("--outputs re-scores stored outputs: --answerer, --pipeline, --scorer and --resume do not apply")
+		}
+	}
+	outs, err := mcqa.ReadOutputs(o.Outputs, datasets)
+	if err != nil {
+		return fmt.Errorf("--outputs: %w", err)
+	}
+	st, run, err := startRun(g, "eval-mcqa", o)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer finishRun(run, &err)
+	rep, err := mcqa.Rescore(cfg, datasets, outs, run)
+	if err != nil {
+		return err
+	}
+	return printMCQAReport(g, run.ID, rep)
+}
+
+// openMCQADeps opens the answerer, the retrieval (a served pipeline, or a
+// pipeline directory served in-process on loopback) and the scorer.
+func openMCQADeps(ctx context.Context, g *globals, o evalMCQAOptions) (mcqa.Deps, func(), error) {
+	var deps mcqa.Deps
+	closers := []func(){}
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (mcqa.Deps, func(), error) { closeAll(); return deps, nil, err }
+	if o.Answerer == "" {
+		return fail(fmt.Errorf("--answerer is required (or --outputs to re-score)"))
+	}
+	kind, target, model, err := splitSpec(o.Answerer, "answerer")
+	if err != nil {
+		return fail(err)
+	}
+	copt := openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries, Concurrency: o.Concurrency}
+	switch kind {
+	case "openai":
+		client := openai.New(target, copt)
+		if err := client.Preflight(ctx); err != nil {
+			return fail(fmt.Errorf("--answerer %s: %w", o.Answerer, err))
+		}
+		deps.Answerer = &mcqa.ChatAnswerer{Client: client, MaxTokens: o.MaxTokens}
+	case "t5":
+		lm, err := serve.LoadLocalLM(target, g.Backend)
+		if err != nil {
+			return fail(fmt.Errorf("--answerer %s: %w", o.Answerer, err))
+		}
+		deps.Answerer = &mcqa.CompleteAnswerer{LM: lm, MaxTokens: o.MaxTokens}
+	default:
+		return fail(fmt.Errorf("--answerer %q: want openai:URL[#model] or t5:DIR", o.Answerer))
+	}
+	if o.Pipeline != "" {
+		url, stop, err := pipelineURL(ctx, g, o)
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, stop)
+		// A served pipeline may need serve's token for reads (no --open-read).
+		deps.Retriever = &mcqa.ServeRetriever{Client: openai.New(url, openai.Options{APIKey: os.Getenv("RAGFORGE_TOKEN"), Timeout: o.Timeout, MaxRetries: o.Retries, Concurrency: o.Concurrency})}
+	} else if o.Filter != "" {
+		return fail(fmt.Errorf("--filter needs --pipeline DIR"))
+	}
+	if o.Scorer != "" {
+		if deps.Scorer, err = newScorer(g, o.Scorer, o.Timeout, o.Retries, o.Concurrency); err != nil {
+			return fail(err)
+		}
+	}
+	return deps, closeAll, nil
+}
+
+// pipelineURL returns --pipeline when it is a URL; a directory is loaded
+// (with --filter's filter in place of its own) and served on a loopback
+// port until stop.
+func pipelineURL(ctx context.Context, g *globals, o evalMCQAOptions) (url string, stop func(), err error) {
+	if strings.HasPrefix(o.Pipeline, "http://") || strings.HasPrefix(o.Pipeline, "https://") {
+		if o.Filter != "" {
+			return "", nil, fmt.Errorf("--filter applies to a pipeline directory; the server at %s serves its own", o.Pipeline)
+		}
+		return o.Pipeline, func() {}, nil
+	}
+	comps, err := serve.Load(serve.Config{PipelineDir: o.Pipeline, Backend: g.Backend})
+	if err != nil {
+		return "", nil, fmt.Errorf("--pipeline %s: %w", o.Pipeline, err)
+	}
+	if o.Filter != "" {
+		if comps.Filter, err = serve.LoadT5Filter(o.Filter, g.Backend, comps.Pipeline.Manifest.Filter); err != nil {
+			comps.Pipeline.Close()
+			return "", nil, fmt.Errorf("--filter %s: %w", o.Filter, err)
+		}
+	}
+	srv, err := serve.New(serve.Options{OpenRead: true}, comps) // loopback, this process only
+	if err != nil {
+		comps.Pipeline.Close()
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return "", nil, err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(sctx, ln); close(done) }()
+	return "http://" + ln.Addr().String(), func() { cancel(); <-done; comps.Pipeline.Close() }, nil
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/infer/pipeline"
+	"github.com/ragforge/ragforge/infer/serve"
+	"github.com/ragforge/ragforge/internal/testutil/tinyt5"
+	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
+)
+
+// mcqaServe builds a BM25 pipeline of two small corpora with a random tiny
+// T5 filter and generator, and serves it (OpenAI chat endpoint included)
+// in-process as `ragforge serve` would.
+func mcqaServe(t *testing.T) (url, dir string) {
+	t.Helper()
+	spm := sharedDir(t, "fixtures/tokenizer")
+	ftok, err := sentencepiece.LoadT5(spm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ftok.AddTokens([]string{filter.Helpful, filter.NotHelpful})
+	gtok, _ := sentencepiece.LoadT5(spm)
+	m := pipeline.DefaultManifest()
+	m.Filter.MaxSeqLength, m.Filter.DocStride = 64, 16
+	chunk := func(id, text string) data.Chunk { return data.Chunk{ID: id, DocID: id, Text: text, End: len(text)} }
+	dir = filepath.Join(t.TempDir(), "pipeline")
+	err = pipeline.Save(dir, pipeline.Parts{Manifest: m,
+		Corpora: []pipeline.CorpusPart{
+			{Name: "textbooks", Chunks: []data.Chunk{chunk("tb#0", "the facial nerve exits the skull at the stylomastoid foramen"), chunk("tb#1", "insulin is made by the beta cells of the pancreas")}},
+			{Name: "pubmed", Chunks: []data.Chunk{chunk("pm#0", "conjunctivitis and pharyngitis in children suggest adenovirus"), chunk("pm#1", "the patient was treated with antibiotics")}},
+		},
+		Filter: tinyt5.Save(t, ftok, "", 0), Generator: tinyt5.Save(t, gtok, "", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps, err := serve.Load(serve.Config{PipelineDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve.New(serve.Options{OpenRead: true}, comps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close(); comps.Pipeline.Close() })
+	return ts.URL, dir
+}
+
+// TestEvalMCQAAgainstServe: cot, rag and rag2 on MIRAGE questions with
+// ragforge serve as the answerer and the retrieval, then a resume that asks
+// nothing again, and the in-process pipeline directory.
+func TestEvalMCQAAgainstServe(t *testing.T) {
+	bench := sharedDir(t, "data/mirage/benchmark.json")
+	url, dir := mcqaServe(t)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	limit := "20"
+	if testing.Short() {
+		limit = "2"
+	}
+	args := []string{"--db", db, "--json", "eval", "mcqa", "--benchmark", bench, "--limit", limit,
+		"--conditions", "cot,rag,rag2", "--answerer", "openai:" + url + "/v1", "--pipeline", url, "--k", "3", "--max-tokens", "8", "--concurrency", "4"}
+	var res struct {
+		RunID  string `json:"run_id"`
+		Report struct {
+			Questions  map[string]int `json:"questions"`
+			Conditions []struct {
+				Condition string `json:"condition"`
+				Missing   int    `json:"missing"`
+				Datasets  []struct {
+					N int `json:"n"`
+				} `json:"datasets"`
+				Filter *struct {
+					Questions int `json:"questions"`
+				} `json:"filter"`
+			} `json:"conditions"`
+			Pairs []struct {
+				N int `json:"n"`
+			} `json:"mcnemar"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(run(t, args...)), &res); err != nil {
+		t.Fatal(err)
+	}
+	n := 20
+	if testing.Short() {
+		n = 2
+	}
+	if len(res.Report.Questions) != 4 || len(res.Report.Conditions) != 3 || len(res.Report.Pairs) != 3 || res.Report.Pairs[0].N != 4*n {
+		t.Fatalf("report %+v", res.Report)
+	}
+	for _, c := range res.Report.Conditions {
+		for _, d := range c.Datasets {
+			if d.N != n || c.Missing != 0 {
+				t.Errorf("%s: %d questions answered, %d missing; want %d, 0", c.Condition, d.N, c.Missing, n)
+			}
+		}
+		if (c.Condition == "rag2") != (c.Filter != nil) || (c.Filter != nil && c.Filter.Questions != 4*n) {
+			t.Errorf("%s filter %+v", c.Condition, c.Filter)
+		}
+	}
+	// Resuming the finished run finds every item stored.
+	out := run(t, append(args[:len(args):len(args)], "--resume", res.RunID)...)
+	if !strings.Contains(out, res.RunID) {
+		t.Errorf("resume output %s", out)
+	}
+	// The pipeline directory served in-process, with the text table.
+	out = run(t, "--db", db, "eval", "mcqa", "--benchmark", bench, "--limit", "1", "--datasets", "pubmedqa",
+		"--conditions", "rag,rag2-nofilter", "--answerer", "openai:"+url+"/v1", "--pipeline", dir, "--k", "2", "--max-tokens", "4")
+	for _, want := range []string{"rag2-nofilter", "pubmedqa", "McNemar rag vs rag2-nofilter: 1 questions"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestEvalMCQARefusals: flags that make no sense are errors.
+func TestEvalMCQARefusals(t *testing.T) {
+	bench := sharedDir(t, "data/mirage/benchmark.json")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--parse", "loose"}, `parse mode "loose"`},
+		{[]string{"--conditions", "rag", "--answerer", "openai:http://127.0.0.1:1/v1"}, `"rag" needs retrieval`},
+		{[]string{"--conditions", "cot,cot"}, `"cot" repeated`},
+		{[]string{"--datasets", "bioasq"}, `no dataset "bioasq"`},
+		{[]string{"--outputs", "x.jsonl", "--answerer", "openai:http://127.0.0.1:1/v1"}, "do not apply"},
+	} {
+		args := append([]string{"--db", filepath.Join(t.TempDir(), "r.db"), "eval", "mcqa", "--benchmark", bench}, c.args...)
+		if code, stderr := runErr(args...); code == 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", c.args, code, stderr, c.want)
+		}
+	}
+}
