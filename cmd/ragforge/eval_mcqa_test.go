@@ -34,7 +34,9 @@ func mcqaServe(t *testing.T) (url, dir string) {
 	err = pipeline.Save(dir, pipeline.Parts{Manifest: m,
 		Corpora: []pipeline.CorpusPart{
 			{Name: "textbooks", Chunks: []data.Chunk{chunk("tb#0", "the facial nerve exits the skull at the stylomastoid foramen"), chunk("tb#1", "insulin is made by the beta cells of the pancreas")}},
-			{Name: "pubmed", Chunks: []data.Chunk{chunk("pm#0", "conjunctivitis and pharyngitis in children suggest adenovirus"), chunk("pm#1", "the patient was treated with antibiotics")}},
+			{Name: "pubmed", Chunks: []data.Chunk{chunk("pm#0", "conjunctivitis and pharyngitis in children suggest adenovirus"), chunk("pm#1", "the patient was treated with antibiotics"),
+				// Words the random generator writes, so its rationales retrieve.
+				chunk("pm#2", "macroscopia luvas luz actividade")}},
 		},
 		Filter: tinyt5.Save(t, ftok, "", 0), Generator: tinyt5.Save(t, gtok, "", 0)})
 	if err != nil {
@@ -77,7 +79,8 @@ func TestEvalMCQAAgainstServe(t *testing.T) {
 					N int `json:"n"`
 				} `json:"datasets"`
 				Filter *struct {
-					Questions int `json:"questions"`
+					Questions     int     `json:"questions"`
+					MeanRetrieved float64 `json:"mean_retrieved"`
 				} `json:"filter"`
 			} `json:"conditions"`
 			Pairs []struct {
@@ -101,7 +104,7 @@ func TestEvalMCQAAgainstServe(t *testing.T) {
 				t.Errorf("%s: %d questions answered, %d missing; want %d, 0", c.Condition, d.N, c.Missing, n)
 			}
 		}
-		if (c.Condition == "rag2") != (c.Filter != nil) || (c.Filter != nil && c.Filter.Questions != 4*n) {
+		if (c.Condition == "rag2") != (c.Filter != nil) || (c.Filter != nil && (c.Filter.Questions != 4*n || c.Filter.MeanRetrieved == 0)) {
 			t.Errorf("%s filter %+v", c.Condition, c.Filter)
 		}
 	}

@@ -70,7 +70,7 @@ type Snippet struct {
 	ID     string `json:"id"`
 	Corpus string `json:"corpus,omitempty"`
 	Title  string `json:"title,omitempty"`
-	Text   string `json:"text"`
+	Text   string `json:"text,omitempty"`
 	// PHelpful is the filter's P([HELPFUL]) when the filter ran.
 	PHelpful *float64 `json:"p_helpful,omitempty"`
 }
