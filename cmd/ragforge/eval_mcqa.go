@@ -142,12 +142,48 @@ func startOrResumeMCQA(g *globals, o evalMCQAOptions) (*tracker.Store, *tracker.
 	if err != nil {
 		return nil, nil, err
 	}
-	run, err := st.Resume(o.Resume)
-	if err != nil {
+	fail := func(err error) (*tracker.Store, *tracker.Run, error) {
 		st.Close()
 		return nil, nil, fmt.Errorf("--resume %s: %w", o.Resume, err)
 	}
+	d, err := st.Get(o.Resume)
+	if err != nil {
+		return fail(err)
+	}
+	if d.Kind != "eval-mcqa" {
+		return fail(fmt.Errorf("a %s run, not eval-mcqa", d.Kind))
+	}
+	var prev evalMCQAOptions
+	if err := jsonUnmarshal(d.Config, &prev); err != nil {
+		return fail(fmt.Errorf("stored config: %w", err))
+	}
+	if err := sameSetup(prev, o); err != nil {
+		return fail(err)
+	}
+	run, err := st.Resume(o.Resume)
+	if err != nil {
+		return fail(err)
+	}
 	return st, run, nil
+}
+
+// sameSetup refuses to resume a run with flags that change its answers:
+// stored items would mix with answers from another setup. Datasets, limit,
+// conditions and request settings may change.
+func sameSetup(prev, o evalMCQAOptions) error {
+	for _, f := range []struct {
+		flag      string
+		was, next any
+	}{
+		{"benchmark", prev.Benchmark, o.Benchmark}, {"answerer", prev.Answerer, o.Answerer},
+		{"pipeline", prev.Pipeline, o.Pipeline}, {"filter", prev.Filter, o.Filter}, {"k", prev.K, o.K},
+		{"scorer", prev.Scorer, o.Scorer}, {"max-tokens", prev.MaxTokens, o.MaxTokens},
+	} {
+		if f.was != f.next {
+			return fmt.Errorf("--%s %v differs from the run's %v: its stored answers came from that setup", f.flag, f.next, f.was)
+		}
+	}
+	return nil
 }
 
 // rescoreMCQA scores --outputs without a model.

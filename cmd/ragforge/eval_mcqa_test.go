@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/infer/eval/mcqa"
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/infer/serve"
 	"github.com/ragforge/ragforge/internal/testutil/tinyt5"
@@ -113,6 +116,12 @@ func TestEvalMCQAAgainstServe(t *testing.T) {
 	if !strings.Contains(out, res.RunID) {
 		t.Errorf("resume output %s", out)
 	}
+	// Resuming with a setup that changes answers is refused.
+	bad := append(args[:len(args):len(args)], "--resume", res.RunID)
+	bad[slices.Index(bad, "--k")+1] = "5"
+	if code, stderr := runErr(bad...); code == 0 || !strings.Contains(stderr, "--k 5 differs from the run's 3") {
+		t.Errorf("resume with another --k: exit %d, %s", code, stderr)
+	}
 	// The pipeline directory served in-process, with the text table.
 	out = run(t, "--db", db, "eval", "mcqa", "--benchmark", bench, "--limit", "1", "--datasets", "pubmedqa",
 		"--conditions", "rag,rag2-nofilter", "--answerer", "openai:"+url+"/v1", "--pipeline", dir, "--k", "2", "--max-tokens", "4")
@@ -140,5 +149,57 @@ func TestEvalMCQARefusals(t *testing.T) {
 		if code, stderr := runErr(args...); code == 0 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %q", c.args, code, stderr, c.want)
 		}
+	}
+}
+
+// TestEvalMCQALocalT5: a local T5 answerer with option log-likelihood from
+// the same T5, on one question.
+func TestEvalMCQALocalT5(t *testing.T) {
+	bench := sharedDir(t, "data/mirage/benchmark.json")
+	spm := sharedDir(t, "fixtures/tokenizer")
+	tok, err := sentencepiece.LoadT5(spm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := tinyt5.Save(t, tok, "", 0)
+	out := run(t, "--db", filepath.Join(t.TempDir(), "r.db"), "--json", "eval", "mcqa", "--benchmark", bench, "--limit", "1",
+		"--datasets", "medqa", "--answerer", "t5:"+gen, "--scorer", "t5:"+gen, "--max-tokens", "4")
+	for _, want := range []string{`"loglik_acc"`, `"loglik_acc_norm"`, `"n": 1`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// TestEvalMCQAOutputs: --outputs re-scores a MIRAGE prediction tree in
+// --parse mirage mode: medqa 0000 read as its answer, 0001 as A (MIRAGE's
+// fallback).
+func TestEvalMCQAOutputs(t *testing.T) {
+	bench := sharedDir(t, "data/mirage/benchmark.json")
+	ds, err := mcqa.Load(bench, mcqa.LoadOptions{Datasets: []string{"medqa"}, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	leaf := filepath.Join(root, "medqa", "cot", "llm")
+	os.MkdirAll(leaf, 0o755)
+	q0, q1 := ds[0].Questions[0], ds[0].Questions[1]
+	os.WriteFile(filepath.Join(leaf, "test_"+q0.ID+".json"), []byte(`["{\"answer_choice\": \"`+q0.Answer+`\"}"]`), 0o644)
+	os.WriteFile(filepath.Join(leaf, "test_"+q1.ID+".json"), []byte(`["no idea"]`), 0o644)
+	out := run(t, "--db", filepath.Join(t.TempDir(), "r.db"), "--json", "eval", "mcqa", "--benchmark", bench, "--limit", "2",
+		"--datasets", "medqa", "--outputs", root, "--parse", "mirage")
+	var res struct {
+		Report mcqa.Report `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	want := 1
+	if q1.Answer == "A" {
+		want = 2
+	}
+	c := res.Report.Conditions
+	if len(c) != 1 || c[0].Condition != "cot/llm" || c[0].Datasets[0].Correct != want || c[0].Datasets[0].MIRAGEFallbacks != 1 || c[0].ParseFailures != 1 {
+		t.Errorf("report %+v", c)
 	}
 }
