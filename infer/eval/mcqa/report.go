@@ -129,80 +129,19 @@ func conditionReport(cond, mode string, datasets []Dataset, items map[string]Ite
 	cr := ConditionReport{Condition: cond}
 	var accs []float64
 	var ns []int
-	var fs FilterStats
-	fs.KeptCounts = map[int]int{}
+	fs := &FilterStats{KeptCounts: map[int]int{}}
 	retrieved := 0
 	for _, d := range datasets {
-		s := DatasetScore{Dataset: d.Name, FailureCauses: map[string]int{}}
-		strict, mirage, ll, lln, nll := 0, 0, 0, 0, 0
-		for _, q := range d.Questions {
-			it, ok := items[q.Key()]
-			if !ok {
-				cr.Missing++
-				continue
-			}
-			s.N++
-			if correct(it, mode) {
-				s.Correct++
-			}
-			if it.Correct {
-				strict++
-			}
-			if it.CorrectMIRAGE {
-				mirage++
-			}
-			if it.Parsed.Failure != "" {
-				s.ParseFailures++
-				s.FailureCauses[it.Parsed.Failure]++
-			}
-			if it.MIRAGEFallback {
-				s.MIRAGEFallbacks++
-			}
-			if it.LogLik != nil {
-				nll++
-				if it.LogLik.Correct {
-					ll++
-				}
-				if it.LogLik.CorrectNorm {
-					lln++
-				}
-			}
-			if it.Filtered {
-				fs.Questions++
-				fs.KeptCounts[len(it.Kept)]++
-				fs.MeanKept += float64(len(it.Kept))
-				retrieved += len(it.Retrieved)
-				if len(it.Kept) == 0 {
-					fs.NoneKept++
-					if correct(it, mode) {
-						fs.NoneKeptCorrect++
-					}
-				}
-			}
-		}
-		if s.N > 0 {
-			s.Accuracy = float64(s.Correct) / float64(s.N)
-			s.StrictAccuracy = float64(strict) / float64(s.N)
-			s.MIRAGEAccuracy = float64(mirage) / float64(s.N)
-		}
-		s.CI, s.Std = Wilson(s.Correct, s.N), ProportionStd(s.Accuracy, s.N)
-		if nll > 0 {
-			a, an := float64(ll)/float64(nll), float64(lln)/float64(nll)
-			s.LogLikAcc, s.LogLikAccNorm = &a, &an
-		}
-		if len(s.FailureCauses) == 0 {
-			s.FailureCauses = nil
-		}
+		s := datasetScore(d, mode, items, fs, &retrieved)
+		cr.Missing += len(d.Questions) - s.N
 		cr.ParseFailures += s.ParseFailures
 		cr.Datasets = append(cr.Datasets, s)
 		if s.N > 0 {
 			accs, ns = append(accs, s.Accuracy), append(ns, s.N)
+			cr.Average += s.Accuracy
 		}
 	}
 	if len(accs) > 0 {
-		for _, a := range accs {
-			cr.Average += a
-		}
 		cr.Average /= float64(len(accs))
 	}
 	cr.AverageCI = MeanInterval(accs, ns)
@@ -212,9 +151,67 @@ func conditionReport(cond, mode string, datasets []Dataset, items map[string]Ite
 		if fs.NoneKept > 0 {
 			fs.NoneKeptAccuracy = float64(fs.NoneKeptCorrect) / float64(fs.NoneKept)
 		}
-		cr.Filter = &fs
+		cr.Filter = fs
 	}
 	return cr
+}
+
+// datasetScore scores one dataset's stored items under mode, adding the
+// filtered items to fs (MeanKept as a sum) and their retrieved counts to
+// retrieved.
+func datasetScore(d Dataset, mode string, items map[string]Item, fs *FilterStats, retrieved *int) DatasetScore {
+	s := DatasetScore{Dataset: d.Name, FailureCauses: map[string]int{}}
+	strict, mirage, ll, lln, nll := 0, 0, 0, 0, 0
+	for _, q := range d.Questions {
+		it, ok := items[q.Key()]
+		if !ok {
+			continue
+		}
+		s.N++
+		s.Correct += b2i(correct(it, mode))
+		strict += b2i(it.Correct)
+		mirage += b2i(it.CorrectMIRAGE)
+		s.MIRAGEFallbacks += b2i(it.MIRAGEFallback)
+		if it.Parsed.Failure != "" {
+			s.ParseFailures++
+			s.FailureCauses[it.Parsed.Failure]++
+		}
+		if it.LogLik != nil {
+			nll++
+			ll += b2i(it.LogLik.Correct)
+			lln += b2i(it.LogLik.CorrectNorm)
+		}
+		if it.Filtered {
+			fs.Questions++
+			fs.KeptCounts[len(it.Kept)]++
+			fs.MeanKept += float64(len(it.Kept))
+			*retrieved += len(it.Retrieved)
+			if len(it.Kept) == 0 {
+				fs.NoneKept++
+				fs.NoneKeptCorrect += b2i(correct(it, mode))
+			}
+		}
+	}
+	if s.N > 0 {
+		n := float64(s.N)
+		s.Accuracy, s.StrictAccuracy, s.MIRAGEAccuracy = float64(s.Correct)/n, float64(strict)/n, float64(mirage)/n
+	}
+	s.CI, s.Std = Wilson(s.Correct, s.N), ProportionStd(s.Accuracy, s.N)
+	if nll > 0 {
+		a, an := float64(ll)/float64(nll), float64(lln)/float64(nll)
+		s.LogLikAcc, s.LogLikAccNorm = &a, &an
+	}
+	if len(s.FailureCauses) == 0 {
+		s.FailureCauses = nil
+	}
+	return s
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Metrics are the run metrics of the report: "<condition>/<dataset>/accuracy"

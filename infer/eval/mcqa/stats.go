@@ -41,7 +41,8 @@ func ProportionStd(acc float64, n int) float64 {
 // unweighted mean of D datasets' accuracies p_i on n_i questions: mean ±
 // z·√(Σ p_i(1−p_i)/n_i)/D (independent datasets). It is the normal
 // approximation, not Wilson: the mean of proportions is not a binomial
-// proportion.
+// proportion. Like every normal interval it collapses to a point when every
+// accuracy is 0 or 1; the per-dataset Wilson intervals do not.
 func MeanInterval(accs []float64, ns []int) Interval {
 	if len(accs) == 0 {
 		return Interval{0, 1}
