@@ -323,3 +323,44 @@ func TestStats(t *testing.T) {
 		t.Errorf("Wilson(10,10) = %v, want [0.7224672, 1]", w)
 	}
 }
+
+// TestRunKilledAndResumed: a run cancelled after two questions (as SIGINT
+// does) stops with the context's error and keeps those two; the resumed run
+// asks only the other six, so every question is asked once and none is lost.
+func TestRunKilledAndResumed(t *testing.T) {
+	ds, err := Load("testdata/tiny_benchmark.json", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, counts := replayServer(t)
+	deps := Deps{Answerer: &ChatAnswerer{Client: openai.New(ts.URL, openai.Options{MaxRetries: -1})}, Retriever: &fixedRetriever{}}
+	cfg := Config{Conditions: []string{CondCoT, CondRAG}, Concurrency: 1}
+	rec := newMemRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = Run(ctx, cfg, ds, deps, rec, func(done, total int) {
+		if done == 2 {
+			cancel()
+		}
+	})
+	if err != context.Canceled || len(rec.items) != 4 {
+		t.Fatalf("killed run: err %v, %d items stored; want context.Canceled and 2 questions × 2 conditions", err, len(rec.items))
+	}
+	rep, err := Run(context.Background(), cfg, ds, deps, rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.items) != 16 || rep.Conditions[0].Missing != 0 || rep.Conditions[1].Missing != 0 {
+		t.Errorf("resumed: %d items, missing %d/%d", len(rec.items), rep.Conditions[0].Missing, rep.Conditions[1].Missing)
+	}
+	n := 0
+	counts.Range(func(k, v any) bool {
+		n++
+		if *v.(*int) != 1 {
+			t.Errorf("%s asked %d times, want once", k, *v.(*int))
+		}
+		return true
+	})
+	if n != 16 {
+		t.Errorf("%d (condition, question) pairs asked, want 16", n)
+	}
+}

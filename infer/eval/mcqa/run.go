@@ -320,9 +320,8 @@ func (r *runner) item(ctx context.Context, cond string, q Question, cot *Item) (
 		}
 		it.LogLik = ll
 	}
-	if err := ctx.Err(); err != nil {
-		return it, err // a cancelled question is not stored
-	}
+	// A complete item is stored even when the run is being cancelled: its
+	// answer was paid for, and resuming must not ask it again.
 	if err := r.rec.PutItem(ItemKind, key, it); err != nil {
 		return it, fmt.Errorf("store item %s: %w", key, err)
 	}
