@@ -264,7 +264,8 @@ func TestParseAnswer(t *testing.T) {
 		{`The answer is A; option B is also right`, "", FailAmbiguous},
 		{`Spleen.`, "D", ""},
 		{`A 45-year-old man`, "", FailNoAnswer},
-		{`{"answer_choice": "A"`, "", FailMalformed},
+		{`{"step_by_step_thinking": "x", "answer_choice": "A"`, "A", ""}, // JSON cut short, its answer_choice still plain
+		{`{"step_by_step_thinking": "x", "answer_choice": `, "", FailMalformed},
 		{"  \n", "", FailEmpty},
 	}
 	for _, c := range cases {

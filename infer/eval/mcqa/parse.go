@@ -39,8 +39,9 @@ type Parsed struct {
 //     text (case and surrounding space ignored); an answer_choice that is
 //     neither is FailNotOption;
 //  2. an unambiguous option letter: the whole output is a letter ("C",
-//     "(C)", "C."), or every "answer is X", "answer: X", "option X" names
-//     the same option letter (different letters: FailAmbiguous);
+//     "(C)", "C."), or every "answer is X", "answer: X", "option X" (and
+//     `"answer_choice": "X"` in JSON cut short) names the same option letter
+//     (different letters: FailAmbiguous);
 //  3. the whole output is exactly an option's text.
 //
 // Anything else is a parse failure, never a guess.
@@ -83,8 +84,9 @@ var (
 	bareLetterRE = regexp.MustCompile(`^\(?([A-Z])\)?[.:]?$`)
 	// leadLetterRE is "C. text", "C) text", "C: text", "(C) text".
 	leadLetterRE = regexp.MustCompile(`^\(?([A-Z])(?:[.):]|\))\s+(.+)$`)
-	// statedRE finds "answer is C", "answer: (C)", "answer_choice: C", "option C".
-	statedRE = regexp.MustCompile(`(?i:\banswer(?:_choice)?(?:\s+is)?\s*[:=]?\s*|\boption\s+)\(?([A-Z])\b`)
+	// statedRE finds "answer is C", "answer: (C)", "option C", and
+	// `"answer_choice": "C"` in JSON that does not parse (cut short).
+	statedRE = regexp.MustCompile(`(?i:\banswer(?:_choice)?"?(?:\s+is)?\s*[:=]?\s*"?|\boption\s+)\(?([A-Z])\b`)
 )
 
 // optionLetter reads an answer_choice value: a letter among q's options, a
