@@ -26,6 +26,7 @@ type evalMCQAOptions struct {
 	Scorer      string          `json:"scorer,omitempty"`
 	Outputs     string          `json:"outputs,omitempty"`
 	Concurrency int             `json:"concurrency"`
+	MaxFailures int             `json:"max_failures"`
 	MaxTokens   int             `json:"max_tokens"`
 	Timeout     time.Duration   `json:"timeout_ns"`
 	Retries     int             `json:"retries"`
@@ -71,12 +72,13 @@ continues a killed run without asking any question twice.`,
 	f.StringVar(&o.Scorer, "scorer", "", "option log-likelihood (acc, acc_norm) with t5:DIR or openai:URL[#model] (echo + logprobs)")
 	f.StringVar(&o.Outputs, "outputs", "", "re-score stored outputs: JSONL of {id, raw} or MIRAGE's prediction tree")
 	f.IntVar(&o.Concurrency, "concurrency", 4, "questions answered at once")
+	f.IntVar(&o.MaxFailures, "max-failures", mcqa.DefaultMaxFailures, "questions failing after their retries that stop the run (resume it later)")
 	f.IntVar(&o.MaxTokens, "max-tokens", mcqa.DefaultMaxTokens, "answer length bound in tokens")
 	f.DurationVar(&o.Timeout, "timeout", 120*time.Second, "per-request timeout")
 	f.IntVar(&o.Retries, "retries", 3, "retries with exponential backoff per request")
 	f.StringVar(&o.Resume, "resume", "", "continue the eval-mcqa run with this id (stored questions are not asked again)")
 	minInt(f, 0, "limit")
-	minInt(f, 1, "k", "concurrency", "max-tokens")
+	minInt(f, 1, "k", "concurrency", "max-tokens", "max-failures")
 	return cmd
 }
 
@@ -97,7 +99,7 @@ func runEvalMCQA(ctx context.Context, g *globals, o evalMCQAOptions) (err error)
 	if err != nil {
 		return err
 	}
-	cfg := mcqa.Config{Conditions: strings.Split(o.Conditions, ","), K: o.K, Parse: o.Parse, Concurrency: o.Concurrency}
+	cfg := mcqa.Config{Conditions: strings.Split(o.Conditions, ","), K: o.K, Parse: o.Parse, Concurrency: o.Concurrency, MaxFailures: o.MaxFailures}
 	o.Templates = mcqa.Templates()
 	if o.Outputs != "" {
 		return rescoreMCQA(g, o, cfg, datasets)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/ragforge/ragforge/infer/eval/mcqa"
@@ -54,7 +55,13 @@ func openMCQADeps(ctx context.Context, g *globals, o evalMCQAOptions) (mcqa.Deps
 		}
 		closers = append(closers, stop)
 		// A served pipeline may need serve's token for reads (no --open-read).
-		deps.Retriever = &mcqa.ServeRetriever{Client: openai.New(url, openai.Options{APIKey: os.Getenv("RAGFORGE_TOKEN"), Timeout: o.Timeout, MaxRetries: o.Retries, Concurrency: o.Concurrency})}
+		sr := &mcqa.ServeRetriever{Client: openai.New(url, openai.Options{APIKey: os.Getenv("RAGFORGE_TOKEN"), Timeout: o.Timeout, MaxRetries: o.Retries, Concurrency: o.Concurrency})}
+		if slices.Contains(strings.Split(o.Conditions, ","), mcqa.CondRAG2) {
+			if err := sr.CheckFilter(ctx); err != nil {
+				return fail(fmt.Errorf("--conditions rag2 with --pipeline %s: %w", o.Pipeline, err))
+			}
+		}
+		deps.Retriever = sr
 	} else if o.Filter != "" {
 		return fail(fmt.Errorf("--filter needs --pipeline DIR"))
 	}

@@ -203,3 +203,29 @@ func TestEvalMCQAOutputs(t *testing.T) {
 		t.Errorf("report %+v", c)
 	}
 }
+
+// TestEvalMCQANoFilter: rag2 against a pipeline without a filter is refused
+// before any question is answered; rag2-nofilter runs.
+func TestEvalMCQANoFilter(t *testing.T) {
+	bench := sharedDir(t, "data/mirage/benchmark.json")
+	tok, err := sentencepiece.LoadT5(sharedDir(t, "fixtures/tokenizer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := tinyt5.Save(t, tok, "", 0)
+	dir := filepath.Join(t.TempDir(), "pipeline")
+	text := "hematoxylin stains nuclei blue"
+	if err := pipeline.Save(dir, pipeline.Parts{Manifest: pipeline.DefaultManifest(),
+		Corpora: []pipeline.CorpusPart{{Name: "tb", Chunks: []data.Chunk{{ID: "tb#0", DocID: "tb", Text: text, End: len(text)}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "r.db")
+	args := []string{"--db", db, "eval", "mcqa", "--benchmark", bench, "--limit", "1", "--datasets", "pubmedqa",
+		"--answerer", "t5:" + gen, "--pipeline", dir, "--max-tokens", "2", "--conditions"}
+	if code, stderr := runErr(append(args, "rag2")...); code == 0 || !strings.Contains(stderr, "the server ran no filter (no filter); rag2 needs one") {
+		t.Errorf("rag2 without a filter: exit %d, %s", code, stderr)
+	}
+	if out := run(t, append(args, "rag2-nofilter")...); !strings.Contains(out, "rag2-nofilter") {
+		t.Errorf("rag2-nofilter: %s", out)
+	}
+}

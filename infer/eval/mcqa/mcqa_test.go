@@ -365,3 +365,28 @@ func TestRunKilledAndResumed(t *testing.T) {
 		t.Errorf("%d (condition, question) pairs asked, want 16", n)
 	}
 }
+
+// TestRunStopsAfterFailures: against a server that fails every request, a
+// run with MaxFailures 3 and one question at a time starts no fourth
+// question, and stores nothing.
+func TestRunStopsAfterFailures(t *testing.T) {
+	ds, err := Load("testdata/tiny_benchmark.json", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	n := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		http.Error(w, "model not loaded", 400) // not retried
+	}))
+	defer ts.Close()
+	rec := newMemRecorder()
+	deps := Deps{Answerer: &ChatAnswerer{Client: openai.New(ts.URL, openai.Options{MaxRetries: -1})}}
+	_, err = Run(context.Background(), Config{Conditions: []string{CondCoT}, Concurrency: 1, MaxFailures: 3}, ds, deps, rec, nil)
+	if err == nil || !strings.Contains(err.Error(), "stopped after 3 failed questions (0 of 8 answered)") || n != 3 || len(rec.items) != 0 {
+		t.Errorf("err %v, %d requests, %d items; want stopped after 3 with 3 requests and none stored", err, n, len(rec.items))
+	}
+}

@@ -118,6 +118,15 @@ func (s *ServeRetriever) Pipeline(ctx context.Context, question, rationale strin
 	return out, nil
 }
 
+// CheckFilter runs /v1/pipeline once (retrieval of one snippet, filter on,
+// answer off) so that a server without a filter is refused before any
+// question is answered under rag2. A query that retrieves nothing cannot
+// tell, and passes.
+func (s *ServeRetriever) CheckFilter(ctx context.Context) error {
+	_, err := s.Pipeline(ctx, "Which stain shows nuclei?", "hematoxylin stains nuclei", 1, true)
+	return err
+}
+
 func snippets(hits []serve.Hit) []Snippet {
 	out := make([]Snippet, len(hits))
 	for i, h := range hits {

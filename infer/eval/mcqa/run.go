@@ -103,9 +103,10 @@ func (it *Item) Score(q Question) {
 // Config configures Run.
 type Config struct {
 	Conditions  []string `json:"conditions"`
-	K           int      `json:"k"`           // snippets retrieved; MedRAG's default 32
-	Parse       string   `json:"parse"`       // ParseStrict or ParseMIRAGE: which accuracy leads the report
-	Concurrency int      `json:"concurrency"` // questions answered at once; default 4
+	K           int      `json:"k"`            // snippets retrieved; MedRAG's default 32
+	Parse       string   `json:"parse"`        // ParseStrict or ParseMIRAGE: which accuracy leads the report
+	Concurrency int      `json:"concurrency"`  // questions answered at once; default 4
+	MaxFailures int      `json:"max_failures"` // failed questions that stop the run; default DefaultMaxFailures
 }
 
 // DefaultK is MedRAG's default number of retrieved snippets (medrag.py k=32).
@@ -147,6 +148,12 @@ func (c *Config) Validate(withRetriever bool) error {
 	if c.Concurrency < 1 {
 		return fmt.Errorf("concurrency: %d, want ≥ 1", c.Concurrency)
 	}
+	if c.MaxFailures == 0 {
+		c.MaxFailures = DefaultMaxFailures
+	}
+	if c.MaxFailures < 1 {
+		return fmt.Errorf("max failures: %d, want ≥ 1", c.MaxFailures)
+	}
 	return nil
 }
 
@@ -167,7 +174,8 @@ type Deps struct {
 // questions at a time (the answerer's client does timeouts and retries);
 // a question whose requests still fail is not stored, and Run returns the
 // report of the stored items with an error counting the failures, so that
-// resuming asks them again. progress, when set, gets (done, total)
+// resuming asks them again; after cfg.MaxFailures failures no new question
+// is started. progress, when set, gets (done, total)
 // questions.
 func Run(ctx context.Context, cfg Config, datasets []Dataset, deps Deps, rec Recorder, progress func(done, total int)) (*Report, error) {
 	if err := cfg.Validate(deps.Retriever != nil); err != nil {
@@ -188,13 +196,17 @@ func Run(ctx context.Context, cfg Config, datasets []Dataset, deps Deps, rec Rec
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failed []string
-	done := 0
+	done, stopped := 0, false
 	for _, q := range qs {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
-		if ctx.Err() != nil {
+		mu.Lock()
+		stopped = stopped || len(failed) >= cfg.MaxFailures
+		stop := stopped
+		mu.Unlock()
+		if ctx.Err() != nil || stop {
 			break
 		}
 		wg.Add(1)
@@ -222,10 +234,19 @@ func Run(ctx context.Context, cfg Config, datasets []Dataset, deps Deps, rec Rec
 	}
 	if len(failed) > 0 {
 		slices.Sort(failed)
-		return rep, fmt.Errorf("mcqa: %d of %d questions failed and were not stored (resume the run to ask them again); first: %s", len(failed), len(qs), failed[0])
+		what := fmt.Sprintf("%d of %d questions failed", len(failed), len(qs))
+		if stopped {
+			what = fmt.Sprintf("stopped after %d failed questions (%d of %d answered)", len(failed), done-len(failed), len(qs))
+		}
+		return rep, fmt.Errorf("mcqa: %s and were not stored (resume the run to ask them again); first: %s", what, failed[0])
 	}
 	return rep, nil
 }
+
+// DefaultMaxFailures is Config.MaxFailures' default: that many questions
+// failing after their retries mean a dead server or a setup error rather
+// than bad luck, and every further question would cost its retries too.
+const DefaultMaxFailures = 10
 
 // runner holds one run's state; items is guarded by mu.
 type runner struct {
