@@ -390,3 +390,23 @@ func TestRunStopsAfterFailures(t *testing.T) {
 		t.Errorf("err %v, %d requests, %d items; want stopped after 3 with 3 requests and none stored", err, n, len(rec.items))
 	}
 }
+
+// fixedScorer returns fixed log-probabilities per target.
+type fixedScorer map[string][]float64
+
+func (f fixedScorer) TargetLogProbs(ctx context.Context, prompt, target string) ([]float64, error) {
+	return f[target], nil
+}
+
+// TestAccNorm: acc takes the largest sum, acc_norm the largest sum per
+// byte: "no" -3 (−1.5/byte) beats "yes" -4 (−1.33/byte) on acc only.
+func TestAccNorm(t *testing.T) {
+	q := Question{Options: []Option{{"A", "yes"}, {"B", "no"}}, Answer: "A"}
+	ll, err := ScoreOptions(context.Background(), fixedScorer{" yes": {-1, -3}, " no": {-2.5, -0.5}}, q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ll.Choice != "B" || ll.ChoiceNorm != "A" || ll.Correct || !ll.CorrectNorm || ll.Sums[0] != -4 || ll.Sums[1] != -3 {
+		t.Errorf("%+v", ll)
+	}
+}

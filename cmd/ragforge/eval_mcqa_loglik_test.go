@@ -1,4 +1,4 @@
-package mcqa
+package main
 
 import (
 	"context"
@@ -7,29 +7,32 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
-	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/infer/eval/mcqa"
 	"github.com/ragforge/ragforge/models/t5"
 )
 
-// TestOptionLogLikT5: option log-likelihood with the local T5 scorer on the
-// tiny Flan-T5 fixture equals the sums computed here by hand from the
+// TestOptionLogLikT5: option log-likelihood with --scorer t5:DIR's scorer on
+// the tiny Flan-T5 fixture equals the sums computed here by hand from the
 // model's logits (log-softmax at each label position, the label's entry,
 // summed), and acc / acc_norm pick the argmax of the sums and of the sums
 // per byte of option text.
 func TestOptionLogLikT5(t *testing.T) {
-	dir := testutil.SharedPath(t, "fixtures/t5-flan-tiny")
+	dir := sharedDir(t, "fixtures/t5-flan-tiny")
 	m, tok, err := t5.LoadWithTokenizer(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := Question{Dataset: "medqa", ID: "1", Question: "Which organ produces insulin?", Answer: "B",
-		Options: []Option{{"A", "Liver"}, {"B", "Pancreas"}, {"C", "Kidney of the adult"}, {"D", "Spleen"}}}
-	ll, err := ScoreOptions(context.Background(), label.NewLocalT5Scorer("tiny", m, tok), q, nil)
+	sc, err := newScorer(&globals{}, "t5:"+dir, 0, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := tok.Encode(LogLikTemplate.Fill(q, nil).User, true)
+	q := mcqa.Question{Dataset: "medqa", ID: "1", Question: "Which organ produces insulin?", Answer: "B",
+		Options: []mcqa.Option{{Letter: "A", Text: "Liver"}, {Letter: "B", Text: "Pancreas"}, {Letter: "C", Text: "Kidney of the adult"}, {Letter: "D", Text: "Spleen"}}}
+	ll, err := mcqa.ScoreOptions(context.Background(), sc, q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := tok.Encode(mcqa.LogLikTemplate.Fill(q, nil).User, true)
 	best, bestNorm := -1, -1
 	var bestV, bestNormV float64
 	for i, o := range q.Options {
@@ -74,24 +77,4 @@ func TestOptionLogLikT5(t *testing.T) {
 		t.Errorf("correctness %+v", ll)
 	}
 	t.Logf("sums %v, acc %s, acc_norm %s", ll.Sums, ll.Choice, ll.ChoiceNorm)
-}
-
-// fixedScorer returns fixed log-probabilities per target.
-type fixedScorer map[string][]float64
-
-func (f fixedScorer) TargetLogProbs(ctx context.Context, prompt, target string) ([]float64, error) {
-	return f[target], nil
-}
-
-// TestAccNorm: acc takes the largest sum, acc_norm the largest sum per
-// byte: "no" -3 (−1.5/byte) beats "yes" -4 (−1.33/byte) on acc only.
-func TestAccNorm(t *testing.T) {
-	q := Question{Options: []Option{{"A", "yes"}, {"B", "no"}}, Answer: "A"}
-	ll, err := ScoreOptions(context.Background(), fixedScorer{" yes": {-1, -3}, " no": {-2.5, -0.5}}, q, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ll.Choice != "B" || ll.ChoiceNorm != "A" || ll.Correct || !ll.CorrectNorm || ll.Sums[0] != -4 || ll.Sums[1] != -3 {
-		t.Errorf("%+v", ll)
-	}
 }
