@@ -7,9 +7,9 @@ import (
 )
 
 // Scorer returns the natural-log probabilities of target's tokens given
-// prompt; label.Scorer's local T5 (encoder input, labels with </s>) and
-// OpenAI-compatible servers (echo + logprobs, or ragforge serve's
-// encoder_input) implement it.
+// prompt: the method of the scorers `label perplexity --scorer` builds, a
+// local T5 (encoder input, labels with </s>) or an OpenAI-compatible server
+// (echo + logprobs, or ragforge serve's encoder_input).
 type Scorer interface {
 	TargetLogProbs(ctx context.Context, prompt, target string) ([]float64, error)
 }
