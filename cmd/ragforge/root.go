@@ -74,7 +74,7 @@ func addCommands(root *cobra.Command, g *globals) {
 		newDemoCmd(g),
 		newEncodeCmd(g),
 		group("eval", "Evaluate retrieval, the filter and answers",
-			newEvalRetrievalCmd(g), newEvalFilterCmd(g), newEvalAnswersCmd(g), newEvalSensitivityCmd(g)),
+			newEvalRetrievalCmd(g), newEvalFilterCmd(g), newEvalAnswersCmd(g), newEvalSensitivityCmd(g), newEvalMCQACmd(g)),
 		newExportCmd(g),
 		group("infer", "Run a model once: generate, embed, score",
 			newGenerateCmd(g), newEmbedCmd(g), newScoreCmd(g)),

@@ -253,7 +253,7 @@ func TestBrowserLayout(t *testing.T) {
 		screenshot(t, ctx, "run-selflearn")
 	})
 	t.Run("other runs", func(t *testing.T) {
-		for _, kind := range []string{"eval-answers", "eval-sensitivity", "eval-filter", "label-evidence"} {
+		for _, kind := range []string{"eval-answers", "eval-sensitivity", "eval-filter", "label-evidence", "eval-mcqa"} {
 			list, err := rs.List(tracker.ListOptions{Kind: kind})
 			if err != nil || len(list) == 0 {
 				t.Fatalf("%s: %v %v", kind, list, err)
@@ -266,6 +266,13 @@ func TestBrowserLayout(t *testing.T) {
 			}
 			if n := js[int](t, ctx, `document.querySelectorAll('#scalars table.metrics').length`); n == 0 {
 				t.Errorf("%s run: no metrics table", kind)
+			}
+			if kind == "eval-mcqa" {
+				// The condition table: conditions as rows, MIRAGE's datasets then the average as columns.
+				rows := js[[]string](t, ctx, `[...document.querySelectorAll('#mcqa-table tr')].map(r => r.textContent)`)
+				if len(rows) != 4 || !strings.HasPrefix(rows[0], "conditionmmlumedqamedmcqapubmedqaaverage") || !strings.HasPrefix(rows[3], "rag235.0% [20.0, 55.0]") || !strings.HasSuffix(rows[1], "26.5%") {
+					t.Errorf("eval-mcqa condition table %q", rows)
+				}
 			}
 			screenshot(t, ctx, "run-"+kind)
 		}

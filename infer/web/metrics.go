@@ -80,13 +80,14 @@ type NamedValue struct {
 // preference; "@*" stands for the largest cutoff present. The names are
 // those the commands record: eval retrieval (retrieval/eval), selflearn
 // (variant/metric of its last round), train filter and eval filter
-// (train/filter EvalReport.Metrics), label runs, retriever training and eval
-// answers (infer/eval/answers).
+// (train/filter EvalReport.Metrics), label runs, retriever training, eval
+// answers (infer/eval/answers) and eval mcqa (MIRAGE's average per condition).
 var headlineOrder = []string{
 	"nDCG@10", "Recall@10", "MRR@10", "Success@10", "nDCG@*", "Recall@*", "P@*",
 	"sl-hyde/nDCG@10", "sl-hyde/Recall@10", "hybrid/nDCG@10", "hyde/nDCG@10", "dense/nDCG@10",
 	"valid/accuracy", "valid/f1", "train/loss",
 	"accuracy", "f1", "roc_auc",
+	"rag2/average/accuracy", "rag/average/accuracy", "cot/average/accuracy", // eval mcqa (infer/eval/mcqa)
 	"labels_helpful", "labels_not_helpful",
 	"rougeL@*", "bleu@*",
 	"loss",

@@ -101,3 +101,14 @@ func ExampleDirection() {
 	// nDCG@10: "higher"
 	// learning_rate: ""
 }
+
+// TestHeadlineMCQA: an eval mcqa run's row shows MIRAGE's average per
+// condition, rag2 first, not per-dataset counts or CI bounds.
+func TestHeadlineMCQA(t *testing.T) {
+	final := map[string]float64{"cot/average/accuracy": 0.25, "rag/average/accuracy": 0.3, "rag2/average/accuracy": 0.35,
+		"cot/medqa/accuracy_ci_low": 0.1, "cot/medqa/count": 20, "rag2/filter/mean_kept": 2}
+	got := Headline(final)
+	if len(got) != 3 || got[0].Name != "rag2/average/accuracy" || got[1].Name != "rag/average/accuracy" || got[2].Name != "cot/average/accuracy" {
+		t.Errorf("Headline = %+v", got)
+	}
+}

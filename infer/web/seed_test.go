@@ -41,7 +41,7 @@ func evalRetrievalMetrics(q float64) map[string]float64 {
 	return m
 }
 
-// seedStore fills a run store as a few days of use would: 21 runs of the
+// seedStore fills a run store as a few days of use would: 22 runs of the
 // commands' kinds with the metric names and step series they record (see
 // metrics.js for the list), newest first by started_at.
 func seedStore(t *testing.T) (*tracker.Store, seeded) {
@@ -192,6 +192,18 @@ func seedStore(t *testing.T) (*tracker.Store, seeded) {
 		m[fmt.Sprintf("judge_errors@%d", k)] = float64(k - 1)
 	}
 	must(ans.LogMetrics(m, 0))
+	mc := start("eval-mcqa", map[string]any{"conditions": "cot,rag,rag2", "limit": 20, "parse": "strict"}, 6*time.Minute, "")
+	mm := map[string]float64{}
+	for i, cond := range []string{"cot", "rag", "rag2"} {
+		for j, ds := range []string{"mmlu", "medqa", "medmcqa", "pubmedqa"} {
+			acc := 0.25 + 0.05*float64(i) + 0.01*float64(j)
+			mm[cond+"/"+ds+"/accuracy"], mm[cond+"/"+ds+"/accuracy_ci_low"], mm[cond+"/"+ds+"/accuracy_ci_high"] = acc, acc-0.15, acc+0.2
+			mm[cond+"/"+ds+"/parse_failures"] = float64(3 - i)
+		}
+		mm[cond+"/average/accuracy"] = 0.265 + 0.05*float64(i)
+	}
+	mm["mcnemar/cot_vs_rag2/p"] = 0.21875
+	must(mc.LogMetrics(mm, 0))
 	sens := start("eval-sensitivity", map[string]any{"corpus": "data/ap/corpus", "retriever": "hybrid", "variants": []string{"full", "rationale"}}, 4*time.Minute, "")
 	must(sens.LogMetrics(map[string]float64{"length/full": 412, "length/rationale": 96, "perplexity/full": 7.9, "perplexity/rationale": 6.1,
 		"rougeL/full": 0.24, "rougeL/rationale": 0.27, "pearson(length,rougeL)": -0.18, "spearman(length,rougeL)": -0.21}, 0))

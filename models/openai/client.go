@@ -179,6 +179,14 @@ func retryable(err error) bool {
 	return !errors.Is(err, context.Canceled)
 }
 
+// Post sends body as JSON to the server's path below the base URL (e.g.
+// "/pipeline" for ragforge serve's /v1/pipeline) and decodes the answer into
+// out, with the client's timeout, retries, backoff and concurrency limit:
+// for a server's own endpoints beside the OpenAI ones.
+func (c *Client) Post(ctx context.Context, path string, body, out any) error {
+	return c.post(ctx, path, body, out)
+}
+
 // post sends body as JSON to path and decodes the answer into out, retrying
 // retryable failures with exponential backoff.
 func (c *Client) post(ctx context.Context, path string, body, out any) error {

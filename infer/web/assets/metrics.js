@@ -247,3 +247,42 @@ RF.seriesCharts = function (groups) {
   for (const g of groups) charts.append(RF.chartFigure(g.lines, g));
   return charts;
 };
+
+// mcqaRows reads eval mcqa's condition table from its scalar metrics
+// "<condition>/<dataset>/accuracy" (with _ci_low/_ci_high, the Wilson 95%
+// interval) and "<condition>/average/accuracy": {cols: datasets in MIRAGE's
+// order then "average", rows: [[condition, cell, ...]]}, cells "41.2% [30.1,
+// 52.9]" or "—"; null when there is no such metric.
+RF.mcqaRows = function (scalars) {
+  const order = ['mmlu', 'medqa', 'medmcqa', 'pubmedqa', 'bioasq'];
+  const condOrder = ['cot', 'rag', 'rag2', 'rag2-nofilter'];
+  const rank = (list, x) => (list.includes(x) ? list.indexOf(x) : list.length);
+  const conds = [], sets = [];
+  for (const name of Object.keys(scalars)) {
+    const m = /^(.+)\/([^/]+)\/accuracy$/.exec(name);
+    if (!m || m[1] === 'mcnemar') continue;
+    if (!conds.includes(m[1])) conds.push(m[1]);
+    if (m[2] !== 'average' && !sets.includes(m[2])) sets.push(m[2]);
+  }
+  if (!conds.length) return null;
+  conds.sort((a, b) => rank(condOrder, a) - rank(condOrder, b) || a.localeCompare(b));
+  sets.sort((a, b) => rank(order, a) - rank(order, b) || a.localeCompare(b));
+  const pct = v => (100 * v).toFixed(1);
+  const cell = (c, d) => {
+    const p = c + '/' + d + '/accuracy', v = scalars[p];
+    if (v === undefined) return '—';
+    const lo = scalars[p + '_ci_low'], hi = scalars[p + '_ci_high'];
+    return pct(v) + '%' + (lo === undefined ? '' : ' [' + pct(lo) + ', ' + pct(hi) + ']');
+  };
+  const cols = sets.concat(['average']);
+  return { cols, rows: conds.map(c => [c].concat(cols.map(d => cell(c, d)))) };
+};
+
+// mcqaTable renders RF.mcqaRows as a table (null when there are none).
+RF.mcqaTable = function (scalars) {
+  const t = RF.mcqaRows(scalars);
+  if (!t) return null;
+  return RF.el('table', { class: 'metrics mcqa', id: 'mcqa-table' },
+    RF.el('thead', {}, RF.el('tr', {}, ['condition'].concat(t.cols).map(h => RF.el('th', { text: h })))),
+    RF.el('tbody', {}, t.rows.map(r => RF.el('tr', {}, r.map((v, i) => RF.el(i ? 'td' : 'th', { class: i ? 'num' : null, text: v }))))));
+};

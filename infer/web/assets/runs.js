@@ -139,6 +139,9 @@ RF.runPage = async function (root, id) {
   const lay = RF.metricLayout(d.metrics, d.kind);
   const metrics = RF.el('section', { id: 'metrics' }, RF.el('h2', { text: 'Metrics' }));
   if (!(d.metrics || []).length) metrics.append(RF.el('p', { class: 'muted', text: 'No metrics recorded.' }));
+  // eval mcqa: the condition table (accuracy per dataset and MIRAGE's average) first.
+  const mcqa = d.kind === 'eval-mcqa' ? RF.mcqaTable(lay.scalars) : null;
+  if (mcqa) metrics.append(RF.el('h3', { text: 'Accuracy by condition (Wilson 95% interval)' }), mcqa);
   if (Object.keys(lay.scalars).length) metrics.append(RF.scalarTables(lay.scalars));
   const rounds = RF.roundTable(lay.groups);
   if (rounds) metrics.append(RF.el('h3', { text: 'By round' }), rounds);
