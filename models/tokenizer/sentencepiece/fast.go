@@ -21,26 +21,46 @@ import (
 // RobertaProcessing: <s> $A </s>) frames the result. Not safe for use
 // concurrent with AddTokens.
 type Fast struct {
-	sp    *Model
-	nfkc  bool
-	post  *postprocess.Processor
-	added []addedtokens.Pattern
-	byID  map[int]int
-	ids   map[string]int
-	match *addedtokens.Matcher
-	size  int // vocabulary entries of the model node (ids below it are pieces)
+	sp  *Model
+	opt FastOptions
+	// noPrefix is sp without the dummy prefix, for prepend_scheme "first".
+	noPrefix *Model
+	post     *postprocess.Processor
+	added    []addedtokens.Pattern
+	byID     map[int]int
+	ids      map[string]int
+	match    *addedtokens.Matcher
+	size     int // vocabulary entries of the model node (ids below it are pieces)
 
 	doc, cfg map[string]json.RawMessage // written back by Save
 	eos, pad string
 }
 
+// FastOptions are the parts of a tokenizer.json pipeline a Model's
+// normalizer spec does not hold.
+type FastOptions struct {
+	// NFKC applies NFKC (a normalizer node of that type) before the model's
+	// own normalization.
+	NFKC bool
+	// PrependFirst is Metaspace's prepend_scheme "first": only text at the
+	// start of the input gets the "▁" prefix, not text after an added token.
+	PrependFirst bool
+}
+
 // NewFast wraps m, built from the Unigram model node of the tokenizer.json
-// doc, with the file's added tokens and post_processor. nfkc applies NFKC
-// (a normalizer node of that type) before the model's own normalization.
-// cfg is tokenizer_config.json (nil when absent), read for eos_token and
-// pad_token and kept for Save.
-func NewFast(m *Model, nfkc bool, doc, cfg map[string]json.RawMessage) (*Fast, error) {
-	f := &Fast{sp: m, nfkc: nfkc, doc: doc, cfg: cfg, size: m.Size(), eos: "</s>", pad: "<pad>"}
+// doc, with the file's added tokens and post_processor. cfg is
+// tokenizer_config.json (nil when absent), read for eos_token and pad_token
+// and kept for Save.
+func NewFast(m *Model, opt FastOptions, doc, cfg map[string]json.RawMessage) (*Fast, error) {
+	f := &Fast{sp: m, opt: opt, noPrefix: m, doc: doc, cfg: cfg, size: m.Size(), eos: "</s>", pad: "<pad>"}
+	if opt.PrependFirst && m.normalizer.AddDummyPrefix {
+		ns := m.normalizer
+		ns.AddDummyPrefix = false
+		var err error
+		if f.noPrefix, err = New(m.pieces, m.trainer, ns); err != nil {
+			return nil, err
+		}
+	}
 	var added []addedtokens.Pattern
 	if raw := doc["added_tokens"]; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &added); err != nil {
@@ -85,10 +105,14 @@ func (f *Fast) Encode(text string, addSpecial bool) []int {
 			continue
 		}
 		s := text[seg.Start:seg.End]
-		if f.nfkc {
+		if f.opt.NFKC {
 			s = norm.NFKC.String(s)
 		}
-		ids = append(ids, f.sp.EncodeIDs(s)...)
+		m := f.sp
+		if seg.Start > 0 && f.opt.PrependFirst {
+			m = f.noPrefix
+		}
+		ids = append(ids, m.EncodeIDs(s)...)
 	}
 	if addSpecial {
 		return f.WithSpecial(ids)
