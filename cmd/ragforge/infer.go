@@ -76,7 +76,7 @@ func ones(n int) []int {
 
 // inferEmbedOptions are the flags of `infer embed`.
 type inferEmbedOptions struct {
-	Model, Input, Pooling string
+	Model, Input string
 	InputType             string // document | query
 	Encoder               encoderOptions
 }
@@ -101,7 +101,6 @@ L2-normalized.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Model, "model", "", "BERT model directory in HF layout (required)")
 	f.StringVar(&o.Input, "input", "", "input text (required)")
-	f.StringVar(&o.Pooling, "pooling", "", "pooling: cls (BGE) | mean (sentence-transformers mean pooling) (default: the model's 1_Pooling/config.json, else cls)")
 	f.StringVar(&o.InputType, "input-type", "document", "document (adds --passage-prefix) | query (adds --query-prefix), as /v1/embeddings' input_type")
 	o.Encoder.add(cmd)
 	cmd.MarkFlagRequired("model")
@@ -122,11 +121,14 @@ func runInferEmbed(_ context.Context, g *globals, o inferEmbedOptions) error {
 	if mt != "bert" {
 		return fmt.Errorf("infer embed: %s is a %q model; embeddings need a BERT encoder", o.Model, mt)
 	}
-	enc, err := encode.LoadBERT(o.Model, g.Backend, o.Pooling)
+	if err := o.Encoder.resolve(o.Model); err != nil {
+		return err
+	}
+	enc, err := encode.LoadBERT(o.Model, g.Backend, o.Encoder.Pooling)
 	if err != nil {
 		return fmt.Errorf("--pooling/--model: %w", err)
 	}
-	o.Encoder.apply(enc)
+	o.Encoder.apply(enc, g.Err)
 	var vecs [][]float32
 	switch o.InputType {
 	case "document":
