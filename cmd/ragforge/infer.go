@@ -77,8 +77,8 @@ func ones(n int) []int {
 // inferEmbedOptions are the flags of `infer embed`.
 type inferEmbedOptions struct {
 	Model, Input string
-	InputType             string // document | query
-	Encoder               encoderOptions
+	InputType    string // document | query
+	Encoder      encoderOptions
 }
 
 func newEmbedCmd(g *globals) *cobra.Command {
