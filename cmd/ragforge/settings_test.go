@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/infer/pipeline"
 )
 
 // runOutErr executes the CLI and returns stdout and stderr; it fails the
@@ -98,5 +99,17 @@ func TestEncodeTakesTheModelDirectorysSettings(t *testing.T) {
 		if other := run(t, append(base, "--max-length", "512", "--pooling", "cls")...); other == plain {
 			t.Errorf("infer embed --input-type %s: other settings gave the same vector", typ)
 		}
+	}
+
+	// pipeline build records the retriever's own settings, with their source.
+	pipe := filepath.Join(dir, "pipe")
+	run(t, "pipeline", "build", "--db", db, "--corpus", corpus, "--retriever", st, "--out", pipe)
+	m, err := pipeline.ReadManifest(filepath.Join(pipe, pipeline.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Retrieval
+	if r.MaxLength != 16 || r.Pooling != "mean" || r.Normalize || r.QueryInstruction != "query: " || r.DocInstruction != "passage: " || r.Sources.MaxLength != "model" || r.Sources.QueryPrefix != "model" {
+		t.Errorf("pipeline.json retrieval %+v, want the export's settings from the model", r)
 	}
 }
