@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/infer/pipeline"
+	"github.com/ragforge/ragforge/train/selflearn"
 )
 
 // runOutErr executes the CLI and returns stdout and stderr; it fails the
@@ -111,5 +112,43 @@ func TestEncodeTakesTheModelDirectorysSettings(t *testing.T) {
 	r := m.Retrieval
 	if r.MaxLength != 16 || r.Pooling != "mean" || r.Normalize || r.QueryInstruction != "query: " || r.DocInstruction != "passage: " || r.Sources.MaxLength != "model" || r.Sources.QueryPrefix != "model" {
 		t.Errorf("pipeline.json retrieval %+v, want the export's settings from the model", r)
+	}
+}
+
+// selflearn's rounds start from the start retriever's token limit and
+// query prompt; --max-length overrides the limit and says so.
+func TestSelflearnStartsFromTheRetrieversSettings(t *testing.T) {
+	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	bert := filepath.Join(dir, "bert")
+	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)
+	st := filepath.Join(dir, "st")
+	run(t, "export", "--db", db, "--retriever", bert, "--out", st, "--max-length", "64", "--query-prefix", "query: ")
+	for _, c := range []struct {
+		args   []string
+		maxLen int
+		note   string
+	}{
+		{nil, 64, ""},
+		{[]string{"--max-length", "96"}, 96, "--max-length 96 overrides the model's 64"},
+	} {
+		var errb bytes.Buffer
+		g := &globals{Err: &errb}
+		cmd := newSelflearnCmd(g)
+		if err := cmd.ParseFlags(append([]string{"--retriever", st}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg := selflearn.DefaultConfig()
+		cfg.RetrieverDir = st
+		if c.args != nil {
+			cfg.MaxLength = c.maxLen // as the flag set it
+		}
+		if err := startRetrieverSettings(cmd, g, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.MaxLength != c.maxLen || cfg.QueryInstruction != "query: " || !strings.Contains(errb.String(), c.note) || (c.note == "" && errb.Len() > 0) {
+			t.Errorf("%v: max length %d, query instruction %q, stderr %q; want %d, \"query: \", %q", c.args, cfg.MaxLength, cfg.QueryInstruction, errb.String(), c.maxLen, c.note)
+		}
 	}
 }
