@@ -141,7 +141,11 @@ func runInferEmbed(_ context.Context, g *globals, o inferEmbedOptions) error {
 	if err != nil {
 		return err
 	}
-	ids, err := enc.Tokenize([]string{o.Input})
+	prompt := enc.DocInstruction
+	if o.InputType == "query" {
+		prompt = enc.QueryInstruction
+	}
+	ids, err := enc.Tokenize([]string{prompt + o.Input}) // as encoded: the prompt counts against the limit
 	if err != nil {
 		return err
 	}
