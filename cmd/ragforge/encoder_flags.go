@@ -68,17 +68,16 @@ func (o *encoderOptions) resolve(dir string) error {
 		return err
 	}
 	o.notes = nil
+	// got is the flag's value (before set replaces it), model the directory's.
 	for _, v := range []struct {
-		flag, name string
-		model      any
-		set        func()
-		value      any
+		flag, name, got, model string
+		set                    func()
 	}{
-		{"pooling", "pooling", string(s.Pooling), func() { o.Pooling = string(s.Pooling) }, &o.Pooling},
-		{"normalize", "normalize", s.Normalize, func() { o.Normalize = s.Normalize }, &o.Normalize},
-		{"max-length", "max_length", s.MaxLength, func() { o.MaxLength = s.MaxLength }, &o.MaxLength},
-		{"query-prefix", "query_prefix", s.QueryPrefix, func() { o.QueryPrefix = s.QueryPrefix }, &o.QueryPrefix},
-		{"passage-prefix", "passage_prefix", s.PassagePrefix, func() { o.PassagePrefix = s.PassagePrefix }, &o.PassagePrefix},
+		{"pooling", "pooling", shown(o.Pooling), shown(string(s.Pooling)), func() { o.Pooling = string(s.Pooling) }},
+		{"normalize", "normalize", shown(o.Normalize), shown(s.Normalize), func() { o.Normalize = s.Normalize }},
+		{"max-length", "max_length", shown(o.MaxLength), shown(s.MaxLength), func() { o.MaxLength = s.MaxLength }},
+		{"query-prefix", "query_prefix", shown(o.QueryPrefix), shown(s.QueryPrefix), func() { o.QueryPrefix = s.QueryPrefix }},
+		{"passage-prefix", "passage_prefix", shown(o.PassagePrefix), shown(s.PassagePrefix), func() { o.PassagePrefix = s.PassagePrefix }},
 	} {
 		if !o.flagSet(v.flag) {
 			v.set()
@@ -88,24 +87,17 @@ func (o *encoderOptions) resolve(dir string) error {
 		if src.Get(v.name) == encode.SourceDefault {
 			from = "ragforge's default"
 		}
-		o.notes = append(o.notes, fmt.Sprintf("encoder %s: --%s %s overrides %s %s", dir, v.flag, quoted(v.value), from, quoted(v.model)))
+		o.notes = append(o.notes, fmt.Sprintf("encoder %s: --%s %s overrides %s %s", dir, v.flag, v.got, from, v.model))
 		src.Set(v.name, encode.SourceFlag)
 	}
 	o.Sources = src
 	return nil
 }
 
-// quoted shows a setting's value: strings quoted, pointers followed.
-func quoted(v any) string {
-	switch x := v.(type) {
-	case *string:
-		return fmt.Sprintf("%q", *x)
-	case string:
-		return fmt.Sprintf("%q", x)
-	case *bool:
-		return fmt.Sprint(*x)
-	case *int:
-		return fmt.Sprint(*x)
+// shown writes a setting's value for a message: strings quoted.
+func shown(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
 	}
 	return fmt.Sprint(v)
 }
