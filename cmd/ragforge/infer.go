@@ -91,7 +91,9 @@ func newEmbedCmd(g *globals) *cobra.Command {
 or --query-prefix with --input-type query) is tokenized as [CLS] text [SEP]
 and truncated to --max-length tokens (clamped to the model's
 max_position_embeddings), pooled (--pooling) and, unless --normalize=false,
-L2-normalized.`,
+L2-normalized. Every setting defaults to the model directory's own
+(sentence-transformers files: max_seq_length, the "query" or
+"document"/"passage"/"corpus" prompt, 1_Pooling, 2_Normalize).`,
 		Example: `  ragforge infer embed --model work/bert-tiny --input "HER2 scoring" --pooling cls`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -228,7 +228,10 @@ func newEvalFilterCmd(g *globals) *cobra.Command {
 decoder step; an example's probability is its best window's. Given --model
 more than once, the filters form an ensemble: an example's P([HELPFUL]) is
 the mean of the members' (soft voting). A checkpoint trained with match
-marks (train filter --match-marks) has its inputs marked as in training. Writes RAG²'s
+marks (train filter --match-marks) has its inputs marked as in training.
+The windows default to the filter's own: its config.json's
+ragforge_filter_windows (an export's or a calibrated checkpoint's: what it
+was evaluated at), else its training_args.json's. Writes RAG²'s
 dict_id_pred_results.json, final_eval_results.json and
 final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 		Example: `  ragforge eval filter --model work/filter/best --data work/labels-test.jsonl --out work/filter-eval`,
@@ -342,6 +345,9 @@ config.json: outside ragforge its instructions must be marked before
 tokenizing (the rule and a Python function: docs/recipes.md). A filter made
 by train calibration keeps "ragforge_filter_calibration": outside ragforge
 its P([HELPFUL]) is the T5's until that map is applied (docs/recipes.md).
+The export records the windows it is to be read at in config.json
+("ragforge_filter_windows": --max-seq-length and --doc-stride, by default
+the checkpoint's own), which eval filter, pipeline build and serve read.
 
 With --retriever DIR, copies a BERT bi-encoder and writes the
 sentence-transformers files (modules.json, 1_Pooling/config.json,
