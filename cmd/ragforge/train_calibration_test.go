@@ -91,6 +91,27 @@ func TestTrainCalibrationCLI(t *testing.T) {
 		evx.Windows.MaxSeqLength != 128 || evx.Windows.DocStride != 32 || evx.Report.Accuracy != ev.Report.Accuracy {
 		t.Errorf("export of the calibrated checkpoint: windows %+v accuracy %v (%v), want 128/32 and %v", evx.Windows, evx.Report.Accuracy, err, ev.Report.Accuracy)
 	}
+	// The demo's uncalibrated path: a checkpoint exported with the windows
+	// it was evaluated at scores, with no window flags, as it did with them.
+	exp96 := filepath.Join(dir, "export96")
+	_, note := runOutErr(t, "--db", db, "export", "--from", model, "--out", exp96, "--max-seq-length", "96", "--doc-stride", "16")
+	if !strings.Contains(note, "--max-seq-length 96 overrides the default value 512") {
+		t.Errorf("export --max-seq-length 96 of a checkpoint without windows: stderr %q", note)
+	}
+	report := func(args ...string) string {
+		var r struct {
+			Report map[string]any `json:"report"`
+		}
+		if err := json.Unmarshal([]byte(run(t, append([]string{"--db", db, "--json", "eval", "filter", "--data", rag2}, args...)...)), &r); err != nil {
+			t.Fatal(err)
+		}
+		delete(r.Report, "model") // the directory evaluated
+		b, _ := json.Marshal(r.Report)
+		return string(b)
+	}
+	if a, b := report("--model", model, "--max-seq-length", "96", "--doc-stride", "16", "--out", filepath.Join(dir, "e1")), report("--model", exp96, "--out", filepath.Join(dir, "e2")); a != b {
+		t.Errorf("eval filter of the checkpoint at 96/16:\n%s\nof its export at the recorded windows:\n%s", a, b)
+	}
 	_, corpus, _ := sampleFiles(t)
 	pipe := filepath.Join(dir, "pipe")
 	run(t, "--db", db, "pipeline", "build", "--corpus", corpus, "--filter", exp, "--out", pipe)
