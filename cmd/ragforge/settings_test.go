@@ -31,7 +31,7 @@ func runOutErr(t *testing.T, args ...string) (string, string) {
 // its source, and a flag says on stderr that it overrides the model.
 func TestEncodeTakesTheModelDirectorysSettings(t *testing.T) {
 	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
-	dir, corpus, _ := sampleFiles(t)
+	dir, corpus, qa := sampleFiles(t)
 	db := filepath.Join(dir, "runs.db")
 	bert := filepath.Join(dir, "bert")
 	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert, "--pooling", "cls")
@@ -81,6 +81,14 @@ func TestEncodeTakesTheModelDirectorysSettings(t *testing.T) {
 	if otherInfo.MaxLength != 512 || otherInfo.Sources.QueryPrefix != "model" || otherInfo.Sources.MaxLength != "flag" {
 		t.Errorf("some flags: %+v", otherInfo)
 	}
+	// The run config records the settings and their sources too (the last
+	// encode run: the "defaults" one).
+	var cfg struct {
+		Enc encoderOptions
+	}
+	if r := runOf(t, db, "encode"); r == nil || json.Unmarshal(r.Config, &cfg) != nil || cfg.Enc.MaxLength != 512 || cfg.Enc.Sources.MaxLength != "flag" || cfg.Enc.QueryPrefix != "query: " || cfg.Enc.Sources.QueryPrefix != "model" {
+		t.Errorf("encode run config: %+v", cfg.Enc)
+	}
 	if strings.Contains(quiet, "overrides") {
 		t.Errorf("no flags, stderr says: %s", quiet)
 	}
@@ -90,6 +98,16 @@ func TestEncodeTakesTheModelDirectorysSettings(t *testing.T) {
 		}
 	}
 
+	// eval retrieval's dense retriever records the model's settings in its run config.
+	run(t, "eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa, "--retriever", "dense", "--encoder", st, "--k", "1")
+	var ev struct {
+		Retriever struct {
+			Enc encoderOptions `json:"encoder_options"`
+		} `json:"retriever"`
+	}
+	if r := runOf(t, db, "eval-retrieval"); r == nil || json.Unmarshal(r.Config, &ev) != nil || ev.Retriever.Enc.MaxLength != 16 || ev.Retriever.Enc.Sources.PassagePrefix != "model" {
+		t.Errorf("eval retrieval run config: %+v", ev.Retriever.Enc)
+	}
 	for _, typ := range []string{"query", "document"} {
 		base := []string{"infer", "embed", "--model", st, "--input", "HER2 scoring of breast carcinoma after formalin fixation", "--input-type", typ, "--json"}
 		plain := run(t, base...)
