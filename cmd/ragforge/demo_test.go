@@ -257,6 +257,18 @@ func TestDemoShipsTheEvaluatedFilter(t *testing.T) {
 	if dir, ckpt, step := st.shippedFilter(); dir != "w/filter-calibrated" || ckpt != "w/filter/checkpoint-854" || step != 854 {
 		t.Errorf("calibrated: shipped %q from %q step %d", dir, ckpt, step)
 	}
+	// Nothing stops training on the held-out questions either: the last
+	// checkpoint is chosen by the schedule alone.
+	st.dirs["labels"], st.dirs["labels-ict"] = "l.jsonl", "ict.jsonl"
+	for _, args := range [][]string{st.trainFilterArgs("m", "out", 42), st.finetuneFilterArgs("m", "out")} {
+		cmd := newTrainFilterCmd(&globals{})
+		if err := cmd.ParseFlags(args[2:]); err != nil {
+			t.Fatal(err)
+		}
+		if v := cmd.Flags().Lookup("early-stopping").Value.String(); v != "0" {
+			t.Errorf("%v: --early-stopping %s, want 0 (no selection on the held-out questions)", args, v)
+		}
+	}
 	evaluated := map[string]float64{"accuracy": 0.75, "ROC-AUC": 0.778, "F1": 0.5}
 	if err := sameFilterReport(evaluated, map[string]float64{"shipped_accuracy": 0.75, "shipped_ROC-AUC": 0.778}); err != nil {
 		t.Errorf("same figures: %v", err)
