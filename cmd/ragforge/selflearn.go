@@ -218,10 +218,10 @@ func chunkQrels(qrels data.Qrels, chunks []data.Chunk) data.Qrels {
 	return out
 }
 
-// startRetrieverSettings takes the token limit and the query prompt of the
-// rounds from the start retriever's sentence-transformers files
-// (encode.DirSettings) when it has them: --max-length overrides the limit
-// and says so on stderr. Every round's retriever is trained and exported
+// startRetrieverSettings takes the token limit, the query and document
+// prompts and the normalization of the rounds from the start retriever's
+// sentence-transformers files (encode.DirSettings) when it has them:
+// --max-length overrides the limit and says so on stderr. Every round's retriever is trained and exported
 // with them, so the next round reads them back the same way.
 func startRetrieverSettings(cmd *cobra.Command, g *globals, cfg *selflearn.Config) error {
 	s, src, err := encode.DirSettings(cfg.RetrieverDir)
@@ -237,7 +237,7 @@ func startRetrieverSettings(cmd *cobra.Command, g *globals, cfg *selflearn.Confi
 		}
 	}
 	if src.QueryPrefix == encode.SourceModel {
-		cfg.QueryInstruction = s.QueryPrefix
+		cfg.QueryInstruction, cfg.DocInstruction, cfg.Unnormalized = s.QueryPrefix, s.PassagePrefix, !s.Normalize
 	}
 	return nil
 }

@@ -133,8 +133,8 @@ func TestEncodeTakesTheModelDirectorysSettings(t *testing.T) {
 	}
 }
 
-// selflearn's rounds start from the start retriever's token limit and
-// query prompt; --max-length overrides the limit and says so.
+// selflearn's rounds start from the start retriever's token limit,
+// prompts and normalization; --max-length overrides the limit and says so.
 func TestSelflearnStartsFromTheRetrieversSettings(t *testing.T) {
 	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
 	dir := t.TempDir()
@@ -142,7 +142,8 @@ func TestSelflearnStartsFromTheRetrieversSettings(t *testing.T) {
 	bert := filepath.Join(dir, "bert")
 	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)
 	st := filepath.Join(dir, "st")
-	run(t, "export", "--db", db, "--retriever", bert, "--out", st, "--max-length", "64", "--query-prefix", "query: ")
+	run(t, "export", "--db", db, "--retriever", bert, "--out", st, "--max-length", "64", "--query-prefix", "query: ",
+		"--passage-prefix", "passage: ", "--normalize=false")
 	for _, c := range []struct {
 		args   []string
 		maxLen int
@@ -164,6 +165,9 @@ func TestSelflearnStartsFromTheRetrieversSettings(t *testing.T) {
 		}
 		if err := startRetrieverSettings(cmd, g, &cfg); err != nil {
 			t.Fatal(err)
+		}
+		if cfg.DocInstruction != "passage: " || !cfg.Unnormalized {
+			t.Errorf("%v: document instruction %q, unnormalized %v; want the model's \"passage: \", true", c.args, cfg.DocInstruction, cfg.Unnormalized)
 		}
 		if cfg.MaxLength != c.maxLen || cfg.QueryInstruction != "query: " || !strings.Contains(errb.String(), c.note) || (c.note == "" && errb.Len() > 0) {
 			t.Errorf("%v: max length %d, query instruction %q, stderr %q; want %d, \"query: \", %q", c.args, cfg.MaxLength, cfg.QueryInstruction, errb.String(), c.maxLen, c.note)
