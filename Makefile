@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     ?= bin/ragforge
 SHARED  ?= ../shared
-APT_PKGS = libfaiss-dev libopenblas-dev chromium curl
+APT_PKGS = libfaiss-dev libopenblas-dev chromium curl python3
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  = -X github.com/ragforge/ragforge/internal/version.Version=$(VERSION)

@@ -38,6 +38,56 @@ type EncodeInfo struct {
 	ChunkSize     int    `json:"chunk_size"`       // 0: whole documents
 	ChunkOverlap  int    `json:"chunk_overlap"`
 	Version       string `json:"ragforge_version,omitempty"`
+	// Sources says where each encoder setting came from: "model" (the
+	// encoder directory's sentence-transformers files), "flag" or
+	// "default" (ragforge's, the directory declaring none).
+	Sources EncodeSources `json:"sources,omitzero"`
+}
+
+// EncodeSources names, per encoder setting of EncodeInfo (same JSON names),
+// where its value came from (see EncodeInfo.Sources).
+type EncodeSources struct {
+	Pooling       string `json:"pooling,omitempty"`
+	Normalize     string `json:"normalize,omitempty"`
+	MaxLength     string `json:"max_length,omitempty"`
+	QueryPrefix   string `json:"query_prefix,omitempty"`
+	PassagePrefix string `json:"passage_prefix,omitempty"`
+}
+
+// Get returns the source of the setting of JSON name name ("" when unknown).
+func (s EncodeSources) Get(name string) string {
+	switch name {
+	case "pooling":
+		return s.Pooling
+	case "normalize":
+		return s.Normalize
+	case "max_length":
+		return s.MaxLength
+	case "query_prefix":
+		return s.QueryPrefix
+	case "passage_prefix":
+		return s.PassagePrefix
+	}
+	return ""
+}
+
+// Set records source for the setting of JSON name name; an unknown name
+// panics (names are the code's, never input).
+func (s *EncodeSources) Set(name, source string) {
+	switch name {
+	case "pooling":
+		s.Pooling = source
+	case "normalize":
+		s.Normalize = source
+	case "max_length":
+		s.MaxLength = source
+	case "query_prefix":
+		s.QueryPrefix = source
+	case "passage_prefix":
+		s.PassagePrefix = source
+	default:
+		panic("data: EncodeSources.Set: unknown setting " + name)
+	}
 }
 
 // Encoded is a pre-encoded corpus: its records in row order and their

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -405,7 +406,8 @@ func demoCalibrateFilter(ctx context.Context, st *demoState) (demoStage, error) 
 // demoEvalFilter evaluates the last checkpoint (not the one with the best
 // validation accuracy, which would choose it on the very labels reported)
 // on the held-out questions; a calibrated filter beside the T5 alone and
-// the word-overlap scores alone.
+// the word-overlap scores alone. The filter evaluated here is the one
+// demoExport ships (shippedFilter).
 func demoEvalFilter(ctx context.Context, st *demoState) (demoStage, error) {
 	res, args, err := st.evalFilter(st.filterMembers, "filter-eval")
 	if err != nil {
@@ -449,6 +451,16 @@ type filterEvalResult struct {
 		ROCAUC           *float64 `json:"roc_auc"`
 		MajorityBaseline float64  `json:"majority_baseline"`
 	} `json:"report"`
+}
+
+// evalFilterAsExported runs eval filter of an exported filter on the
+// held-out questions at the windows its config.json records (no window
+// flags).
+func (st *demoState) evalFilterAsExported(dir string) (filterEvalResult, []string, error) {
+	args := []string{"eval", "filter", "--model", dir, "--data", filepath.Join(st.dirs["filter-out"], "valid.jsonl"), "--out", st.fresh("filter-eval-exported")}
+	var res filterEvalResult
+	err := st.subJSON(&res, args...)
+	return res, args, err
 }
 
 // evalFilter runs eval filter of models (an ensemble when more than one) on
@@ -550,14 +562,56 @@ func demoEvalTuned(ctx context.Context, st *demoState) (demoStage, error) {
 	return line, nil
 }
 
+// shippedFilter is the filter the demo evaluated and so ships: the first
+// of filterMembers (the calibrated checkpoint, or the last checkpoint of
+// the filter training, never filter/best, which validation chose on the
+// held-out questions the summary reports on), the checkpoint its T5 comes
+// from, and that checkpoint's training step (-1 when its name has none).
+func (st *demoState) shippedFilter() (dir, checkpoint string, step int) {
+	dir = st.filterMembers[0]
+	checkpoint = dir
+	if t5 := st.dirs["filter-t5"]; t5 != "" {
+		checkpoint = t5
+	}
+	step = -1
+	if n, ok := strings.CutPrefix(filepath.Base(checkpoint), "checkpoint-"); ok {
+		if v, err := strconv.Atoi(n); err == nil {
+			step = v
+		}
+	}
+	return dir, checkpoint, step
+}
+
+// demoExport exports the filter the summary evaluated (shippedFilter) with
+// the windows it was evaluated at recorded in its config.json, evaluates
+// the export as it is (eval filter, no window flags) on the same held-out
+// questions, and fails when that single model's figures differ from the
+// evaluation stage's, so that the summary reports the filter that ships;
+// then builds the pipeline from it.
 func demoExport(ctx context.Context, st *demoState) (demoStage, error) {
 	fexp := st.fresh("export", "filter")
-	args1 := []string{"export", "--run", st.dirs["filter-run"], "--out", fexp}
-	if c := st.dirs["filter-calibrated"]; c != "" {
-		args1 = []string{"export", "--from", c, "--out", fexp}
+	ship, ckpt, step := st.shippedFilter()
+	args1 := []string{"export", "--from", ship, "--out", fexp}
+	if st.dirs["filter-calibrated"] == "" {
+		// A training checkpoint records its training windows (256); the
+		// summary's evaluation read demoEvalSeqLength.
+		args1 = append(args1, "--max-seq-length", demoEvalSeqLength, "--doc-stride", "64")
 	}
 	if _, err := st.sub(args1...); err != nil {
 		return demoStage{}, err
+	}
+	ev, evArgs, err := st.evalFilterAsExported(fexp)
+	if err != nil {
+		return demoStage{}, err
+	}
+	m := map[string]float64{"shipped_step": float64(step), "shipped_accuracy": ev.Report.Accuracy}
+	if a := ev.Report.ROCAUC; a != nil {
+		m["shipped_ROC-AUC"] = *a
+	}
+	if len(st.filterMembers) == 1 {
+		if err := sameFilterReport(st.metrics["filter: eval"], m); err != nil {
+			return demoStage{}, fmt.Errorf("exported filter %s (from %s): %w", fexp, ship, err)
+		}
 	}
 	pl := st.fresh("export", "pipeline")
 	args2 := []string{"pipeline", "build", "--corpus", "lab=" + st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap),
@@ -570,7 +624,21 @@ func demoExport(ctx context.Context, st *demoState) (demoStage, error) {
 		return demoStage{}, err
 	}
 	st.dirs["pipeline-run"] = res.RunID
-	return demoStage{Command: st.command(args1...) + "\n  " + st.command(args2...), RunID: res.RunID, Artifacts: []string{fexp, pl}}, nil
+	return demoStage{Command: st.command(args1...) + "\n  " + st.command(evArgs...) + "\n  " + st.command(args2...), RunID: res.RunID,
+		Metrics: m, Artifacts: []string{fmt.Sprintf("%s (filter from %s, step %d)", fexp, ckpt, step), pl}}, nil
+}
+
+// sameFilterReport returns an error unless the shipped filter's accuracy
+// and ROC-AUC (shipped_…) equal the evaluation stage's (evaluated).
+func sameFilterReport(evaluated, shipped map[string]float64) error {
+	for _, k := range []string{"accuracy", "ROC-AUC"} {
+		a, okA := evaluated[k]
+		b, okB := shipped["shipped_"+k]
+		if okA != okB || math.Abs(a-b) > 1e-9 {
+			return fmt.Errorf("%s as exported %v, the summary's evaluated filter %v: the summary would report another filter than the one shipped", k, b, a)
+		}
+	}
+	return nil
 }
 
 // demoServe starts the server on a free loopback port, makes one

@@ -241,3 +241,45 @@ func TestDemoBM25ArgsReachEveryBM25Stage(t *testing.T) {
 		}
 	}
 }
+
+// The demo ships the filter its summary evaluated: the last checkpoint of
+// the filter training (never filter/best, chosen on the held-out questions
+// the summary reports), or the calibrated checkpoint made from it, named
+// with the checkpoint and step its T5 comes from; an export whose figures
+// differ from the summary's is an error.
+func TestDemoShipsTheEvaluatedFilter(t *testing.T) {
+	st := &demoState{dirs: map[string]string{}, filterMembers: []string{"w/filter/checkpoint-854"}}
+	if dir, ckpt, step := st.shippedFilter(); dir != "w/filter/checkpoint-854" || ckpt != dir || step != 854 {
+		t.Errorf("last checkpoint: shipped %q from %q step %d", dir, ckpt, step)
+	}
+	st.dirs["filter-t5"], st.dirs["filter-calibrated"] = "w/filter/checkpoint-854", "w/filter-calibrated"
+	st.filterMembers = []string{"w/filter-calibrated"}
+	if dir, ckpt, step := st.shippedFilter(); dir != "w/filter-calibrated" || ckpt != "w/filter/checkpoint-854" || step != 854 {
+		t.Errorf("calibrated: shipped %q from %q step %d", dir, ckpt, step)
+	}
+	// Nothing stops training on the held-out questions either: the last
+	// checkpoint is chosen by the schedule alone.
+	st.dirs["labels"], st.dirs["labels-ict"] = "l.jsonl", "ict.jsonl"
+	for _, args := range [][]string{st.trainFilterArgs("m", "out", 42), st.finetuneFilterArgs("m", "out")} {
+		cmd := newTrainFilterCmd(&globals{})
+		if err := cmd.ParseFlags(args[2:]); err != nil {
+			t.Fatal(err)
+		}
+		if v := cmd.Flags().Lookup("early-stopping").Value.String(); v != "0" {
+			t.Errorf("%v: --early-stopping %s, want 0 (no selection on the held-out questions)", args, v)
+		}
+	}
+	evaluated := map[string]float64{"accuracy": 0.75, "ROC-AUC": 0.778, "F1": 0.5}
+	if err := sameFilterReport(evaluated, map[string]float64{"shipped_accuracy": 0.75, "shipped_ROC-AUC": 0.778}); err != nil {
+		t.Errorf("same figures: %v", err)
+	}
+	for _, shipped := range []map[string]float64{
+		{"shipped_accuracy": 0.75, "shipped_ROC-AUC": 0.710}, // filter/best's figure beside the last checkpoint's
+		{"shipped_accuracy": 0.70, "shipped_ROC-AUC": 0.778},
+		{"shipped_accuracy": 0.75}, // one class: no ROC-AUC on one side
+	} {
+		if err := sameFilterReport(evaluated, shipped); err == nil || !strings.Contains(err.Error(), "another filter than the one shipped") {
+			t.Errorf("%v: err %v", shipped, err)
+		}
+	}
+}

@@ -15,17 +15,20 @@ import (
 // stored vectors and encodes only the queries, configured as the corpus
 // was encoded. The caller closes the index.
 func buildDense(g *globals, r *retrieverFlags, chunks []data.Chunk) (*encode.BERTEncoder, *dense.Index, error) {
-	enc, err := encode.LoadBERT(r.Encoder, g.Backend, r.Pooling)
+	if err := r.Enc.resolve(r.Encoder); err != nil {
+		return nil, nil, err
+	}
+	enc, err := encode.LoadBERT(r.Encoder, g.Backend, r.Enc.Pooling)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := dense.CheckSearch(enc.Dim(), r.Factory, r.searchParams()); err != nil {
 		return nil, nil, fmt.Errorf("--faiss %s: %w", r.Factory, err)
 	}
-	r.Enc.apply(enc)
+	r.Enc.apply(enc, g.Err)
 	var idx *dense.Index
 	if r.pre != nil {
-		if err := r.Enc.matchInfo(enc, r.Encoder, r.changed != nil && r.changed("pooling"), r.pre.Info); err != nil {
+		if err := r.Enc.matchInfo(enc, r.Encoder, r.pre.Info); err != nil {
 			return nil, nil, err
 		}
 		if idx, err = pipeline.IndexEncoded(enc, r.pre, r.Factory); err != nil {

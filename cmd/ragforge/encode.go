@@ -18,7 +18,6 @@ import (
 type encodeOptions struct {
 	Corpus    corpusFlags
 	Encoder   string
-	Pooling   string
 	Enc       encoderOptions
 	Out       string
 	Name      string
@@ -47,7 +46,12 @@ BERT bi-encoder and writes, under --out, RAG²'s retriever layout
   embeddings/<name>/<name>_Embeds_<k>.npy     float32 [N_k, D] (numpy.load reads them)
   articles/<name>/<name>_Articles_<k>.json    JSON list of the N_k chunks, row i of the .npy is record i:
                                               {"id", "doc_id", "index", "start", "end", "text", "meta"}
-  embeddings/<name>/ragforge_encode.json      encoder, pooling, normalization, max length, prefixes
+  embeddings/<name>/ragforge_encode.json      encoder, pooling, normalization, max length, prefixes,
+                                              and where each came from ("model" or "flag")
+The encoder settings default to the encoder directory's own
+(sentence-transformers files: 1_Pooling, 2_Normalize, max_seq_length, the
+"query" and "document"/"passage"/"corpus" prompts); a flag overrides one and
+says so on stderr.
 eval retrieval and pipeline build read it back with
 --corpus rag2:DIR (or rag2:DIR#<name> when DIR holds several corpora) and
 encode only the queries, with the recorded settings.`,
@@ -72,7 +76,6 @@ encode only the queries, with the recorded settings.`,
 	o.Enc.add(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.Encoder, "encoder", "", "BERT bi-encoder directory in HF layout (required)")
-	f.StringVar(&o.Pooling, "pooling", "", "pooling: cls (BGE, MedEmbed, MedCPT) | mean (sentence-transformers) (default: the encoder's 1_Pooling/config.json, else cls)")
 	f.StringVar(&o.Out, "out", "", "root directory of the RAG² layout (embeddings/, articles/); other corpora in it are kept (required)")
 	f.StringVar(&o.Name, "name", "", "corpus name: the embeddings/<name> and articles/<name> directories (default: the corpus file or directory name)")
 	f.IntVar(&o.ShardSize, "shard-size", 0, "rows per .npy/.json file pair (0: one file pair)")
@@ -87,6 +90,9 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 		return nil, fmt.Errorf("--shard-size %d: want >= 0", o.ShardSize)
 	}
 	if err := o.Enc.validate(); err != nil {
+		return nil, err
+	}
+	if err := o.Enc.resolve(o.Encoder); err != nil {
 		return nil, err
 	}
 	name := o.Name
@@ -106,11 +112,11 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	if pre := o.Corpus.encoded; pre != nil && o.Name == "" {
 		name = pre.Name
 	}
-	enc, err := encode.LoadBERT(o.Encoder, g.Backend, o.Pooling)
+	enc, err := encode.LoadBERT(o.Encoder, g.Backend, o.Enc.Pooling)
 	if err != nil {
 		return nil, err
 	}
-	o.Enc.apply(enc)
+	o.Enc.apply(enc, g.Err)
 	bar := progress.New(g.Err, len(chunks), "encode")
 	vecs, dim, err := encode.EncodeCorpus(enc, chunks, bar.Func())
 	bar.Finish()
@@ -121,6 +127,7 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	if err != nil {
 		return nil, err
 	}
+	info.Sources = o.Enc.Sources
 	info.Source, info.ChunkSize, info.ChunkOverlap, info.Version = o.Corpus.Path, o.Corpus.ChunkSize, o.Corpus.Overlap, version.Version
 	if o.Corpus.ChunkSize == 0 {
 		info.ChunkOverlap = 0

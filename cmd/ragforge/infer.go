@@ -76,9 +76,9 @@ func ones(n int) []int {
 
 // inferEmbedOptions are the flags of `infer embed`.
 type inferEmbedOptions struct {
-	Model, Input, Pooling string
-	InputType             string // document | query
-	Encoder               encoderOptions
+	Model, Input string
+	InputType    string // document | query
+	Encoder      encoderOptions
 }
 
 func newEmbedCmd(g *globals) *cobra.Command {
@@ -91,7 +91,9 @@ func newEmbedCmd(g *globals) *cobra.Command {
 or --query-prefix with --input-type query) is tokenized as [CLS] text [SEP]
 and truncated to --max-length tokens (clamped to the model's
 max_position_embeddings), pooled (--pooling) and, unless --normalize=false,
-L2-normalized.`,
+L2-normalized. Every setting defaults to the model directory's own
+(sentence-transformers files: max_seq_length, the "query" or
+"document"/"passage"/"corpus" prompt, 1_Pooling, 2_Normalize).`,
 		Example: `  ragforge infer embed --model work/bert-tiny --input "HER2 scoring" --pooling cls`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -101,7 +103,6 @@ L2-normalized.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Model, "model", "", "BERT model directory in HF layout (required)")
 	f.StringVar(&o.Input, "input", "", "input text (required)")
-	f.StringVar(&o.Pooling, "pooling", "", "pooling: cls (BGE) | mean (sentence-transformers mean pooling) (default: the model's 1_Pooling/config.json, else cls)")
 	f.StringVar(&o.InputType, "input-type", "document", "document (adds --passage-prefix) | query (adds --query-prefix), as /v1/embeddings' input_type")
 	o.Encoder.add(cmd)
 	cmd.MarkFlagRequired("model")
@@ -122,11 +123,14 @@ func runInferEmbed(_ context.Context, g *globals, o inferEmbedOptions) error {
 	if mt != "bert" {
 		return fmt.Errorf("infer embed: %s is a %q model; embeddings need a BERT encoder", o.Model, mt)
 	}
-	enc, err := encode.LoadBERT(o.Model, g.Backend, o.Pooling)
+	if err := o.Encoder.resolve(o.Model); err != nil {
+		return err
+	}
+	enc, err := encode.LoadBERT(o.Model, g.Backend, o.Encoder.Pooling)
 	if err != nil {
 		return fmt.Errorf("--pooling/--model: %w", err)
 	}
-	o.Encoder.apply(enc)
+	o.Encoder.apply(enc, g.Err)
 	var vecs [][]float32
 	switch o.InputType {
 	case "document":
@@ -139,7 +143,11 @@ func runInferEmbed(_ context.Context, g *globals, o inferEmbedOptions) error {
 	if err != nil {
 		return err
 	}
-	ids, err := enc.Tokenize([]string{o.Input})
+	prompt := enc.DocInstruction
+	if o.InputType == "query" {
+		prompt = enc.QueryInstruction
+	}
+	ids, err := enc.Tokenize([]string{prompt + o.Input}) // as encoded: the prompt counts against the limit
 	if err != nil {
 		return err
 	}

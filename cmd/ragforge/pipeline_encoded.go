@@ -39,6 +39,7 @@ func preEncodedPart(m *pipeline.Manifest, done *bool, retrieverDir, name string,
 		}
 		r := m.Retrieval
 		r.Pooling, r.Normalize, r.MaxLength, r.QueryInstruction, r.DocInstruction = info.Pooling, info.Normalize, info.MaxLength, info.QueryPrefix, info.PassagePrefix
+		r.Sources = info.Sources
 		if *done && r != m.Retrieval {
 			return part, fmt.Errorf("--corpus %s: encoded with other settings (%s) than an earlier pre-encoded corpus", name, data.EncodeInfoFile)
 		}

@@ -69,7 +69,6 @@ type retrieverFlags struct {
 	Factory     string  `json:"faiss,omitempty"`
 	Nprobe      int     `json:"nprobe,omitempty"`
 	EfSearch    int     `json:"ef_search,omitempty"`
-	Pooling     string  `json:"pooling,omitempty"`
 	DenseWeight float64 `json:"dense_weight"`
 	BM25Weight  float64 `json:"bm25_weight"`
 	Union       bool    `json:"union"`
@@ -91,7 +90,6 @@ func (r *retrieverFlags) add(cmd *cobra.Command) {
 	r.bm25Flags.add(cmd)
 	f.StringVar(&r.IndexDir, "bm25-index", "", "persistent BM25 index directory (built if missing; default: in memory)")
 	f.StringVar(&r.Encoder, "encoder", "", "dense encoder: a BERT model directory in HF layout (dense and hybrid)")
-	f.StringVar(&r.Pooling, "pooling", "", "dense encoder pooling: cls (BGE, MedEmbed) | mean (sentence-transformers) (default: the encoder's 1_Pooling/config.json, else cls)")
 	f.StringVar(&r.Factory, "faiss", "Flat", "FAISS index_factory string for the dense index (Flat, HNSW32, IVF256,Flat)")
 	addFAISSSearchFlags(cmd, &r.Nprobe, &r.EfSearch)
 	f.Float64Var(&r.DenseWeight, "dense-weight", fusion.DenseWeight, "RRF weight of the dense retriever (hybrid; default: the encoder's ragforge_fusion.json from selflearn, else 0.3)")
@@ -128,7 +126,14 @@ func (r *retrieverFlags) validate() error {
 	if err := r.searchParams().Validate(); err != nil {
 		return err
 	}
-	return r.Enc.validate()
+	if err := r.Enc.validate(); err != nil {
+		return err
+	}
+	if r.Mode == string(pipeline.BM25) {
+		return nil
+	}
+	// Resolved here so that the run's config records the encoder's settings.
+	return r.Enc.resolve(r.Encoder)
 }
 
 func (r *retrieverFlags) searchParams() dense.SearchParams {

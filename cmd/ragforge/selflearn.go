@@ -8,6 +8,7 @@ import (
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval/bm25"
+	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/retrieval/eval"
 	"github.com/ragforge/ragforge/train/selflearn"
 )
@@ -149,6 +150,9 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	cfg.ResumeRunID = o.Resume
 	cfg.Recipe = o.Recipe
 	cfg.ChunkSize, cfg.ChunkOverlap = o.Corpus.ChunkSize, o.Corpus.Overlap
+	if err := startRetrieverSettings(cmd, g, &cfg); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -212,4 +216,28 @@ func chunkQrels(qrels data.Qrels, chunks []data.Chunk) data.Qrels {
 		}
 	}
 	return out
+}
+
+// startRetrieverSettings takes the token limit, the query and document
+// prompts and the normalization of the rounds from the start retriever's
+// sentence-transformers files (encode.DirSettings) when it has them:
+// --max-length overrides the limit and says so on stderr. Every round's retriever is trained and exported
+// with them, so the next round reads them back the same way.
+func startRetrieverSettings(cmd *cobra.Command, g *globals, cfg *selflearn.Config) error {
+	s, src, err := encode.DirSettings(cfg.RetrieverDir)
+	if err != nil {
+		return err
+	}
+	if src.MaxLength == encode.SourceModel {
+		switch {
+		case !cmd.Flags().Changed("max-length"):
+			cfg.MaxLength = s.MaxLength
+		case cfg.MaxLength != s.MaxLength:
+			fmt.Fprintf(g.Err, "retriever %s: --max-length %d overrides the model's %d\n", cfg.RetrieverDir, cfg.MaxLength, s.MaxLength)
+		}
+	}
+	if src.QueryPrefix == encode.SourceModel {
+		cfg.QueryInstruction, cfg.DocInstruction, cfg.Unnormalized = s.QueryPrefix, s.PassagePrefix, !s.Normalize
+	}
+	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
+	"github.com/ragforge/ragforge/train/filter"
 )
 
 type pipelineBuildOptions struct {
@@ -117,11 +118,22 @@ func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (er
 		}
 	}
 	if o.Retriever != "" {
-		p, err := encode.DirPooling(o.Retriever)
+		// The retriever's own settings (sentence-transformers files), not 512 defaults.
+		es, src, err := encode.DirSettings(o.Retriever)
 		if err != nil {
 			return err
 		}
-		man.Retrieval.Pooling = string(p)
+		r := &man.Retrieval
+		r.Pooling, r.Normalize, r.MaxLength, r.QueryInstruction, r.DocInstruction = string(es.Pooling), es.Normalize, es.MaxLength, es.QueryPrefix, es.PassagePrefix
+		r.Sources = src
+	}
+	if o.Filter != "" {
+		// The windows the filter was evaluated at (its export's config.json).
+		w, from, err := filter.CheckpointWindows(o.Filter)
+		if err != nil {
+			return err
+		}
+		man.Filter.MaxSeqLength, man.Filter.DocStride, man.Filter.WindowsFrom = w.MaxSeqLength, w.DocStride, from
 	}
 	// Record the chunking actually used (the flags' effective values).
 	if o.Chunk.ChunkSize > 0 {

@@ -16,6 +16,7 @@ import (
 type trainCalibrationOptions struct {
 	Model, Data, IDFFrom, Features, Out string
 	Opt                                 filter.CalibrateOptions
+	Windows                             filterWindows
 }
 
 const trainCalibrationLong = `Fits a calibration of a trained filter on labeled examples it was not trained
@@ -54,8 +55,7 @@ func newTrainCalibrationCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.Features, "features", strings.Join(mfilter.CalibrationFeatures, ","), "comma-separated features, in this order: "+strings.Join(mfilter.CalibrationFeatures, ", "))
 	f.Float64Var(&o.Opt.L2, "l2", 1, "L2 penalty on the feature weights (sklearn's 1/C)")
 	f.StringVar(&o.Out, "out", "", "directory for the calibrated checkpoint (required; must not exist)")
-	f.IntVar(&o.Opt.MaxSeqLength, "max-seq-length", 512, "tokens per window")
-	f.IntVar(&o.Opt.DocStride, "doc-stride", 128, "tokens shared by consecutive windows")
+	o.Windows.add(cmd)
 	f.IntVar(&o.Opt.BatchSize, "batch-size", 16, "windows per batch")
 	return cmd
 }
@@ -82,6 +82,10 @@ func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
 	if filepath.Clean(o.Out) == filepath.Clean(o.Model) {
 		return fmt.Errorf("--out %s is the --model directory: the calibrated checkpoint is written beside it", o.Out)
 	}
+	if err := o.Windows.resolve([]string{o.Model}, g.Err); err != nil {
+		return err
+	}
+	o.Opt.MaxSeqLength, o.Opt.DocStride = o.Windows.MaxSeqLength, o.Windows.DocStride
 	examples, err := mfilter.ReadExamples(o.Data)
 	if err != nil {
 		return err
@@ -92,7 +96,7 @@ func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
 		}
 	}
 	st, run, err := startRun(g, "train-calibration", map[string]any{"model": o.Model, "data": o.Data, "idf_from": o.IDFFrom,
-		"features": o.Opt.Features, "l2": o.Opt.L2, "out": o.Out, "max_seq_length": o.Opt.MaxSeqLength, "doc_stride": o.Opt.DocStride})
+		"features": o.Opt.Features, "l2": o.Opt.L2, "out": o.Out, "max_seq_length": o.Opt.MaxSeqLength, "doc_stride": o.Opt.DocStride, "windows_sources": o.Windows.Sources})
 	if err != nil {
 		return err
 	}

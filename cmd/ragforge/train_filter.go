@@ -216,6 +216,7 @@ type evalFilterOptions struct {
 	Models    []string // one checkpoint, or an ensemble's members
 	Data, Out string
 	Eval      filter.EvalOptions
+	Windows   filterWindows
 }
 
 func newEvalFilterCmd(g *globals) *cobra.Command {
@@ -227,7 +228,10 @@ func newEvalFilterCmd(g *globals) *cobra.Command {
 decoder step; an example's probability is its best window's. Given --model
 more than once, the filters form an ensemble: an example's P([HELPFUL]) is
 the mean of the members' (soft voting). A checkpoint trained with match
-marks (train filter --match-marks) has its inputs marked as in training. Writes RAG²'s
+marks (train filter --match-marks) has its inputs marked as in training.
+The windows default to the filter's own: its config.json's
+ragforge_filter_windows (an export's or a calibrated checkpoint's: what it
+was evaluated at), else its training_args.json's. Writes RAG²'s
 dict_id_pred_results.json, final_eval_results.json and
 final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 		Example: `  ragforge eval filter --model work/filter/best --data work/labels-test.jsonl --out work/filter-eval`,
@@ -240,8 +244,7 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 	f.StringArrayVar(&o.Models, "model", nil, "filter checkpoint directory (with [HELPFUL]/[NOT_HELPFUL] tokens) (required; repeat for an ensemble)")
 	f.StringVar(&o.Data, "data", "", "examples in the RAG² filter schema (.json or .jsonl) (required)")
 	f.StringVar(&o.Out, "out", "", "directory for the RAG² result files (default runs/<run id>)")
-	f.IntVar(&o.Eval.MaxSeqLength, "max-seq-length", 512, "tokens per window")
-	f.IntVar(&o.Eval.DocStride, "doc-stride", 128, "tokens shared by consecutive windows")
+	o.Windows.add(cmd)
 	f.IntVar(&o.Eval.BatchSize, "batch-size", 16, "windows per batch")
 	f.Float64Var(&o.Eval.Threshold, "threshold", 0.5, "predict [HELPFUL] when P([HELPFUL]) >= threshold")
 	return cmd
@@ -263,12 +266,17 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 			return err
 		}
 	}
+	if err := o.Windows.resolve(o.Models, g.Err); err != nil {
+		return err
+	}
+	o.Eval.MaxSeqLength, o.Eval.DocStride = o.Windows.MaxSeqLength, o.Windows.DocStride
 	examples, err := mfilter.ReadExamples(o.Data)
 	if err != nil {
 		return err
 	}
 	st, run, err := startRun(g, "eval-filter", map[string]any{"model": strings.Join(o.Models, ","), "data": o.Data,
-		"max_seq_length": o.Eval.MaxSeqLength, "doc_stride": o.Eval.DocStride, "batch_size": o.Eval.BatchSize, "threshold": o.Eval.Threshold})
+		"max_seq_length": o.Eval.MaxSeqLength, "doc_stride": o.Eval.DocStride, "windows_sources": o.Windows.Sources,
+		"batch_size": o.Eval.BatchSize, "threshold": o.Eval.Threshold})
 	if err != nil {
 		return err
 	}
@@ -299,7 +307,7 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 	}
 	if g.JSON {
 		rep.Predictions = nil
-		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": dir, "report": rep})
+		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": dir, "windows": o.Windows, "report": rep})
 	}
 	auc := "n/a (one class)"
 	if rep.ROCAUC != nil {
@@ -319,6 +327,7 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 type exportOptions struct {
 	Run, From, Out string
 	Retriever      retrieverExportFlags
+	Windows        filterWindows // a filter export's
 }
 
 func newExportCmd(g *globals) *cobra.Command {
@@ -336,6 +345,9 @@ config.json: outside ragforge its instructions must be marked before
 tokenizing (the rule and a Python function: docs/recipes.md). A filter made
 by train calibration keeps "ragforge_filter_calibration": outside ragforge
 its P([HELPFUL]) is the T5's until that map is applied (docs/recipes.md).
+The export records the windows it is to be read at in config.json
+("ragforge_filter_windows": --max-seq-length and --doc-stride, by default
+the checkpoint's own), which eval filter, pipeline build and serve read.
 
 With --retriever DIR, copies a BERT bi-encoder and writes the
 sentence-transformers files (modules.json, 1_Pooling/config.json,
@@ -354,6 +366,7 @@ set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
 	f.StringVar(&o.From, "from", "", "checkpoint directory to export instead of a run's")
 	f.StringVar(&o.Out, "out", "", "output directory (required)")
 	o.Retriever.add(cmd)
+	o.Windows.add(cmd)
 	return cmd
 }
 
@@ -363,6 +376,11 @@ func runExport(g *globals, o exportOptions) error {
 	if o.Retriever.Dir != "" {
 		if o.Out == "" || o.Run != "" || o.From != "" {
 			return fmt.Errorf("--retriever takes --out and neither --run nor --from")
+		}
+		for _, f := range []string{"max-seq-length", "doc-stride"} {
+			if o.Windows.changed(f) {
+				return fmt.Errorf("--%s applies to filter exports only (a retriever's is --max-length)", f)
+			}
 		}
 		return o.Retriever.export(g, o.Out)
 	}
@@ -397,10 +415,14 @@ func runExport(g *globals, o exportOptions) error {
 		}
 		src = filepath.Join(cfg.Config.OutputDir, "best")
 	}
-	if err := filter.Export(src, o.Out); err != nil {
+	if err := o.Windows.resolve([]string{src}, g.Err); err != nil {
 		return err
 	}
-	fmt.Fprintf(g.Out, "exported %s to %s\n", src, o.Out)
+	w := o.Windows.set()
+	if err := filter.ExportAt(src, o.Out, &w); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.Out, "exported %s to %s (windows: %d tokens sharing %d, %s)\n", src, o.Out, w.MaxSeqLength, w.DocStride, o.Windows.Sources.MaxSeqLength)
 	if c, err := t5.LoadConfig(o.Out); err == nil {
 		if _, marked := c.Extra(mfilter.MatchMarksKey); marked {
 			fmt.Fprintf(g.Err, "note: %s reads match-marked evidence (%s in config.json); mark inputs before tokenizing them outside ragforge (docs/recipes.md)\n", o.Out, mfilter.MatchMarksKey)

@@ -106,6 +106,11 @@ type Retrieval struct {
 	// HyDEN the number of hypothetical documents (SL-HyDE: 1).
 	HyDEMode string `json:"hyde_mode"`
 	HyDEN    int    `json:"hyde_n"`
+	// Sources says where the encoder settings (pooling, normalize,
+	// max_length, query_instruction, doc_instruction under their
+	// ragforge_encode.json names) came from: "model" (the retriever's
+	// sentence-transformers files), "flag" or "default".
+	Sources data.EncodeSources `json:"sources,omitzero"`
 }
 
 // Filter holds the RAG² filter settings (train/filter defaults).
@@ -114,6 +119,10 @@ type Filter struct {
 	DocStride    int     `json:"doc_stride"`     // 128
 	Aggregate    string  `json:"aggregate"`      // window → snippet rule: max (default), mean, first
 	Threshold    float64 `json:"threshold"`      // [HELPFUL] when P ≥ Threshold; 0.5
+	// WindowsFrom says where MaxSeqLength and DocStride came from: "model"
+	// (the filter's config.json ragforge_filter_windows: what it was
+	// evaluated at), "training" (its training_args.json) or "default".
+	WindowsFrom string `json:"windows_from,omitempty"`
 }
 
 // Rerank holds the cross-encoder settings (retrieval/rerank defaults: top

@@ -153,10 +153,24 @@ func SetModelMaxLength(dir string, n int) error {
 	return WriteJSON(path, cfg)
 }
 
+// Prompt names sentence-transformers looks up (sentence_transformers/
+// SentenceTransformer.py, v5.1: encode_query uses "query"; encode_document
+// the first of "document", "passage", "corpus" the model has; either falls
+// back to default_prompt_name when none is there).
+var (
+	STQueryPromptName     = "query"
+	STDocumentPromptNames = []string{"document", "passage", "corpus"}
+)
+
 // ReadSentenceTransformer reads the sentence-transformers description of
-// dir. ok is false when dir has no modules.json. Errors name the file: a
-// pipeline that is not Transformer → Pooling (CLS or mean) → optional
-// Normalize, malformed files.
+// dir, any encoder's (nothing here is BERT's). ok is false when dir has no
+// modules.json. The prompts are resolved as SentenceTransformer.encode_query
+// and encode_document resolve them (STQueryPromptName, STDocumentPromptNames,
+// then default_prompt_name); MaxSeqLength is 0 when sentence_bert_config.json
+// has none. Errors name the file: a pipeline that is not Transformer →
+// Pooling (CLS or mean, include_prompt true) → optional Normalize,
+// do_lower_case true (ragforge leaves casing to the tokenizer), a
+// default_prompt_name without its prompt, malformed files.
 func ReadSentenceTransformer(dir string) (s SentenceTransformer, ok bool, err error) {
 	var modules []stModule
 	if err := readJSON(filepath.Join(dir, STModulesFile), &modules); err != nil {
@@ -169,8 +183,10 @@ func ReadSentenceTransformer(dir string) (s SentenceTransformer, ok bool, err er
 		switch m.Type {
 		case "sentence_transformers.models.Transformer":
 		case "sentence_transformers.models.Pooling":
-			var p stPooling
-			if err := readJSON(filepath.Join(dir, m.Path, ConfigName), &p); err != nil {
+			// include_prompt defaults to true in sentence-transformers.
+			p := stPooling{IncludePrompt: true}
+			path := filepath.Join(dir, m.Path, ConfigName)
+			if err := readJSON(path, &p); err != nil {
 				return s, false, err
 			}
 			s.Dim = p.WordEmbeddingDimension
@@ -181,7 +197,10 @@ func ReadSentenceTransformer(dir string) (s SentenceTransformer, ok bool, err er
 				s.Pooling = "mean"
 			}
 			if s.Pooling == "" || p.PoolingModeMaxTokens || p.PoolingModeMeanSqrtLenTokens || p.PoolingModeWeightedMean || p.PoolingModeLastToken {
-				return s, false, fmt.Errorf("hf: read %s: pooling: want exactly one of cls or mean tokens", filepath.Join(dir, m.Path, ConfigName))
+				return s, false, fmt.Errorf("hf: read %s: pooling: want exactly one of cls or mean tokens", path)
+			}
+			if !p.IncludePrompt {
+				return s, false, fmt.Errorf("hf: read %s: field %q: false, ragforge pools over the prompt's tokens too (want true)", path, "include_prompt")
 			}
 		case "sentence_transformers.models.Normalize":
 			s.Normalize = true
@@ -190,22 +209,45 @@ func ReadSentenceTransformer(dir string) (s SentenceTransformer, ok bool, err er
 		}
 	}
 	var sb struct {
-		MaxSeqLength int `json:"max_seq_length"`
+		MaxSeqLength int  `json:"max_seq_length"`
+		DoLowerCase  bool `json:"do_lower_case"`
 	}
 	if err := readJSON(filepath.Join(dir, STConfigFile), &sb); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return s, false, err
 	}
+	if sb.DoLowerCase {
+		return s, false, fmt.Errorf("hf: read %s: field %q: true, ragforge leaves casing to the tokenizer (want false)", filepath.Join(dir, STConfigFile), "do_lower_case")
+	}
+	if sb.MaxSeqLength < 0 {
+		return s, false, fmt.Errorf("hf: read %s: field %q: %d, want > 0", filepath.Join(dir, STConfigFile), "max_seq_length", sb.MaxSeqLength)
+	}
 	s.MaxSeqLength = sb.MaxSeqLength
 	var v struct {
-		Prompts map[string]string `json:"prompts"`
+		Prompts           map[string]string `json:"prompts"`
+		DefaultPromptName *string           `json:"default_prompt_name"`
 	}
-	if err := readJSON(filepath.Join(dir, STVersionFile), &v); err != nil && !errors.Is(err, os.ErrNotExist) {
+	path := filepath.Join(dir, STVersionFile)
+	if err := readJSON(path, &v); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return s, false, err
 	}
-	s.QueryPrompt = v.Prompts["query"]
-	s.DocumentPrompt = v.Prompts["document"]
-	if s.DocumentPrompt == "" {
-		s.DocumentPrompt = v.Prompts["passage"]
+	var fallback string
+	if v.DefaultPromptName != nil {
+		p, ok := v.Prompts[*v.DefaultPromptName]
+		if !ok {
+			return s, false, fmt.Errorf("hf: read %s: field %q: %q is not in prompts", path, "default_prompt_name", *v.DefaultPromptName)
+		}
+		fallback = p
+	}
+	s.QueryPrompt = fallback
+	if p, ok := v.Prompts[STQueryPromptName]; ok {
+		s.QueryPrompt = p
+	}
+	s.DocumentPrompt = fallback
+	for _, name := range STDocumentPromptNames {
+		if p, ok := v.Prompts[name]; ok {
+			s.DocumentPrompt = p
+			break
+		}
 	}
 	return s, true, nil
 }

@@ -74,3 +74,59 @@ func TestSentenceTransformerErrors(t *testing.T) {
 		}
 	}
 }
+
+// Prompts resolve as SentenceTransformer.encode_query / encode_document
+// (sentence-transformers v5.1): "query" for queries, the first of
+// "document", "passage", "corpus" for documents, else default_prompt_name's.
+func TestSentenceTransformerPrompts(t *testing.T) {
+	tests := []struct {
+		name, version string
+		query, doc    string
+		err           string
+	}{
+		{"query and document", `{"prompts": {"query": "q: ", "document": "d: "}}`, "q: ", "d: ", ""},
+		{"passage", `{"prompts": {"query": "q: ", "passage": "p: ", "corpus": "c: "}}`, "q: ", "p: ", ""},
+		{"corpus", `{"prompts": {"corpus": "c: "}}`, "", "c: ", ""},
+		{"document before passage", `{"prompts": {"passage": "p: ", "document": "d: "}}`, "", "d: ", ""},
+		{"default prompt", `{"prompts": {"retrieval": "r: ", "query": "q: "}, "default_prompt_name": "retrieval"}`, "q: ", "r: ", ""},
+		{"null default", `{"prompts": {"document": "d: "}, "default_prompt_name": null}`, "", "d: ", ""},
+		{"unknown default", `{"prompts": {}, "default_prompt_name": "x"}`, "", "", `"default_prompt_name": "x" is not in prompts`},
+		{"no file", "", "", "", ""},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		if err := WriteSentenceTransformer(dir, SentenceTransformer{Dim: 4, Pooling: "cls", MaxSeqLength: 8}); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, STVersionFile)
+		if tt.version == "" {
+			os.Remove(path)
+		} else if err := os.WriteFile(path, []byte(tt.version), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := ReadSentenceTransformer(dir)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: err %v, want %q", tt.name, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got.QueryPrompt != tt.query || got.DocumentPrompt != tt.doc {
+			t.Errorf("%s: query %q document %q (%v), want %q %q", tt.name, got.QueryPrompt, got.DocumentPrompt, err, tt.query, tt.doc)
+		}
+	}
+	// Settings ragforge cannot follow are refused, naming the field.
+	for _, c := range []struct{ file, body, want string }{
+		{filepath.Join(STPoolingDir, ConfigName), `{"word_embedding_dimension": 4, "pooling_mode_mean_tokens": true, "include_prompt": false}`, "include_prompt"},
+		{STConfigFile, `{"max_seq_length": 8, "do_lower_case": true}`, "do_lower_case"},
+	} {
+		dir := t.TempDir()
+		if err := WriteSentenceTransformer(dir, SentenceTransformer{Dim: 4, Pooling: "cls", MaxSeqLength: 8}); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, c.file), []byte(c.body), 0o644)
+		if _, _, err := ReadSentenceTransformer(dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", c.body, err, c.want)
+		}
+	}
+}

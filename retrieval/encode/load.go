@@ -9,20 +9,23 @@ import (
 
 // LoadBERT loads the BERT bi-encoder of an HF model directory (config.json,
 // model.safetensors, vocab.txt or tokenizer.json; bert.LoadWithTokenizer)
-// on the named GoMLX backend ("" = default) with NewBERTEncoder's BGE defaults, named after
-// the directory's base name. pooling is "cls" (BGE, MedEmbed, MedCPT), "mean"
-// (sentence-transformers) or "" (what dir declares, DirPooling). Errors name dir: backend, weights
-// (bert.Load) and tokenizer failures, a tokenizer with more tokens than the
-// model's vocab_size (tokenizer.LoadFor), an unknown pooling.
+// on the named GoMLX backend ("" = default), named after the directory's
+// base name and configured as the directory declares (DirSettings: pooling,
+// normalize, max_seq_length, prompts; NewBERTEncoder's BGE defaults
+// without sentence-transformers files). pooling, when not "", overrides
+// the directory's: "cls" (BGE, MedEmbed, MedCPT) or "mean"
+// (sentence-transformers). Errors name dir: backend, weights (bert.Load)
+// and tokenizer failures, a tokenizer with more tokens than the model's
+// vocab_size (tokenizer.LoadFor), malformed settings, an unknown pooling.
 func LoadBERT(dir, backendName, pooling string) (*BERTEncoder, error) {
-	p := bert.Pooling(pooling)
-	if pooling == "" {
-		var err error
-		if p, err = DirPooling(dir); err != nil {
-			return nil, err
-		}
+	s, _, err := DirSettings(dir)
+	if err != nil {
+		return nil, err
 	}
-	if !p.Valid() {
+	if pooling != "" {
+		s.Pooling = bert.Pooling(pooling)
+	}
+	if !s.Pooling.Valid() {
 		return nil, fmt.Errorf("pooling %q: want cls or mean", pooling)
 	}
 	m, tok, err := bert.LoadWithTokenizer(dir, backendName)
@@ -30,6 +33,6 @@ func LoadBERT(dir, backendName, pooling string) (*BERTEncoder, error) {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}
 	enc := NewBERTEncoder(m, tok, filepath.Base(dir))
-	enc.Pooling = p
+	enc.Apply(s)
 	return enc, nil
 }

@@ -128,7 +128,14 @@ func Calibrate(modelDir, outDir string, examples []mfilter.Example, opt Calibrat
 	if auc, ok := ROCAUC(gold, fused); ok {
 		rep.ROCAUCCalibrated = &auc
 	}
-	err = exportWith(modelDir, outDir, func(c *t5.Config) error { return c.SetExtra(mfilter.CalibrationKey, cal) })
+	// The calibration holds for the windows it was fitted at: recorded beside it.
+	win := mfilter.WindowSettings{MaxSeqLength: opt.MaxSeqLength, DocStride: opt.DocStride}
+	err = exportWith(modelDir, outDir, func(c *t5.Config) error {
+		if err := c.SetExtra(mfilter.WindowsKey, win); err != nil {
+			return err
+		}
+		return c.SetExtra(mfilter.CalibrationKey, cal)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
@@ -25,7 +26,25 @@ var trainerOnly = map[string]bool{trainer.OptimizerFile: true, trainer.StateFile
 // included). outDir is written through a temporary sibling and renamed, so
 // it is either complete or absent. Errors: outDir exists, the checkpoint is
 // not a filter checkpoint, I/O failures.
-func Export(checkpointDir, outDir string) error { return exportWith(checkpointDir, outDir, nil) }
+func Export(checkpointDir, outDir string) error { return ExportAt(checkpointDir, outDir, nil) }
+
+// ExportAt is Export with the windows the filter is to be read at recorded
+// in config.json (mfilter.WindowsKey): w, or when nil the checkpoint's own
+// (CheckpointWindows), so eval filter, pipeline build and serve read the
+// export as it was evaluated. Errors: Export's, invalid windows.
+func ExportAt(checkpointDir, outDir string, w *mfilter.WindowSettings) error {
+	if w == nil {
+		cw, _, err := CheckpointWindows(checkpointDir)
+		if err != nil {
+			return fmt.Errorf("export %s: %w", checkpointDir, err)
+		}
+		w = &cw
+	}
+	if err := w.Check(); err != nil {
+		return fmt.Errorf("export %s: %w", checkpointDir, err)
+	}
+	return exportWith(checkpointDir, outDir, func(c *t5.Config) error { return c.SetExtra(mfilter.WindowsKey, *w) })
+}
 
 // exportWith is Export with config.json rewritten after edit changes the
 // checkpoint's config, when edit is not nil.

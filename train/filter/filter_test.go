@@ -326,6 +326,26 @@ func TestTrainLossDecreasesAndExport(t *testing.T) {
 	if err != nil || cfgT5.VocabSize != 2102 {
 		t.Errorf("exported vocab_size %d (%v), want 2100 + 2 label tokens", cfgT5.VocabSize, err)
 	}
+	// The export records the windows it is to be read at: by default the
+	// checkpoint's training windows; ExportAt's when given.
+	trained := mfilter.WindowSettings{MaxSeqLength: cfg.MaxSeqLength, DocStride: cfg.DocStride}
+	if w, from, err := CheckpointWindows(res.LastCheckpoint); err != nil || w != trained || from != WindowsFromTraining {
+		t.Errorf("checkpoint windows %+v from %q (%v), want %+v from training", w, from, err, trained)
+	}
+	if w, from, err := CheckpointWindows(out); err != nil || w != trained || from != WindowsFromModel {
+		t.Errorf("export windows %+v from %q (%v), want %+v from the model", w, from, err, trained)
+	}
+	at := filepath.Join(t.TempDir(), "export-at")
+	evaluated := mfilter.WindowSettings{MaxSeqLength: 96, DocStride: 8}
+	if err := ExportAt(res.LastCheckpoint, at, &evaluated); err != nil {
+		t.Fatal(err)
+	}
+	if w, from, err := CheckpointWindows(at); err != nil || w != evaluated || from != WindowsFromModel {
+		t.Errorf("ExportAt windows %+v from %q (%v), want %+v", w, from, err, evaluated)
+	}
+	if err := ExportAt(res.LastCheckpoint, filepath.Join(t.TempDir(), "bad"), &mfilter.WindowSettings{MaxSeqLength: 8, DocStride: 7}); err == nil || !strings.Contains(err.Error(), "doc_stride") {
+		t.Errorf("ExportAt with doc_stride 7 of 8: err %v", err)
+	}
 	if err := Export(filepath.Join(cfg.OutputDir, trainer.BestLink), out); err == nil {
 		t.Error("export over an existing directory: no error")
 	}

@@ -65,6 +65,9 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64, marks
 	}
 	// A calibration was fitted to the start weights, which training changes.
 	m.Config.DeleteExtra(mfilter.CalibrationKey)
+	// The windows it was evaluated at are the start model's; the new
+	// checkpoints' are their training run's (CheckpointWindows).
+	m.Config.DeleteExtra(mfilter.WindowsKey)
 	p, err := mfilter.NewPredictor(m, tok, pc)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)

@@ -16,11 +16,13 @@ import (
 // SentenceTransformer is the sentence-transformers description of a
 // retriever trained with cfg on a model of config mc: its pooling and
 // normalisation, the token limit it was trained at (MaxLength clamped to
-// max_position_embeddings) and the query instruction as the "query" prompt.
+// max_position_embeddings), the query instruction as the "query" prompt and
+// the document instruction as the "document" prompt.
 func SentenceTransformer(cfg Config, mc bert.Config) hf.SentenceTransformer {
 	return hf.SentenceTransformer{
 		Dim: mc.HiddenSize, Pooling: string(cfg.Pooling), Normalize: cfg.Normalize,
 		MaxSeqLength: min(cfg.MaxLength, mc.MaxPositionEmbeddings), QueryPrompt: cfg.QueryInstruction,
+		DocumentPrompt: cfg.DocInstruction,
 	}
 }
 

@@ -3,6 +3,7 @@ package retriever
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
@@ -140,7 +141,7 @@ func referenceTrain(t *testing.T, cfg Config, ts []Triplet, dir string) ([]train
 		maxNegs, maxHypo = max(maxNegs, len(tr.Negs)), max(maxHypo, len(tr.HypoDocs))
 	}
 	n, nh := min(cfg.NumNegatives, maxNegs), min(cfg.NumHypo, maxHypo)
-	tk, err := tokenizeAll(tok, ts, cfg.QueryInstruction, maxTok, n, nh)
+	tk, err := tokenizeAll(tok, ts, cfg.QueryInstruction, cfg.DocInstruction, maxTok, n, nh)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestGradCacheDropoutReplay(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.SubBatchTokens = 64
-	tk, err := tokenizeAll(tok, toyTriplets, "", 32, 1, 1)
+	tk, err := tokenizeAll(tok, toyTriplets, "", "", 32, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,6 +304,36 @@ func TestGradCacheDropoutReplay(t *testing.T) {
 		same := math.Abs(sr.Loss-want) < 1e-4*want
 		if same != restore {
 			t.Errorf("restore %v: surrogate %.6f, Σ e·e %.6f", restore, sr.Loss, want)
+		}
+	}
+}
+
+// The document instruction (the "document" prompt) goes before every
+// positive, negative and hypothetical document, the query instruction
+// before every query only, as the encoder does at inference.
+func TestTokenizeAllPrompts(t *testing.T) {
+	tok, err := tokenizer.Load(toyModelDir(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizeAll(tok, toyTriplets, "query: ", "passage: ", 32, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(s string) []int { return tok.Encode(s, true) }
+	for i, tr := range toyTriplets {
+		for _, c := range []struct {
+			what      string
+			got, want []int
+		}{
+			{"query", tk.q[i], ids("query: " + tr.Query)},
+			{"positive", tk.pos[i], ids("passage: " + tr.Pos)},
+			{"negative", tk.negs[i][0], ids("passage: " + tr.Negs[0])},
+			{"hypothetical document", tk.hypo[i][0], ids("passage: " + tr.HypoDocs[0])},
+		} {
+			if !slices.Equal(c.got, c.want) {
+				t.Errorf("triplet %d %s: %v, want %v", i, c.what, c.got, c.want)
+			}
 		}
 	}
 }

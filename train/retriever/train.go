@@ -60,6 +60,10 @@ type Config struct {
 	// QueryInstruction is prepended to query texts (not to hypothetical or
 	// real documents), as encode.BERTEncoder.EncodeQueries does.
 	QueryInstruction string
+	// DocInstruction is prepended to positives, negatives and hypothetical
+	// documents, as encode.BERTEncoder.EncodeDocs does (the "document"
+	// prompt of an E5-style retriever); empty by default.
+	DocInstruction string `json:",omitempty"`
 	// Seed fixes the data order (one permutation per epoch) and dropout.
 	Seed uint64
 	// SaveSteps writes a checkpoint every SaveSteps updates (0 = only at the
@@ -324,7 +328,7 @@ func newTrainRun(be backends.Backend, cfg Config, triplets []Triplet, tok tokeni
 		maxNegs, maxHypo = max(maxNegs, len(t.Negs)), max(maxHypo, len(t.HypoDocs))
 	}
 	n, nh = min(n, maxNegs), min(nh, maxHypo)
-	tk, err := tokenizeAll(tok, triplets, cfg.QueryInstruction, maxTok, n, nh)
+	tk, err := tokenizeAll(tok, triplets, cfg.QueryInstruction, cfg.DocInstruction, maxTok, n, nh)
 	if err != nil {
 		return nil, fmt.Errorf("retriever train: %w", err)
 	}
@@ -463,7 +467,7 @@ func hashJSON(v any) (string, error) {
 	return hex.EncodeToString(s[:]), nil
 }
 
-func tokenizeAll(tok tokenizer.Tokenizer, ts []Triplet, instr string, maxTok, n, nh int) (*tokenized, error) {
+func tokenizeAll(tok tokenizer.Tokenizer, ts []Triplet, instr, docInstr string, maxTok, n, nh int) (*tokenized, error) {
 	enc := func(texts []string) ([][]int, error) {
 		e, err := tokenizer.EncodeBatchErr(tok, texts, tokenizer.EncodeOptions{MaxLength: maxTok, Truncation: true})
 		if err != nil {
@@ -479,7 +483,7 @@ func tokenizeAll(tok tokenizer.Tokenizer, ts []Triplet, instr string, maxTok, n,
 	qs := make([]string, len(ts))
 	ps := make([]string, len(ts))
 	for i, t := range ts {
-		qs[i], ps[i] = instr+t.Query, t.Pos
+		qs[i], ps[i] = instr+t.Query, docInstr+t.Pos
 	}
 	var err error
 	if tk.q, err = enc(qs); err != nil {
@@ -489,10 +493,10 @@ func tokenizeAll(tok tokenizer.Tokenizer, ts []Triplet, instr string, maxTok, n,
 		return nil, fmt.Errorf("tokenize positives: %w", err)
 	}
 	for i, t := range ts {
-		if tk.hypo[i], err = enc(t.HypoDocs[:min(nh, len(t.HypoDocs))]); err != nil {
+		if tk.hypo[i], err = enc(prefixed(docInstr, t.HypoDocs[:min(nh, len(t.HypoDocs))])); err != nil {
 			return nil, fmt.Errorf("tokenize triplet %d: hypothetical documents: %w", i, err)
 		}
-		if tk.negs[i], err = enc(t.Negs[:min(n, len(t.Negs))]); err != nil {
+		if tk.negs[i], err = enc(prefixed(docInstr, t.Negs[:min(n, len(t.Negs))])); err != nil {
 			return nil, fmt.Errorf("tokenize triplet %d: negatives: %w", i, err)
 		}
 	}
@@ -520,6 +524,19 @@ func FuseGraph(q, hypo, weights *graph.Node, normalize bool) *graph.Node {
 	if normalize {
 		norm := graph.MaxScalar(graph.Sqrt(graph.ReduceAndKeep(graph.Square(out), graph.ReduceSum, -1)), 1e-12)
 		out = graph.Div(out, graph.BroadcastToDims(norm, b, h))
+	}
+	return out
+}
+
+// prefixed returns texts with prefix prepended to each (texts itself when
+// prefix is empty).
+func prefixed(prefix string, texts []string) []string {
+	if prefix == "" {
+		return texts
+	}
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = prefix + t
 	}
 	return out
 }

@@ -119,6 +119,13 @@ type Config struct {
 
 	ChunkSize, ChunkOverlap int // how the corpus was chunked (recorded; 512, 128)
 	QueryInstruction        string
+	// DocInstruction is prepended to every document the rounds encode and
+	// train on (the start retriever's "document" prompt); Unnormalized
+	// leaves its vectors unnormalized (a start retriever without a
+	// Normalize module). Both are omitted when zero, so the config hash of
+	// runs made before they existed stays.
+	DocInstruction string `json:",omitempty"`
+	Unnormalized   bool   `json:",omitempty"`
 
 	// EvalKs are the cutoffs evaluated besides 10 ({1, 10, 100}).
 	EvalKs []int

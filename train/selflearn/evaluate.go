@@ -146,7 +146,7 @@ func (s *state) retrieve(ctx context.Context, sp variantSpec, rd *Round) (eval.R
 // (hyde.ModeFusion), normalised, the first max(N, 1) hypothetical documents
 // of each query; none = the plain query.
 func (s *state) hydeConfig() hyde.Config {
-	return hyde.Config{Mode: hyde.ModeFusion, N: max(s.cfg.N, 1), Normalize: true}
+	return hyde.Config{Mode: hyde.ModeFusion, N: max(s.cfg.N, 1), Normalize: !s.cfg.Unnormalized}
 }
 
 // bm25 returns the in-memory BM25 index of the corpus (cfg.BM25, else the

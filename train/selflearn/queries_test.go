@@ -100,10 +100,11 @@ func TestGenQueriesPerChunk(t *testing.T) {
 // TestRunQueriesPerChunkAndPooling: a round with 3 queries per chunk holds
 // out whole chunks (3 of 12 at 0.25) and trains on every pair of the others,
 // each query's positive being its own chunk, and the trained retriever
-// declares the configured pooling.
+// declares the configured pooling and prompts.
 func TestRunQueriesPerChunkAndPooling(t *testing.T) {
 	cfg := toyConfig(t, toyRetriever(t))
 	cfg.QueriesPerChunk, cfg.Pooling, cfg.FusionHoldout = 3, "mean", 0.25
+	cfg.QueryInstruction, cfg.DocInstruction = "query: ", "passage: "
 	qs, qrels := toyEval()
 	rep, err := Run(context.Background(), cfg, toyCorpus(), qs, qrels, openStore(t), nil)
 	if err != nil {
@@ -147,5 +148,9 @@ func TestRunQueriesPerChunkAndPooling(t *testing.T) {
 	}
 	if p, err := encode.DirPooling(rep.Rounds[1].RetrieverDir); err != nil || p != bert.PoolMean {
 		t.Errorf("trained retriever pooling %q, %v; want mean", p, err)
+	}
+	// It carries the prompts it was trained with.
+	if st, _, err := encode.DirSettings(rep.Rounds[1].RetrieverDir); err != nil || st.QueryPrefix != "query: " || st.PassagePrefix != "passage: " {
+		t.Errorf("trained retriever settings %+v, %v; want the query and document prompts it trained with", st, err)
 	}
 }

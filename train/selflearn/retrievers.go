@@ -34,7 +34,9 @@ func (s *state) encoder(tag int) (*encode.BERTEncoder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retriever: %w", err)
 	}
-	e.MaxLength, e.QueryInstruction = s.cfg.MaxLength, s.cfg.QueryInstruction
+	// The settings the rounds train with, whatever the directory declares.
+	e.Apply(encode.Settings{Pooling: pool, Normalize: !s.cfg.Unnormalized, MaxLength: s.cfg.MaxLength,
+		QueryPrefix: s.cfg.QueryInstruction, PassagePrefix: s.cfg.DocInstruction})
 	s.encs[tag] = e
 	return e, nil
 }
@@ -122,6 +124,7 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 		rc.NumHypo = s.cfg.TrainFuse
 	}
 	rc.QueryInstruction, rc.Seed = s.cfg.QueryInstruction, uint64(s.cfg.Seed)+uint64(t)
+	rc.DocInstruction, rc.Normalize = s.cfg.DocInstruction, !s.cfg.Unnormalized
 	rc.SkipNonFinite = s.cfg.SkipNonFinite
 	pool, err := s.pooling()
 	if err != nil {

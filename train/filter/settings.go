@@ -1,0 +1,51 @@
+package filter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	mfilter "github.com/ragforge/ragforge/models/filter"
+)
+
+// Where a filter's windows came from (CheckpointWindows).
+const (
+	WindowsFromModel    = "model"    // config.json's mfilter.WindowsKey (export, train calibration)
+	WindowsFromTraining = "training" // the checkpoint's training_args.json (the windows it trained at)
+	WindowsFromDefault  = "default"  // neither: RAG²'s 512 / 128
+	WindowsFromFlag     = "flag"     // a command-line flag
+)
+
+// CheckpointWindows returns the windows a filter directory is read at and
+// where they came from: the windows its config.json records
+// (mfilter.WindowsKey, written by Export and Calibrate: those it was
+// evaluated or calibrated at), else those of the training run that saved
+// it (ArgsFile), else mfilter.DefaultWindows. Errors: a malformed
+// config.json or training_args.json, naming the file.
+func CheckpointWindows(dir string) (mfilter.WindowSettings, string, error) {
+	s, err := mfilter.DirSettings(dir)
+	if err != nil {
+		return mfilter.WindowSettings{}, "", err
+	}
+	if s.Windows != nil {
+		return *s.Windows, WindowsFromModel, nil
+	}
+	path := filepath.Join(dir, ArgsFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return mfilter.DefaultWindows(), WindowsFromDefault, nil
+	}
+	if err != nil {
+		return mfilter.WindowSettings{}, "", fmt.Errorf("filter windows: %w", err)
+	}
+	var w mfilter.WindowSettings
+	if err := json.Unmarshal(b, &w); err != nil {
+		return w, "", fmt.Errorf("filter windows: read %s: %w", path, err)
+	}
+	if err := w.Check(); err != nil {
+		return w, "", fmt.Errorf("filter windows: read %s: %w", path, err)
+	}
+	return w, WindowsFromTraining, nil
+}
