@@ -54,10 +54,13 @@ var (
 	_ Tokenizer      = (*wordpiece.Tokenizer)(nil)
 	_ SpecialWrapper = (*sentencepiece.T5)(nil)
 	_ SpecialWrapper = (*wordpiece.Tokenizer)(nil)
+	_ Tokenizer      = (*sentencepiece.XLMR)(nil)
+	_ SpecialWrapper = (*sentencepiece.XLMR)(nil)
 )
 
 // Load opens a tokenizer directory. It looks, in order, for spiece.model
-// (T5Tokenizer conventions, see sentencepiece.LoadT5), vocab.txt
+// (T5Tokenizer conventions, see sentencepiece.LoadT5), sentencepiece.bpe.model
+// (XLMRobertaTokenizer's fairseq ids, see sentencepiece.LoadXLMR), vocab.txt
 // (BertTokenizer, see wordpiece.Load) and tokenizer.json (see LoadJSON). It
 // returns an error naming dir when none is present.
 func Load(dir string) (Tokenizer, error) {
@@ -68,12 +71,14 @@ func Load(dir string) (Tokenizer, error) {
 	switch {
 	case exists("spiece.model"):
 		return sentencepiece.LoadT5(dir)
+	case exists(sentencepiece.XLMRFile):
+		return sentencepiece.LoadXLMR(dir)
 	case exists("vocab.txt"):
 		return wordpiece.Load(dir)
 	case exists("tokenizer.json"):
 		return LoadJSON(filepath.Join(dir, "tokenizer.json"))
 	}
-	return nil, fmt.Errorf("load tokenizer %s: no spiece.model, vocab.txt or tokenizer.json", dir)
+	return nil, fmt.Errorf("load tokenizer %s: no spiece.model, %s, vocab.txt or tokenizer.json", dir, sentencepiece.XLMRFile)
 }
 
 // LoadFor is Load for a model whose embedding has vocabSize rows (its
@@ -94,7 +99,7 @@ func LoadFor(dir string, vocabSize int) (Tokenizer, error) {
 
 // fileOf names the tokenizer file Load reads in dir.
 func fileOf(dir string) string {
-	for _, name := range []string{"spiece.model", "vocab.txt", "tokenizer.json"} {
+	for _, name := range []string{"spiece.model", sentencepiece.XLMRFile, "vocab.txt", "tokenizer.json"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			return name
 		}
