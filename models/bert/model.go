@@ -25,6 +25,20 @@ const (
 // Valid reports whether p is PoolCLS or PoolMean.
 func (p Pooling) Valid() bool { return p == PoolCLS || p == PoolMean }
 
+// ParsePooling reads a pooling name ("cls" or "mean"). bge-m3's other output
+// modes are refused by name: its sparse lexical weights and colbert
+// multi-vector heads ship as PyTorch pickles (sparse_linear.pt,
+// colbert_linear.pt) and ragforge runs the dense [CLS] embedding only.
+func ParsePooling(s string) (Pooling, error) {
+	switch p := Pooling(s); {
+	case p.Valid():
+		return p, nil
+	case s == "sparse" || s == "colbert" || s == "multi-vector" || s == "multivector":
+		return "", fmt.Errorf("pooling %q: bge-m3's sparse and colbert (multi-vector) modes are not supported, dense only (want cls or mean)", s)
+	}
+	return "", fmt.Errorf("pooling %q: want cls or mean", s)
+}
+
 // normEps is the L2-normalisation floor: x / max(‖x‖₂, 1e-12), as
 // torch.nn.functional.normalize.
 const normEps = 1e-12

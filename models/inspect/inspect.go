@@ -22,7 +22,7 @@ type Info struct {
 	Parameters    int64          `json:"parameters"`    // elements over all tensors
 	Tensors       int            `json:"tensors"`       // tensors in the safetensors file(s)
 	DTypes        map[string]int `json:"dtypes"`        // dtype → tensor count
-	Tokenizer     string         `json:"tokenizer"`     // "spiece.model", "vocab.txt", "tokenizer.json" or ""
+	Tokenizer     string         `json:"tokenizer"`     // tokenizer.File: "spiece.model", "sentencepiece.bpe.model", "vocab.txt", "tokenizer.json" or ""
 	TokenizerLen  int            `json:"tokenizer_len"` // len(tokenizer) incl. added tokens
 	AddedTokens   map[string]int `json:"added_tokens"`  // e.g. [HELPFUL] → 32100
 	Config        map[string]any `json:"config"`        // config.json as read
@@ -61,13 +61,7 @@ func Dir(dir string) (*Info, error) {
 			info.WeightsBytes += st.Size()
 		}
 	}
-	for _, name := range []string{"spiece.model", "vocab.txt", "tokenizer.json"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			info.Tokenizer = name
-			break
-		}
-	}
-	if info.Tokenizer != "" {
+	if info.Tokenizer = tokenizer.File(dir); info.Tokenizer != "" {
 		tok, err := tokenizer.Load(dir)
 		if err != nil {
 			return nil, fmt.Errorf("inspect %s: tokenizer: %w", dir, err)

@@ -92,13 +92,13 @@ func LoadFor(dir string, vocabSize int) (Tokenizer, error) {
 	}
 	if tok.Len() > vocabSize {
 		return nil, fmt.Errorf("load tokenizer %s: %d tokens (with added tokens), more than the model's vocab_size %d in %s: ids from %d on have no embedding",
-			filepath.Join(dir, fileOf(dir)), tok.Len(), vocabSize, filepath.Join(dir, "config.json"), vocabSize)
+			filepath.Join(dir, File(dir)), tok.Len(), vocabSize, filepath.Join(dir, "config.json"), vocabSize)
 	}
 	return tok, nil
 }
 
-// fileOf names the tokenizer file Load reads in dir.
-func fileOf(dir string) string {
+// File names the tokenizer file Load reads in dir, or "" when there is none.
+func File(dir string) string {
 	for _, name := range []string{"spiece.model", sentencepiece.XLMRFile, "vocab.txt", "tokenizer.json"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			return name

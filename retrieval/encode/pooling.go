@@ -22,5 +22,9 @@ func DirPooling(dir string) (bert.Pooling, error) {
 	if !ok {
 		return bert.PoolCLS, nil
 	}
-	return bert.Pooling(st.Pooling), nil
+	p, err := bert.ParsePooling(st.Pooling)
+	if err != nil {
+		return "", fmt.Errorf("retriever %s: %w", dir, err)
+	}
+	return p, nil
 }
