@@ -152,6 +152,10 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	// Before the corpus is read: a retriever step that cannot fit stops here.
+	if err := checkRetrieverMemory(g.Err, cfg.RetrieverDir, cfg.MaxLength); err != nil {
+		return err
+	}
 	docs, chunks, err := o.Corpus.load(g)
 	if err != nil {
 		return err
