@@ -88,6 +88,11 @@ func MiniConfig(vocab int) Config { return sized(vocab, 256, 4, 4, 1024) }
 // SmallConfig is BERT-Small: hidden 512, 4 layers, 8 heads, intermediate 2048.
 func SmallConfig(vocab int) Config { return sized(vocab, 512, 4, 8, 2048) }
 
+// LargeConfig is BERT-large, the shape of BAAI/bge-large-en-v1.5 (the
+// SL-HyDE retriever): hidden 1024, 24 layers, 16 heads, intermediate 4096
+// (335M parameters at vocab 30522).
+func LargeConfig(vocab int) Config { return sized(vocab, 1024, 24, 16, 4096) }
+
 func sized(vocab, hidden, layers, heads, inter int) Config {
 	c := DefaultConfig(vocab)
 	c.HiddenSize, c.NumHiddenLayers, c.NumAttentionHeads, c.IntermediateSize = hidden, layers, heads, inter

@@ -32,11 +32,7 @@ func TestParseBytes(t *testing.T) {
 // TestParameterCounts checks the estimates count the published sizes:
 // bge-large-en-v1.5 335M, bge-m3 568M, flan-t5-large 783M.
 func TestParameterCounts(t *testing.T) {
-	large := bert.DefaultConfig(30522)
-	large.HiddenSize, large.NumHiddenLayers, large.NumAttentionHeads, large.IntermediateSize = 1024, 24, 16, 4096
-	flan := t5.DefaultConfig()
-	flan.DModel, flan.NumLayers, flan.NumDecoderLayers, flan.NumHeads, flan.DKV, flan.DFF = 1024, 24, 24, 16, 64, 2816
-	flan.FeedForwardProj, flan.TieWordEmbeddings = "gated-gelu", false
+	large, flan := bert.LargeConfig(30522), t5.LargeConfig()
 	for _, tc := range []struct {
 		name string
 		e    Estimate
