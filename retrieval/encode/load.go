@@ -77,14 +77,15 @@ func LoadModelWithTokenizer(dir, backendName string) (*bert.Model, tokenizer.Tok
 // vocab_size (tokenizer.LoadFor), an unknown pooling (bert.ParsePooling:
 // bge-m3's sparse and colbert modes refused by name).
 func LoadBERT(dir, backendName, pooling string) (*BERTEncoder, error) {
-	var p bert.Pooling
-	var err error
+	p := bert.Pooling(pooling)
 	if pooling == "" {
-		p, err = DirPooling(dir)
-	} else {
-		p, err = bert.ParsePooling(pooling)
+		var err error
+		if p, err = DirPooling(dir); err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
+	if !p.Valid() {
+		_, err := bert.ParsePooling(pooling)
 		return nil, err
 	}
 	m, tok, err := LoadModelWithTokenizer(dir, backendName)

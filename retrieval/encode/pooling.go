@@ -22,9 +22,5 @@ func DirPooling(dir string) (bert.Pooling, error) {
 	if !ok {
 		return bert.PoolCLS, nil
 	}
-	p, err := bert.ParsePooling(st.Pooling)
-	if err != nil {
-		return "", fmt.Errorf("retriever %s: %w", dir, err)
-	}
-	return p, nil
+	return bert.Pooling(st.Pooling), nil
 }
