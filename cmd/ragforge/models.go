@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -288,9 +289,11 @@ func initBERT(be backends.Backend, o modelsInitOptions, vocab int) (*hf.Sentence
 		return nil, fmt.Errorf("--pooling %q: a --classifier cross-encoder scores [CLS] and has no pooling", pool)
 	case pool == "":
 		pool = string(bert.PoolMean)
-	}
-	if _, err := bert.ParsePooling(pool); err != nil {
-		return nil, fmt.Errorf("--pooling: %w", err)
+	case !bert.Pooling(pool).Valid():
+		if _, err := bert.ParsePooling(pool); errors.Is(err, bert.ErrDenseOnly) {
+			return nil, fmt.Errorf("--pooling: %w", err)
+		}
+		return nil, fmt.Errorf("--pooling %q: want mean or cls", pool)
 	}
 	m, err := bert.NewRandomFor(be, cfg, arch, o.Classifier, o.Seed)
 	if err != nil {

@@ -1,6 +1,7 @@
 package bert
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -25,16 +26,20 @@ const (
 // Valid reports whether p is PoolCLS or PoolMean.
 func (p Pooling) Valid() bool { return p == PoolCLS || p == PoolMean }
 
+// ErrDenseOnly is wrapped by ParsePooling's refusal of bge-m3's sparse and
+// multi-vector modes.
+var ErrDenseOnly = errors.New("bge-m3's sparse and colbert (multi-vector) modes are not supported, dense only")
+
 // ParsePooling reads a pooling name ("cls" or "mean"). bge-m3's other output
-// modes are refused by name: its sparse lexical weights and colbert
-// multi-vector heads ship as PyTorch pickles (sparse_linear.pt,
+// modes are refused by name (ErrDenseOnly): its sparse lexical weights and
+// colbert multi-vector heads ship as PyTorch pickles (sparse_linear.pt,
 // colbert_linear.pt) and ragforge runs the dense [CLS] embedding only.
 func ParsePooling(s string) (Pooling, error) {
 	switch p := Pooling(s); {
 	case p.Valid():
 		return p, nil
 	case s == "sparse" || s == "colbert" || s == "multi-vector" || s == "multivector":
-		return "", fmt.Errorf("pooling %q: bge-m3's sparse and colbert (multi-vector) modes are not supported, dense only (want cls or mean)", s)
+		return "", fmt.Errorf("pooling %q: %w (want cls or mean)", s, ErrDenseOnly)
 	}
 	return "", fmt.Errorf("pooling %q: want cls or mean", s)
 }

@@ -27,7 +27,7 @@ func Arch(dir string) (bert.Arch, error) {
 	case xlmr.ModelType:
 		return xlmr.Arch, nil
 	}
-	return bert.Arch{}, fmt.Errorf("encoder %s: config.json model_type %q is not a supported bi-encoder (want %q or %q)",
+	return bert.Arch{}, fmt.Errorf("encoder %s: config.json model_type %q is not a supported bi-encoder (BERT family: want %q or %q)",
 		dir, mt, bert.BERT.ModelType, xlmr.ModelType)
 }
 
