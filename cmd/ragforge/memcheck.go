@@ -51,10 +51,10 @@ func checkFilterMemory(w io.Writer, c filter.Config) error {
 }
 
 // checkRetrieverMemory is checkFilterMemory for the InfoNCE training of the
-// bi-encoder in dir at maxLength tokens (GradCache passes of
-// retriever.DefaultSubBatchTokens tokens, so the batch size does not
-// matter), suggesting a --max-length that fits.
-func checkRetrieverMemory(w io.Writer, dir string, maxLength int) error {
+// bi-encoder in dir at maxLength tokens with GradCache passes of subBatch
+// padded tokens (0: retriever.DefaultSubBatchTokens; the batch size does not
+// matter), suggesting a --sub-batch-tokens, then a --max-length, that fits.
+func checkRetrieverMemory(w io.Writer, dir string, maxLength, subBatch int) error {
 	a, err := encode.Arch(dir)
 	if err != nil {
 		return err
@@ -63,10 +63,11 @@ func checkRetrieverMemory(w io.Writer, dir string, maxLength int) error {
 	if err != nil {
 		return err
 	}
-	pass := func(l int) memory.Estimate {
-		l = bert.BucketLength(min(l, a.MaxLength(mc)), a.MaxLength(mc))
-		return memory.Retriever(mc, a.ModelType, retriever.DefaultSubBatchTokens, l)
+	if subBatch <= 0 {
+		subBatch = retriever.DefaultSubBatchTokens
 	}
+	bucket := func(l int) int { return bert.BucketLength(min(l, a.MaxLength(mc)), a.MaxLength(mc)) }
+	pass := func(l int) memory.Estimate { return memory.Retriever(mc, a.ModelType, subBatch, bucket(l)) }
 	e := pass(maxLength)
 	fmt.Fprintln(w, e)
 	avail, src, err := memory.Available()
@@ -74,6 +75,10 @@ func checkRetrieverMemory(w io.Writer, dir string, maxLength int) error {
 		return err
 	}
 	var opts []memory.Option
+	for t := subBatch / 2; t >= bucket(maxLength); t /= 2 { // down to one row per pass
+		opts = append(opts, memory.Option{Flags: fmt.Sprintf("--sub-batch-tokens %d", t),
+			Estimate: memory.Retriever(mc, a.ModelType, t, bucket(maxLength))})
+	}
 	for l := maxLength / 2; l >= 32; l /= 2 {
 		opts = append(opts, memory.Option{Flags: fmt.Sprintf("--max-length %d", l), Estimate: pass(l)})
 	}

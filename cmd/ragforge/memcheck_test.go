@@ -35,6 +35,8 @@ func TestMemoryLimitStopsBeforeData(t *testing.T) {
 			[]string{"bench bge-m3: memory estimate for xlm-roberta retriever (8 rows × 512 tokens", "exceeds the 1.00 GiB"}},
 		{"bench flan-t5-large over", "1GiB", []string{"bench", "models", "--only", "flan-t5-large"},
 			[]string{"bench flan-t5-large: memory estimate for t5 filter (batch 4 × 512", "783.2M parameters", "exceeds"}},
+		{"selflearn suggests", "20MiB", []string{"selflearn", "--retriever", xdir, "--corpus", missing, "--eval-qa", missing, "--generator", "ict"},
+			[]string{"exceeds", "--sub-batch-tokens", "fits"}},
 		{"selflearn under", "8GiB", []string{"selflearn", "--retriever", xdir, "--corpus", missing, "--eval-qa", missing, "--generator", "ict"},
 			[]string{"memory estimate for xlm-roberta retriever", "missing.jsonl"}},
 	} {

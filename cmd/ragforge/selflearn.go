@@ -125,6 +125,7 @@ are given.`,
 	f.IntVar(&c.GeneratorBatch, "generator-batch", c.GeneratorBatch, "generator SFT batch size")
 	f.IntVar(&c.Epochs, "epochs", c.Epochs, "epochs of both trainings per round")
 	f.IntVar(&c.MaxLength, "max-length", c.MaxLength, "retriever max sequence length (tokens)")
+	f.IntVar(&c.SubBatchTokens, "sub-batch-tokens", 0, "retriever training: padded tokens per GradCache encoder pass, which bounds its activation memory (0: 4096)")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for sampling, negatives and data order")
 	o.BM25.add(cmd)
 	return cmd
@@ -153,7 +154,7 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 		return err
 	}
 	// Before the corpus is read: a retriever step that cannot fit stops here.
-	if err := checkRetrieverMemory(g.Err, cfg.RetrieverDir, cfg.MaxLength); err != nil {
+	if err := checkRetrieverMemory(g.Err, cfg.RetrieverDir, cfg.MaxLength, cfg.SubBatchTokens); err != nil {
 		return err
 	}
 	docs, chunks, err := o.Corpus.load(g)
