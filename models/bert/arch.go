@@ -31,7 +31,7 @@ type Arch struct {
 // BERT is HF BertModel: positions 0..L-1, "bert." prefix, MLM/NSP heads
 // skipped, the sequence-classification head allowed.
 var BERT = Arch{
-	ModelType: "bert", Architecture: "BertModel", Prefix: "bert.",
+	ModelType: "bert", Architecture: "BertModel", Prefix: Prefix,
 	Ignored:    []string{"cls.predictions.", "cls.seq_relationship.", "embeddings.position_ids"},
 	Classifier: true,
 }
