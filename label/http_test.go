@@ -16,6 +16,8 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
@@ -90,7 +92,7 @@ func TestHTTPScorer(t *testing.T) {
 	var n atomic.Int64
 	srv := echoLM(t, &n)
 	defer srv.Close()
-	sc := NewHTTPScorer(openai.New(srv.URL, openai.Options{Model: "toy", MaxRetries: -1}))
+	sc := lm.NewHTTPScorer(openai.New(srv.URL, openai.Options{Model: "toy", MaxRetries: -1}))
 	if want := "http:" + srv.URL + "/v1/toy"; sc.Name() != want {
 		t.Errorf("Name = %q, want %q", sc.Name(), want)
 	}
@@ -132,12 +134,12 @@ func TestPerplexityLabelerHTTP(t *testing.T) {
 			var n atomic.Int64
 			srv := echoLM(t, &n)
 			defer srv.Close()
-			store, err := OpenStore(filepath.Join(t.TempDir(), "l.db"))
+			store, err := labelstore.OpenStore(filepath.Join(t.TempDir(), "l.db"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			sc := NewHTTPScorer(openai.New(srv.URL, openai.Options{Model: "toy", Concurrency: 2}))
+			sc := lm.NewHTTPScorer(openai.New(srv.URL, openai.Options{Model: "toy", Concurrency: 2}))
 			l := &PerplexityLabeler{Scorer: sc, Margin: tc.margin, Relative: tc.relative, Store: store, RunID: "http"}
 			got, err := l.Label(context.Background(), []Task{aspirinTask()})
 			if err != nil {
@@ -153,7 +155,7 @@ func TestPerplexityLabelerHTTP(t *testing.T) {
 			if n.Load() != 4 {
 				t.Errorf("%d requests, want 4", n.Load())
 			}
-			recs, _ := store.List(Filter{RunID: "http"})
+			recs, _ := store.List(labelstore.Filter{RunID: "http"})
 			if len(recs) != 3 {
 				t.Fatalf("stored %d labels, want 3", len(recs))
 			}
@@ -170,12 +172,12 @@ func TestPerplexityLabelerRejectsGeneratedOnlyLogprobs(t *testing.T) {
 	var n atomic.Int64
 	srv := llamaLM(&n)
 	defer srv.Close()
-	store, err := OpenStore(filepath.Join(t.TempDir(), "l.db"))
+	store, err := labelstore.OpenStore(filepath.Join(t.TempDir(), "l.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	sc := NewHTTPScorer(openai.New(srv.URL, openai.Options{MaxRetries: -1}))
+	sc := lm.NewHTTPScorer(openai.New(srv.URL, openai.Options{MaxRetries: -1}))
 	l := &PerplexityLabeler{Scorer: sc, Store: store, RunID: "llama", Concurrency: 1}
 	_, err = l.Label(context.Background(), []Task{aspirinTask()})
 	if !errors.Is(err, openai.ErrNoPromptLogprobs) {
@@ -223,7 +225,7 @@ func TestHTTPScorerRetriesAndTimeouts(t *testing.T) {
 		}
 	}))
 	defer flaky.Close()
-	sc := NewHTTPScorer(openai.New(flaky.URL, openai.Options{MaxRetries: 3, Backoff: time.Millisecond, Timeout: 100 * time.Millisecond}))
+	sc := lm.NewHTTPScorer(openai.New(flaky.URL, openai.Options{MaxRetries: 3, Backoff: time.Millisecond, Timeout: 100 * time.Millisecond}))
 	got, err := sc.TargetLogProbs(context.Background(), "Question: x?\nAnswer:", "x")
 	if err != nil {
 		t.Fatal(err)

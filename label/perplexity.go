@@ -9,6 +9,8 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
+	"github.com/ragforge/ragforge/models/lm"
 )
 
 // PromptTemplate builds the scorer prompts of PerplexityLabeler. "{question}"
@@ -57,7 +59,7 @@ type Progress func(done, total int)
 // and the snippet is [HELPFUL] when pS < pW and d >= Margin (default 0: any
 // strict reduction). Both perplexities are recorded with the label.
 type PerplexityLabeler struct {
-	Scorer      Scorer
+	Scorer      lm.Scorer
 	Margin      float64
 	Relative    bool
 	Template    PromptTemplate // zero: DefaultPromptTemplate
@@ -66,7 +68,7 @@ type PerplexityLabeler struct {
 	// Store, when set, caches scores (Store.Cached) and receives every label
 	// under RunID as soon as its pair is finished, so an interrupted run
 	// resumes without rescoring finished pairs.
-	Store    *Store
+	Store    *labelstore.Store
 	RunID    string
 	Progress Progress // called after each pair; may be nil
 }
@@ -93,7 +95,7 @@ func (l *PerplexityLabeler) Decide(pplWithout, pplWith float64) (string, float64
 // log-probabilities among them, wrapping openai.ErrNoPromptLogprobs), a
 // cancelled ctx, or a store error. Labels finished before the error are
 // already stored (with a Store), and their scores cached.
-func (l *PerplexityLabeler) Label(ctx context.Context, tasks []Task) ([]Label, error) {
+func (l *PerplexityLabeler) Label(ctx context.Context, tasks []Task) ([]labelstore.Label, error) {
 	if l.Scorer == nil {
 		return nil, errors.New("perplexity labeler: no scorer")
 	}
@@ -107,7 +109,7 @@ func (l *PerplexityLabeler) Label(ctx context.Context, tasks []Task) ([]Label, e
 	if !strings.Contains(tmpl.With, "{snippet}") {
 		return nil, fmt.Errorf("perplexity labeler: template %q has no {snippet}", tmpl.With)
 	}
-	scorer := memoize(l.Scorer)
+	scorer := labelstore.Memoize(l.Scorer)
 	if l.Store != nil {
 		scorer = l.Store.Cached(l.Scorer)
 	}
@@ -121,7 +123,7 @@ func (l *PerplexityLabeler) Label(ctx context.Context, tasks []Task) ([]Label, e
 			jobs = append(jobs, job{ti, ci})
 		}
 	}
-	out := make([]Label, len(jobs))
+	out := make([]labelstore.Label, len(jobs))
 	conc := l.Concurrency
 	if conc <= 0 {
 		conc = 4
@@ -154,9 +156,9 @@ func (l *PerplexityLabeler) Label(ctx context.Context, tasks []Task) ([]Label, e
 		if cid == "" {
 			cid = fmt.Sprint(jobs[j].c + 1)
 		}
-		out[j] = Label{RunID: l.RunID, Key: Key(t.Question, c.ID, c.Text), ExampleID: qid + "#" + cid,
+		out[j] = labelstore.Label{RunID: l.RunID, Key: labelstore.Key(t.Question, c.ID, c.Text), ExampleID: qid + "#" + cid,
 			QueryID: t.QueryID, Question: t.Question, Target: t.Target, Snippet: c.Text, ChunkID: c.ID,
-			DatasetName: l.DatasetName, Label: lab, Method: MethodPerplexity, Scorer: l.Scorer.Name(),
+			DatasetName: l.DatasetName, Label: lab, Method: labelstore.MethodPerplexity, Scorer: l.Scorer.Name(),
 			PPLWithout: pw, PPLWith: ps, Score: d}
 		if l.Store != nil {
 			if err := l.Store.Put(out[j : j+1]); err != nil {
@@ -198,7 +200,7 @@ feed:
 	return out, nil
 }
 
-func (l *PerplexityLabeler) ppl(ctx context.Context, s Scorer, prompt, target string) (float64, error) {
+func (l *PerplexityLabeler) ppl(ctx context.Context, s lm.Scorer, prompt, target string) (float64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, context.Cause(ctx)
 	}
@@ -206,7 +208,7 @@ func (l *PerplexityLabeler) ppl(ctx context.Context, s Scorer, prompt, target st
 	if err != nil {
 		return 0, err
 	}
-	p, err := Perplexity(lp)
+	p, err := lm.Perplexity(lp)
 	if err != nil {
 		return 0, fmt.Errorf("scorer %s: %w", s.Name(), err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 // fakeScorer answers from a prompt → log-probabilities table and records the
@@ -48,27 +49,6 @@ func (f *fakeScorer) TargetLogProbs(ctx context.Context, prompt, target string) 
 }
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
-
-func TestPerplexity(t *testing.T) {
-	for _, tc := range []struct {
-		lp   []float64
-		want float64
-		err  bool
-	}{
-		{[]float64{-math.Ln2}, 2, false},
-		{[]float64{0, 0}, 1, false},
-		{[]float64{-1, -3}, math.Exp(2), false},      // mean -2
-		{[]float64{-0.2, -0.8}, 1.6487212707, false}, // e^0.5
-		{nil, 0, true},
-		{[]float64{-1, math.NaN()}, 0, true},
-		{[]float64{math.Inf(1)}, 0, true},
-	} {
-		got, err := Perplexity(tc.lp)
-		if (err != nil) != tc.err || !near(got, tc.want, 1e-9) {
-			t.Errorf("Perplexity(%v) = %v, %v; want %v (error %v)", tc.lp, got, err, tc.want, tc.err)
-		}
-	}
-}
 
 // One question, four snippets. Hand-computed perplexities (exp(-mean lp)):
 //
@@ -127,7 +107,7 @@ func TestPerplexityLabelerMargins(t *testing.T) {
 				if tc.score != nil && !near(g.Score, tc.score[i], 1e-8) {
 					t.Errorf("snippet %s: score %v, want %v", g.Snippet, g.Score, tc.score[i])
 				}
-				if g.Method != MethodPerplexity || g.Scorer != "fake" || g.ExampleID != "q1#doc#"+g.Snippet || g.DatasetName != "toy" {
+				if g.Method != labelstore.MethodPerplexity || g.Scorer != "fake" || g.ExampleID != "q1#doc#"+g.Snippet || g.DatasetName != "toy" {
 					t.Errorf("provenance %+v", g)
 				}
 			}
@@ -191,7 +171,7 @@ func TestPerplexityLabelerResume(t *testing.T) {
 		{name: "context cancelled at call 2", cancelAt: 2, wantErr: context.Canceled, wantStored: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store, err := OpenStore(filepath.Join(t.TempDir(), "labels.db"))
+			store, err := labelstore.OpenStore(filepath.Join(t.TempDir(), "labels.db"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +190,7 @@ func TestPerplexityLabelerResume(t *testing.T) {
 			if _, err := l.Label(ctx, tasks); !errors.Is(err, tc.wantErr) {
 				t.Fatalf("first run: error %v, want %v", err, tc.wantErr)
 			}
-			stored, err := store.List(Filter{RunID: "r1"})
+			stored, err := store.List(labelstore.Filter{RunID: "r1"})
 			if err != nil || len(stored) != tc.wantStored {
 				t.Fatalf("first run stored %d labels (%v), want %d", len(stored), err, tc.wantStored)
 			}
@@ -230,7 +210,7 @@ func TestPerplexityLabelerResume(t *testing.T) {
 					t.Errorf("prompt %q rescored after resume", p)
 				}
 			}
-			stored, _ = store.List(Filter{RunID: "r1"})
+			stored, _ = store.List(labelstore.Filter{RunID: "r1"})
 			if len(got) != 6 || len(stored) != 6 {
 				t.Fatalf("resumed run: %d labels, %d stored; want 6", len(got), len(stored))
 			}

@@ -13,6 +13,8 @@ import (
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/labelstore"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 )
@@ -20,7 +22,7 @@ import (
 // flanTiny returns the t5-flan-tiny fixture directory or skips.
 func flanTiny(t *testing.T) string { return testutil.SharedPath(t, "fixtures/t5-flan-tiny") }
 
-func loadFlanTiny(t *testing.T) (string, *LocalT5Scorer, *t5.Model) {
+func loadFlanTiny(t *testing.T) (string, *lm.T5Scorer, *t5.Model) {
 	dir := flanTiny(t)
 	b, err := backend.New("go")
 	if err != nil {
@@ -34,7 +36,7 @@ func loadFlanTiny(t *testing.T) (string, *LocalT5Scorer, *t5.Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, NewLocalT5Scorer(dir, m, tok), m
+	return dir, lm.NewT5Scorer(dir, m, tok), m
 }
 
 // The fixture's reference loss is the mean natural-log cross-entropy over the
@@ -70,7 +72,7 @@ func TestLocalT5ScorerMatchesFixtureLoss(t *testing.T) {
 		}
 		all = append(all, lp...)
 	}
-	ppl, err := Perplexity(all)
+	ppl, err := lm.Perplexity(all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestLocalT5ScorerMatchesFixtureLoss(t *testing.T) {
 }
 
 type countingScorer struct {
-	Scorer
+	lm.Scorer
 	n atomic.Int64
 }
 
@@ -92,7 +94,7 @@ func (c *countingScorer) TargetLogProbs(ctx context.Context, prompt, target stri
 
 func TestPerplexityLabelerLocalT5(t *testing.T) {
 	_, sc, m := loadFlanTiny(t)
-	store, err := OpenStore(filepath.Join(t.TempDir(), "labels.db"))
+	store, err := labelstore.OpenStore(filepath.Join(t.TempDir(), "labels.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

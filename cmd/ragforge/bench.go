@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/decoder"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/xlmr"
 	"github.com/ragforge/ragforge/train/filter"
@@ -32,14 +33,24 @@ type benchModel struct {
 	RealSize              bool // run only when named by --only
 }
 
-// benchModelResult is one line of `bench models --json`; Result is the T5
-// filter's, Retriever a retriever shape's.
+// benchDecoder is one decoder-only configuration of `bench models`:
+// perplexity of Pairs (prompt, continuation) pairs and greedy generation.
+type benchDecoder struct {
+	Name                                 string
+	Config                               decoder.Config
+	Pairs, PromptLen, ContLen, NewTokens int
+}
+
+// benchModelResult is one line of `bench models --json`: Result for a T5
+// configuration, Retriever for a retriever shape, Decoder for a
+// decoder-only one; Estimate (training memory) for the first two.
 type benchModelResult struct {
 	Name      string                 `json:"name"`
 	Backend   string                 `json:"backend"`
 	Result    *filter.BenchResult    `json:"result,omitempty"`
 	Retriever *retriever.BenchResult `json:"retriever,omitempty"`
-	Estimate  memory.Estimate        `json:"memory_estimate"`
+	Decoder   *decoder.BenchResult   `json:"decoder,omitempty"`
+	Estimate  *memory.Estimate       `json:"memory_estimate,omitempty"`
 	PeakRSS   int64                  `json:"peak_rss_bytes"`
 	Threads   int                    `json:"gomaxprocs"`
 }
@@ -55,7 +66,7 @@ func peakRSS() int64 {
 // benchModelsOptions are the flags of `bench models`.
 type benchModelsOptions struct {
 	Steps          int    // timed steps per configuration
-	Only           string // a benchModels name, "" = mini and small
+	Only           string // a benchModels or decoder name, "" = every configuration but the real sizes
 	SubBatchTokens int    // retriever shapes: GradCache pass size (0: the trainer's default)
 	SkipTrain      bool   // retriever shapes: encode throughput only
 }
@@ -81,13 +92,18 @@ func newBenchModelsCmd(g *globals) *cobra.Command {
 	var o benchModelsOptions
 	cmd := &cobra.Command{
 		Use:   "models",
-		Short: "Training tokens/s, ms/step, inference rate and peak RSS for T5 mini and small, and the real sizes on request",
+		Short: "Training tokens/s, ms/step, inference rate and peak RSS for T5 mini and small, perplexity and generation speed for a Qwen2.5-0.5B-shaped decoder, and the papers' real sizes on request",
 		Long: `Benchmarks a randomly initialized T5 filter step (forward + backward + AdamW)
 and first-decoder-step scoring, compiled once per shape:
   mini:  d_model 256, d_ff 1024 gated-gelu, 4+4 layers, 4 heads, d_kv 64, vocab 2100;
          batch 8, encoder length 256, decoder length 2
   small: d_model 512, d_ff 1024 gated-gelu, 8+8 layers, 6 heads, d_kv 64, vocab 32128;
          batch 4, encoder length 512, decoder length 2
+Training tokens/s counts encoder tokens.
+  qwen2.5-0.5b: hidden 896, 24 layers, 14 heads / 2 kv heads, intermediate 4864,
+         vocab 151936, tied (494M parameters); perplexity of 8 (prompt 448,
+         continuation 64) pairs in one batch, then 16 greedy tokens per pair
+         with the KV cache
 The papers' real sizes, random init at the published shapes (no download),
 run only when named by --only:
   flan-t5-large: d_model 1024, d_ff 2816 gated-gelu, 24+24 layers, 16 heads,
@@ -99,16 +115,16 @@ run only when named by --only:
          tokens (CLS, normalised) per call
 Each configuration first prints its memory estimate (train/memory) and is
 refused before any work when it exceeds the available memory
-($RAGFORGE_MEMORY_LIMIT or MemAvailable). Training tokens/s counts encoder
-tokens. Peak RSS is the process's maximum resident set size so far (it only
-grows), so run one real size per process.`,
+($RAGFORGE_MEMORY_LIMIT or MemAvailable). Peak RSS is the process's maximum
+resident set size so far (it only grows, so run one configuration per process
+to read its own peak).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchModels(cmd.Context(), g, o)
 		},
 	}
 	cmd.Flags().IntVar(&o.Steps, "steps", 3, "timed steps per configuration, after one compile step (min and median are reported, as the PyTorch peer benchmark does)")
-	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration: mini, small, flan-t5-large, bge-large or bge-m3 (default: mini and small)")
+	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration: mini, small, qwen2.5-0.5b, flan-t5-large, bge-large or bge-m3 (default: mini, small and qwen2.5-0.5b)")
 	cmd.Flags().IntVar(&o.SubBatchTokens, "sub-batch-tokens", 0, "bge-large/bge-m3: padded tokens per GradCache encoder pass (0: the trainer's 4096)")
 	cmd.Flags().BoolVar(&o.SkipTrain, "skip-train", false, "bge-large/bge-m3: measure encoding only, no training step")
 	return cmd
@@ -126,8 +142,14 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 		return fmt.Errorf("--sub-batch-tokens %d: want >= 0", o.SubBatchTokens)
 	}
 	configs := benchModels()
+	decoders := []benchDecoder{
+		{"qwen2.5-0.5b", decoder.Qwen25HalfBConfig(), 8, 448, 64, 16},
+	}
 	var names []string
 	for _, c := range configs {
+		names = append(names, c.Name)
+	}
+	for _, c := range decoders {
 		names = append(names, c.Name)
 	}
 	if o.Only != "" && !slices.Contains(names, o.Only) {
@@ -146,6 +168,7 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 			continue
 		}
 		r := benchModelResult{Name: c.Name, Backend: backend.Describe(be), Threads: runtime.GOMAXPROCS(0)}
+		var e memory.Estimate
 		if c.Encoder != nil {
 			s := c.Shape
 			s.SubBatchTokens, s.SkipTrain = o.SubBatchTokens, o.SkipTrain
@@ -153,15 +176,16 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 			if pass == 0 {
 				pass = retriever.DefaultSubBatchTokens
 			}
-			r.Estimate = memory.Retriever(*c.Encoder, c.Arch.ModelType, pass, s.Length)
+			e = memory.Retriever(*c.Encoder, c.Arch.ModelType, pass, s.Length)
 			if s.SkipTrain {
-				r.Estimate = memory.Estimate{What: c.Name + " encoding", Params: r.Estimate.Params, Weights: r.Estimate.Weights}
+				e = memory.Estimate{What: c.Name + " encoding", Params: e.Params, Weights: e.Weights}
 			}
 		} else {
-			r.Estimate = memory.Filter(c.Config, c.Batch, c.EncLen, c.DecLen)
+			e = memory.Filter(c.Config, c.Batch, c.EncLen, c.DecLen)
 		}
-		fmt.Fprintf(g.Err, "bench %s: %s\n", c.Name, r.Estimate)
-		if err := memory.Check(r.Estimate, avail, src, nil); err != nil {
+		r.Estimate = &e
+		fmt.Fprintf(g.Err, "bench %s: %s\n", c.Name, e)
+		if err := memory.Check(e, avail, src, nil); err != nil {
 			return fmt.Errorf("bench %s: %w", c.Name, err)
 		}
 		fmt.Fprintf(g.Err, "bench %s: compiling and running %d steps...\n", c.Name, o.Steps)
@@ -183,16 +207,32 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 		r.PeakRSS = peakRSS()
 		results = append(results, r)
 	}
+	for _, c := range decoders {
+		if o.Only != "" && o.Only != c.Name {
+			continue
+		}
+		fmt.Fprintf(g.Err, "bench %s: random init, compiling and running %d perplexity calls and one generation...\n", c.Name, o.Steps)
+		r, err := decoder.Bench(g.Backend, c.Config, c.Pairs, c.PromptLen, c.ContLen, c.NewTokens, o.Steps)
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", c.Name, err)
+		}
+		results = append(results, benchModelResult{Name: c.Name, Backend: backend.Describe(be), Decoder: &r, PeakRSS: peakRSS(), Threads: runtime.GOMAXPROCS(0)})
+	}
 	if g.JSON {
 		return printJSON(g.Out, results)
 	}
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
 	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tSTEP SHAPE\tTRAIN TOK/S\tMS/STEP MIN\tMS/STEP MEDIAN\tINFER RATE\tCOMPILE MS\tPEAK RSS MiB\tESTIMATE MiB\tBACKEND")
+	if slices.ContainsFunc(results, func(r benchModelResult) bool { return r.Decoder == nil }) {
+		fmt.Fprintln(tw, "MODEL\tSTEP SHAPE\tTRAIN TOK/S\tMS/STEP MIN\tMS/STEP MEDIAN\tINFER RATE\tCOMPILE MS\tPEAK RSS MiB\tEXPECTED PEAK MiB\tBACKEND")
+	}
 	for _, r := range results {
-		mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+		if r.Decoder != nil {
+			continue
+		}
 		if f := r.Result; f != nil {
 			fmt.Fprintf(tw, "%s\t%d×%d\t%.0f\t%.0f\t%.0f\t%.1f ex/s\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, f.BatchSize, f.EncLength,
-				f.TrainTokensPerSec, f.MsPerStepMin, f.MsPerStepMedian, f.InferExamplesPerSec, f.CompileMs, mib(r.PeakRSS), mib(r.Estimate.Total()), r.Backend)
+				f.TrainTokensPerSec, f.MsPerStepMin, f.MsPerStepMedian, f.InferExamplesPerSec, f.CompileMs, mib(r.PeakRSS), mib(r.Estimate.Peak()), r.Backend)
 			continue
 		}
 		s := r.Retriever
@@ -201,7 +241,20 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 			shape = "encode only"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f passages/s @%d\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, shape,
-			s.TrainTokensPerSec, s.MsPerStepMin, s.MsPerStepMedian, s.EncodePassagesPerSec, s.EncodeLength, s.CompileMs, mib(r.PeakRSS), mib(r.Estimate.Total()), r.Backend)
+			s.TrainTokensPerSec, s.MsPerStepMin, s.MsPerStepMedian, s.EncodePassagesPerSec, s.EncodeLength, s.CompileMs, mib(r.PeakRSS), mib(r.Estimate.Peak()), r.Backend)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	tw = tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	if slices.ContainsFunc(results, func(r benchModelResult) bool { return r.Decoder != nil }) {
+		fmt.Fprintln(tw, "DECODER\tPAIRS×(PROMPT+CONT)\tPPL MS MIN\tPPL MS MEDIAN\tTOK/S\tGEN MS/STEP\tCOMPILE MS\tINIT MS\tPEAK RSS MiB\tBACKEND")
+	}
+	for _, r := range results {
+		if d := r.Decoder; d != nil {
+			fmt.Fprintf(tw, "%s\t%d×(%d+%d)\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, d.Pairs, d.PromptLen, d.ContLen,
+				d.PerplexityMsMin, d.PerplexityMsMedian, d.TokensPerSec, d.MsPerStep, d.CompileMs, d.InitMs, mib(r.PeakRSS), r.Backend)
+		}
 	}
 	return tw.Flush()
 }

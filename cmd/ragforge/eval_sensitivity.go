@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragforge/ragforge/infer/eval/sensitivity"
 	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/retrieval/eval"
 )
 
@@ -45,7 +46,7 @@ Pearson and Spearman correlations of perplexity and length with each metric.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Variants, "variants", "", "variants file: CSV or JSONL with question_id, variant, text, context (required)")
 	f.StringVar(&o.Ks, "k", "1,2,4,8", "retrieval cutoffs")
-	f.StringVar(&o.Scorer, "scorer", "", "perplexity scorer: t5:DIR or openai:URL[#model] (optional)")
+	f.StringVar(&o.Scorer, "scorer", "", "perplexity scorer: t5:DIR, hf:DIR or openai:URL[#model] (optional)")
 	f.StringVar(&o.Prompt, "prompt", "", "conditioning text for the perplexity of each variant (default none)")
 	f.StringVar(&o.Relevance, "relevance", "contains", "relevance rule: contains | span")
 	f.DurationVar(&o.Timeout, "timeout", 120*time.Second, "per-request timeout (HTTP scorer)")
@@ -67,7 +68,7 @@ func runEvalSensitivity(ctx context.Context, g *globals, o evalSensitivityOption
 	if err != nil {
 		return err
 	}
-	var sc sensitivity.Scorer
+	var sc lm.Scorer
 	if o.Scorer != "" {
 		if sc, err = newScorer(g, o.Scorer, o.Timeout, 3, 4); err != nil {
 			return err

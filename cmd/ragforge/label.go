@@ -14,17 +14,19 @@ import (
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 )
 
 // openLabels opens the run store and the label tables inside it.
-func openLabels(g *globals) (*tracker.Store, *label.Store, error) {
+func openLabels(g *globals) (*tracker.Store, *labelstore.Store, error) {
 	st, err := openStore(g)
 	if err != nil {
 		return nil, nil, err
 	}
-	ls, err := label.NewStore(st.DB())
+	ls, err := labelstore.NewStore(st.DB())
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -117,7 +119,7 @@ func datasetName(flag, corpus string) string {
 	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
-func finishLabels(g *globals, run *tracker.Run, ls *label.Store, out string, n int) (labelResult, error) {
+func finishLabels(g *globals, run *tracker.Run, ls *labelstore.Store, out string, n int) (labelResult, error) {
 	counts, err := ls.Counts(run.ID)
 	if err != nil {
 		return labelResult{}, err
@@ -190,7 +192,7 @@ func runLabelEvidence(ctx context.Context, g *globals, o labelEvidenceOptions) (
 	}
 	defer st.Close()
 	defer finishRun(run, &err)
-	ls, err := label.NewStore(st.DB())
+	ls, err := labelstore.NewStore(st.DB())
 	if err != nil {
 		return err
 	}
@@ -219,8 +221,10 @@ func cmdContext(cmd *cobra.Command) context.Context {
 	return context.Background()
 }
 
-// newScorer builds a perplexity scorer from "t5:DIR" or "openai:URL[#model]".
-func newScorer(g *globals, spec string, timeout time.Duration, retries, concurrency int) (label.Scorer, error) {
+// newScorer builds a perplexity scorer from "t5:DIR", "hf:DIR" (a T5 or a
+// Llama/Qwen2/Qwen3 decoder by config.json model_type) or
+// "openai:URL[#model]".
+func newScorer(g *globals, spec string, timeout time.Duration, retries, concurrency int) (lm.Scorer, error) {
 	kind, target, model, err := splitSpec(spec, "scorer")
 	if err != nil {
 		return nil, err
@@ -231,9 +235,22 @@ func newScorer(g *globals, spec string, timeout time.Duration, retries, concurre
 		if err != nil {
 			return nil, err
 		}
-		return label.NewLocalT5Scorer(target, m, tok), nil
+		return lm.NewT5Scorer(target, m, tok), nil
+	case "hf":
+		m, err := lm.Load(target, g.Backend)
+		if err != nil {
+			return nil, fmt.Errorf("--scorer %q: %w", spec, err)
+		}
+		switch m := m.(type) {
+		case *lm.T5: // the same scorer, and cache key, as t5:DIR
+			return lm.NewT5Scorer(target, m.Model, m.Tokenizer), nil
+		case *lm.Decoder:
+			m.ID = "hf:" + target
+			return m, nil
+		}
+		return nil, fmt.Errorf("--scorer %q: %s cannot score", spec, m.Name())
 	case "openai":
-		sc := label.NewHTTPScorer(openai.New(target, openai.Options{Model: model, Timeout: timeout, MaxRetries: retries, Concurrency: concurrency}))
+		sc := lm.NewHTTPScorer(openai.New(target, openai.Options{Model: model, Timeout: timeout, MaxRetries: retries, Concurrency: concurrency}))
 		// An encoder-decoder server (ragforge serve) scores (prompt, target)
 		// as encoder input and labels, like t5:DIR; others use echo.
 		if err := sc.Detect(context.Background()); err != nil {
@@ -241,7 +258,7 @@ func newScorer(g *globals, spec string, timeout time.Duration, retries, concurre
 		}
 		return sc, nil
 	}
-	return nil, fmt.Errorf("--scorer %q: want t5:DIR or openai:URL[#model]", spec)
+	return nil, fmt.Errorf("--scorer %q: want t5:DIR, hf:DIR or openai:URL[#model]", spec)
 }
 
 // labelPerplexityOptions are the flags of `label perplexity`.
@@ -266,7 +283,11 @@ func newLabelPerplexityCmd(g *globals) *cobra.Command {
 perplexity of the reference answer (Ground_Truth) given the question without
 the snippet and with it (templates in label.DefaultPromptTemplate). The snippet
 is [HELPFUL] when it lowers perplexity by at least --margin (absolute, or
-relative with --relative). Scorers: t5:DIR (local, teacher-forced) or
+relative with --relative). Scorers: t5:DIR (local, teacher-forced),
+hf:DIR (a local T5 or Llama/Qwen2/Qwen3 decoder chosen by config.json
+model_type; a decoder scores prompt + " " + answer as vLLM's echo does, so
+it matches the same checkpoint served by ragforge serve --llm hf:DIR; a
+prompt over max_position_embeddings is an error, never truncated) or
 openai:URL[#model], a server returning prompt log-probabilities with
 echo=true (vLLM, ragforge serve); llama.cpp server and Ollama return only
 generated-token log-probabilities and are refused with a clear error.
@@ -280,7 +301,7 @@ interrupted run without rescoring finished pairs.`,
 	}
 	o.Candidates.add(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.Scorer, "scorer", "", "scorer LM: t5:DIR or openai:URL[#model] (required)")
+	f.StringVar(&o.Scorer, "scorer", "", "scorer LM: t5:DIR, hf:DIR or openai:URL[#model] (required)")
 	f.Float64Var(&o.Margin, "margin", 0, "minimum perplexity reduction for [HELPFUL]")
 	f.BoolVar(&o.Relative, "relative", false, "margin is relative: (ppl_without - ppl_with) / ppl_without")
 	f.DurationVar(&o.Timeout, "timeout", 120*time.Second, "per-request timeout (HTTP scorer)")
@@ -320,7 +341,7 @@ func runLabelPerplexity(ctx context.Context, g *globals, o labelPerplexityOption
 	}
 	defer st.Close()
 	defer finishRun(run, &err)
-	ls, err := label.NewStore(st.DB())
+	ls, err := labelstore.NewStore(st.DB())
 	if err != nil {
 		return err
 	}

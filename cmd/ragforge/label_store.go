@@ -12,14 +12,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data/tracker"
-	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 // labelReviewOptions are the flags of `label review`: a list filter, or
 // one label to flip, confirm or undo.
 type labelReviewOptions struct {
-	Filter              label.Filter
+	Filter              labelstore.Filter
 	Reviewer            string
 	Flip, Confirm, Undo int64 // label ids; 0 = none
 }
@@ -58,12 +58,12 @@ func runLabelReview(_ context.Context, g *globals, o labelReviewOptions) error {
 		return err
 	}
 	defer st.Close()
-	var rec label.Record
+	var rec labelstore.Record
 	switch {
 	case o.Flip > 0:
-		rec, err = ls.Review(o.Flip, label.ReviewFlip, o.Reviewer)
+		rec, err = ls.Review(o.Flip, labelstore.ReviewFlip, o.Reviewer)
 	case o.Confirm > 0:
-		rec, err = ls.Review(o.Confirm, label.ReviewConfirm, o.Reviewer)
+		rec, err = ls.Review(o.Confirm, labelstore.ReviewConfirm, o.Reviewer)
 	case o.Undo > 0:
 		rec, err = ls.Undo(o.Undo)
 	default:
@@ -80,7 +80,7 @@ func runLabelReview(_ context.Context, g *globals, o labelReviewOptions) error {
 }
 
 // listLabels prints the labels matching f, one row each.
-func listLabels(g *globals, ls *label.Store, f label.Filter) error {
+func listLabels(g *globals, ls *labelstore.Store, f labelstore.Filter) error {
 	recs, err := ls.List(f)
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func listLabels(g *globals, ls *label.Store, f label.Filter) error {
 	fmt.Fprintln(tw, "ID\tLABEL\tMACHINE\tMETHOD\tPPL w/o→with\tQUESTION\tSNIPPET")
 	for _, r := range recs {
 		ppl := "-"
-		if r.Method == label.MethodPerplexity {
+		if r.Method == labelstore.MethodPerplexity {
 			ppl = fmt.Sprintf("%.2f→%.2f", r.PPLWithout, r.PPLWith)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Effective, r.Label.Label, r.Method, ppl, clip(r.Question, 50), clip(r.Snippet, 60))
@@ -260,7 +260,7 @@ func runLabelImport(ctx context.Context, g *globals, o labelImportOptions) (err 
 	}
 	defer st.Close()
 	defer finishRun(run, &err)
-	ls, err := label.NewStore(st.DB())
+	ls, err := labelstore.NewStore(st.DB())
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -54,8 +55,9 @@ checkpoint exists. Sizes:
        base  hidden 768, 12 layers, 12 heads, intermediate 3072, 512 tokens
        large hidden 1024, 24 layers, 16 heads, intermediate 4096, 512 tokens
 The vocabulary size is the tokenizer's length (T5: SentencePiece pieces + 100
-sentinels + added tokens; XLM-R: pieces + 2, XLMRobertaTokenizer's ids, with a
-SentencePiece model written as sentencepiece.bpe.model). For T5 the RAG² filter's label tokens [HELPFUL]
+sentinels + added tokens; XLM-R: pieces + 2 with XLMRobertaTokenizer's ids,
+from a sentencepiece.bpe.model, or from a T5 spiece.model re-laid out as one;
+written as tokenizer.json). For T5 the RAG² filter's label tokens [HELPFUL]
 and [NOT_HELPFUL] are added by default (--add-tokens '' adds none), so they
 get their own random rows: a filter trained from this checkpoint does not
 start with two identical label rows. A BERT bi-encoder (no --classifier) gets
@@ -127,7 +129,7 @@ func tokenizerDir(path string) (string, error) {
 	base := filepath.Base(path)
 	switch {
 	case strings.HasSuffix(base, ".model"), base == "vocab.txt", base == "tokenizer.json":
-		if base != "spiece.model" && strings.HasSuffix(base, ".model") {
+		if base != "spiece.model" && base != sentencepiece.XLMRFile && strings.HasSuffix(base, ".model") {
 			// tokenizer.Load looks for spiece.model: stage a copy under that name.
 			tmp, err := os.MkdirTemp("", "ragforge-tok-")
 			if err != nil {
@@ -308,27 +310,44 @@ func initBERT(be backends.Backend, o modelsInitOptions, vocab int) (*hf.Sentence
 	return &hf.SentenceTransformer{Dim: cfg.HiddenSize, Pooling: pool, Normalize: true, MaxSeqLength: m.MaxLength()}, nil
 }
 
-// xlmrTokenizer gives an XLM-R model its XLMRobertaTokenizer: a
-// SentencePiece model (spiece.model or sentencepiece.bpe.model) with the
-// fairseq ids. Other tokenizers (WordPiece, tokenizer.json) are refused.
+// xlmrTokenizer gives an XLM-R model XLMRobertaTokenizer's ids (<s> 0,
+// <pad> 1, </s> 2, <unk> 3, pieces after them): a tokenizer that has them
+// already (sentencepiece.bpe.model, an XLM-R tokenizer.json) is kept; a T5
+// SentencePiece model without added tokens is re-laid out as an XLM-R
+// sentencepiece.bpe.model (its own specials dropped, <unk> <s> </s> first)
+// and read as one. Anything else is refused.
 func xlmrTokenizer(tok tokenizer.Tokenizer, path string) (tokenizer.Tokenizer, error) {
-	switch t := tok.(type) {
-	case *sentencepiece.XLMR:
-		return t, nil
-	case *sentencepiece.T5:
-		if len(t.Added()) > 0 {
-			return nil, fmt.Errorf("--tokenizer %s: a T5 tokenizer with added tokens cannot become XLM-R's (give the bare SentencePiece model)", path)
-		}
-		return sentencepiece.NewXLMR(t.SentencePiece()), nil
+	bos, _ := tok.TokenToID("<s>")
+	eos, _ := tok.TokenToID("</s>")
+	if bos == 0 && tok.PadID() == 1 && eos == 2 {
+		return tok, nil
 	}
-	return nil, fmt.Errorf("--tokenizer %s: --arch %s needs a SentencePiece model (sentencepiece.bpe.model or spiece.model)", path, xlmr.ModelType)
+	t, ok := tok.(*sentencepiece.T5)
+	if !ok || len(t.Added()) > 0 {
+		return nil, fmt.Errorf("--tokenizer %s: --arch %s needs XLMRobertaTokenizer's ids or a SentencePiece model without added tokens (sentencepiece.bpe.model or spiece.model)", path, xlmr.ModelType)
+	}
+	m, err := sentencepiece.XLMRLayout(t.SentencePiece())
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer %s: as XLM-R's: %w", path, err)
+	}
+	dir, err := os.MkdirTemp("", "ragforge-xlmr-tok-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, sentencepiece.XLMRFile), m.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	return tokenizer.Load(dir)
 }
 
 func newModelsInspectCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "inspect DIR",
 		Short: "Show a model directory's architecture, parameter count, dtypes, tokenizer and added tokens",
-		Args:  cobra.ExactArgs(1),
+		Example: `  ragforge models inspect ./flan-t5-base
+  ragforge models inspect ./Qwen2.5-0.5B-Instruct   # llama / qwen2 / qwen3: layers, heads, context, whether it loads`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runModelsInspect(cmd.Context(), g, modelsInspectOptions{Dir: args[0]})
 		},
@@ -355,6 +374,9 @@ func runModelsInspect(_ context.Context, g *globals, o modelsInspectOptions) err
 		fmt.Fprintf(g.Out, " %s×%d", d, info.DTypes[d])
 	}
 	fmt.Fprintf(g.Out, "\ntokenizer     %s (len %d)\n", orDash(info.Tokenizer), info.TokenizerLen)
+	if d := info.Decoder; d != nil {
+		printDecoderInfo(g.Out, d)
+	}
 	if len(info.AddedTokens) > 0 {
 		toks := make([]string, 0, len(info.AddedTokens))
 		for t := range info.AddedTokens {
@@ -383,4 +405,19 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printDecoderInfo prints the decoder-only summary of `models inspect`.
+func printDecoderInfo(w io.Writer, d *inspect.Decoder) {
+	if d.Layers > 0 {
+		fmt.Fprintf(w, "decoder       %d layers, hidden %d, intermediate %d, %d heads / %d kv heads × head_dim %d, vocab %d\n",
+			d.Layers, d.Hidden, d.Intermediate, d.Heads, d.KVHeads, d.HeadDim, d.Vocab)
+		fmt.Fprintf(w, "context       %d positions, rope_theta %g, tied embeddings %v, eos %v (generation_config.json %v)\n",
+			d.Context, d.RopeTheta, d.Tied, d.EOSTokenIDs, d.GenerationConfig)
+	}
+	if d.Unsupported != "" {
+		fmt.Fprintf(w, "unsupported   %s\n", d.Unsupported)
+	} else {
+		fmt.Fprintln(w, "loads         yes (models/decoder)")
+	}
 }

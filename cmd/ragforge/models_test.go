@@ -214,7 +214,7 @@ func TestModelsInitXLMR(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 2000 pieces + <s>/<pad>/</s>/<unk> offset + <mask>.
-	if info.ModelType != "xlm-roberta" || info.Tokenizer != "sentencepiece.bpe.model" || info.TokenizerLen != 2002 ||
+	if info.ModelType != "xlm-roberta" || info.Tokenizer != "tokenizer.json" || info.TokenizerLen != 2002 ||
 		info.Config["vocab_size"] != float64(2002) || info.Config["pad_token_id"] != float64(1) || info.Config["layer_norm_eps"] != 1e-5 {
 		t.Errorf("inspect xlm-roberta: %+v", info)
 	}

@@ -93,7 +93,7 @@ are given.`,
 	f.StringVar(&c.RetrieverDir, "retriever", "", "initial BERT bi-encoder directory (HF layout) (required)")
 	addRecipeFlag(cmd, &o.Recipe, "BERT")
 	f.Float64Var(&c.FusionHoldout, "fusion-holdout", c.FusionHoldout, "fraction of each round's pseudo-queries held out of training to choose the hybrid's dense/BM25 weights on (0: the AP paper's 0.3/0.7)")
-	f.StringVar(&c.Generator, "generator", "ict", "generator: ict | t5:DIR | openai:URL[#model]")
+	f.StringVar(&c.Generator, "generator", "ict", "generator: ict | t5:DIR | hf:DIR (T5 or Llama/Qwen2/Qwen3 by model_type; only a T5 is fine-tuned) | openai:URL[#model]")
 	f.StringVar(&c.WorkDir, "work", "ragforge-selflearn", "working directory (per-round files, tuned models; resumes from run.json)")
 	f.StringVar(&o.Resume, "resume", "", "attach to this run id instead of the work directory's")
 	f.StringVar(&o.EvalQA, "eval-qa", "", "evaluation questions: AP QA CSV or BEIR dir (required)")

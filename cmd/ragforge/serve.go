@@ -20,7 +20,7 @@ import (
 	"github.com/ragforge/ragforge/infer/serve"
 	"github.com/ragforge/ragforge/infer/web"
 	"github.com/ragforge/ragforge/internal/progress"
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/labelstore"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -227,7 +227,7 @@ or Ctrl-C finishes in-flight requests and exits.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Pipeline, "pipeline", "", "pipeline directory")
 	f.StringVar(&o.RunID, "run", "", "serve the pipeline recorded by this run (ragforge pipeline build)")
-	f.StringVar(&o.LLM, "llm", "", "answering LLM: openai:URL[#model] (vLLM, llama.cpp server, Ollama) or t5:DIR (default: the pipeline's generator)")
+	f.StringVar(&o.LLM, "llm", "", "answering LLM: openai:URL[#model] (vLLM, llama.cpp server, Ollama), t5:DIR, or hf:DIR (a T5 or a Llama/Qwen2/Qwen3 decoder by config.json model_type, served with its chat template) (default: the pipeline's generator)")
 	f.StringVar(&o.Opt.Addr, "addr", "127.0.0.1:8080", "listen address")
 	f.BoolVar(&o.Opt.AllowRemote, "allow-remote", false, "allow a non-loopback listen address")
 	f.StringVar(&o.Opt.Token, "token", os.Getenv("RAGFORGE_TOKEN"), "bearer token for write endpoints ($RAGFORGE_TOKEN)")
@@ -270,7 +270,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, ready chan<- stri
 	if err := serve.CheckAddr(o.Opt.Addr, o.Opt.AllowRemote); err != nil {
 		return err
 	}
-	ls, err := label.NewStore(st.DB())
+	ls, err := labelstore.NewStore(st.DB())
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Package labelapi is the label-review API over HTTP, written once for the
 // server's /v1/labels (infer/serve) and the web workbench's /api/labels
 // (infer/web): it parses a label id, a list query and a review request,
-// applies reviews and undos to a label.Store, and gives every refusal its
+// applies reviews and undos to a labelstore.Store, and gives every refusal its
 // HTTP status (Error). Each server decodes bodies, checks tokens and writes
 // errors in its own JSON shape.
 package labelapi
@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 // Error is a refused label request: its HTTP status (400, 404 or 409), the
@@ -33,10 +33,10 @@ func refuse(status int, param, format string, args ...any) error {
 	return &Error{Status: status, Param: param, Err: fmt.Errorf(format, args...)}
 }
 
-// StoreErr gives label.ErrNotFound its 404; other errors are returned as
+// StoreErr gives labelstore.ErrNotFound its 404; other errors are returned as
 // they are (server errors).
 func StoreErr(err error) error {
-	if errors.Is(err, label.ErrNotFound) {
+	if errors.Is(err, labelstore.ErrNotFound) {
 		return &Error{Status: http.StatusNotFound, Err: err}
 	}
 	return err
@@ -55,10 +55,10 @@ func ParseID(v string) (int64, error) {
 // ParseFilter reads the list query: run, class (filter.Helpful or
 // filter.NotHelpful), method, disagreement and reviewed (booleans, as
 // strconv.ParseBool) and low_confidence (a non-negative perplexity
-// difference, see label.Filter). The limit is left to the caller, whose
+// difference, see labelstore.Filter). The limit is left to the caller, whose
 // defaults and bounds differ. Errors are 400s naming the parameter.
-func ParseFilter(q url.Values) (label.Filter, error) {
-	f := label.Filter{RunID: q.Get("run"), Class: q.Get("class"), Method: q.Get("method")}
+func ParseFilter(q url.Values) (labelstore.Filter, error) {
+	f := labelstore.Filter{RunID: q.Get("run"), Class: q.Get("class"), Method: q.Get("method")}
 	if f.Class != "" && !filter.ValidLabel(f.Class) {
 		return f, refuse(http.StatusBadRequest, "class", "query parameter %q: %q is neither %s nor %s", "class", f.Class, filter.Helpful, filter.NotHelpful)
 	}
@@ -95,7 +95,7 @@ func boolParam(q url.Values, name string) (val, set bool, err error) {
 
 // ReviewRequest is the body of POST …/labels/{id}/review.
 type ReviewRequest struct {
-	Action   string `json:"action"`   // filter.Helpful, filter.NotHelpful, label.ReviewConfirm or label.ReviewFlip
+	Action   string `json:"action"`   // filter.Helpful, filter.NotHelpful, labelstore.ReviewConfirm or labelstore.ReviewFlip
 	Reviewer string `json:"reviewer"` // who reviewed; see Review for an empty one
 }
 
@@ -103,19 +103,19 @@ type ReviewRequest struct {
 // reviewer is trimmed of spaces; an empty one takes defaultReviewer, and
 // is a 400 when that is empty too. Errors: 400 (action, reviewer), 404
 // (unknown id), store errors.
-func Review(st *label.Store, id int64, req ReviewRequest, defaultReviewer string) (label.Record, error) {
+func Review(st *labelstore.Store, id int64, req ReviewRequest, defaultReviewer string) (labelstore.Record, error) {
 	switch req.Action {
-	case filter.Helpful, filter.NotHelpful, label.ReviewConfirm, label.ReviewFlip:
+	case filter.Helpful, filter.NotHelpful, labelstore.ReviewConfirm, labelstore.ReviewFlip:
 	default:
-		return label.Record{}, refuse(http.StatusBadRequest, "action", "field %q: %q, want %s, %s, %s or %s",
-			"action", req.Action, filter.Helpful, filter.NotHelpful, label.ReviewConfirm, label.ReviewFlip)
+		return labelstore.Record{}, refuse(http.StatusBadRequest, "action", "field %q: %q, want %s, %s, %s or %s",
+			"action", req.Action, filter.Helpful, filter.NotHelpful, labelstore.ReviewConfirm, labelstore.ReviewFlip)
 	}
 	reviewer := strings.TrimSpace(req.Reviewer)
 	if reviewer == "" {
 		reviewer = defaultReviewer
 	}
 	if reviewer == "" {
-		return label.Record{}, refuse(http.StatusBadRequest, "reviewer", "field %q: empty", "reviewer")
+		return labelstore.Record{}, refuse(http.StatusBadRequest, "reviewer", "field %q: empty", "reviewer")
 	}
 	rec, err := st.Review(id, req.Action, reviewer)
 	return rec, StoreErr(err)
@@ -124,7 +124,7 @@ func Review(st *label.Store, id int64, req ReviewRequest, defaultReviewer string
 // Undo removes the latest review of label id and returns the label after
 // it. Errors: 404 (unknown id), 409 (the label has no review), store
 // errors.
-func Undo(st *label.Store, id int64) (label.Record, error) {
+func Undo(st *labelstore.Store, id int64) (labelstore.Record, error) {
 	rec, err := st.Get(id)
 	if err != nil {
 		return rec, StoreErr(err)

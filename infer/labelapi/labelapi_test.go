@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 // status returns the HTTP status of err: its Error's, 0 for nil, -1 for
@@ -46,17 +46,17 @@ func TestParseFilter(t *testing.T) {
 	yes := true
 	for _, c := range []struct {
 		query string
-		want  label.Filter
+		want  labelstore.Filter
 		param string // the parameter an error names; "" for no error
 	}{
-		{"", label.Filter{}, ""},
-		{"run=r1&class=%5BHELPFUL%5D&method=evidence", label.Filter{RunID: "r1", Class: filter.Helpful, Method: "evidence"}, ""},
-		{"disagreement=true&low_confidence=0.5&reviewed=1", label.Filter{Disagreement: true, LowConfidence: 0.5, Reviewed: &yes}, ""},
-		{"class=helpful", label.Filter{}, "class"},
-		{"disagreement=yes", label.Filter{}, "disagreement"},
-		{"reviewed=maybe", label.Filter{}, "reviewed"},
-		{"low_confidence=-1", label.Filter{}, "low_confidence"},
-		{"low_confidence=NaN", label.Filter{}, "low_confidence"},
+		{"", labelstore.Filter{}, ""},
+		{"run=r1&class=%5BHELPFUL%5D&method=evidence", labelstore.Filter{RunID: "r1", Class: filter.Helpful, Method: "evidence"}, ""},
+		{"disagreement=true&low_confidence=0.5&reviewed=1", labelstore.Filter{Disagreement: true, LowConfidence: 0.5, Reviewed: &yes}, ""},
+		{"class=helpful", labelstore.Filter{}, "class"},
+		{"disagreement=yes", labelstore.Filter{}, "disagreement"},
+		{"reviewed=maybe", labelstore.Filter{}, "reviewed"},
+		{"low_confidence=-1", labelstore.Filter{}, "low_confidence"},
+		{"low_confidence=NaN", labelstore.Filter{}, "low_confidence"},
 	} {
 		q, err := url.ParseQuery(c.query)
 		if err != nil {
@@ -82,12 +82,12 @@ func TestParseFilter(t *testing.T) {
 }
 
 func TestReviewAndUndo(t *testing.T) {
-	st, err := label.OpenStore(filepath.Join(t.TempDir(), "labels.sqlite"))
+	st, err := labelstore.OpenStore(filepath.Join(t.TempDir(), "labels.sqlite"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	l := []label.Label{{RunID: "r", Key: "k", ExampleID: "q#d#0", Question: "q", Snippet: "s", Label: filter.Helpful, Method: label.MethodEvidence}}
+	l := []labelstore.Label{{RunID: "r", Key: "k", ExampleID: "q#d#0", Question: "q", Snippet: "s", Label: filter.Helpful, Method: labelstore.MethodEvidence}}
 	if err := st.Put(l); err != nil {
 		t.Fatal(err)
 	}
@@ -107,10 +107,10 @@ func TestReviewAndUndo(t *testing.T) {
 		reviewer string
 	}{
 		{"unknown action", ReviewRequest{Action: "maybe", Reviewer: "ana"}, "", id, 400, ""},
-		{"no reviewer and no default", ReviewRequest{Action: label.ReviewFlip, Reviewer: "  "}, "", id, 400, ""},
-		{"unknown label", ReviewRequest{Action: label.ReviewFlip, Reviewer: "ana"}, "", id + 100, 404, ""},
-		{"default reviewer", ReviewRequest{Action: label.ReviewConfirm}, "web", id, 0, "web"},
-		{"reviewer trimmed", ReviewRequest{Action: label.ReviewFlip, Reviewer: " ana "}, "web", id, 0, "ana"},
+		{"no reviewer and no default", ReviewRequest{Action: labelstore.ReviewFlip, Reviewer: "  "}, "", id, 400, ""},
+		{"unknown label", ReviewRequest{Action: labelstore.ReviewFlip, Reviewer: "ana"}, "", id + 100, 404, ""},
+		{"default reviewer", ReviewRequest{Action: labelstore.ReviewConfirm}, "web", id, 0, "web"},
+		{"reviewer trimmed", ReviewRequest{Action: labelstore.ReviewFlip, Reviewer: " ana "}, "web", id, 0, "ana"},
 	} {
 		rec, err := Review(st, c.id, c.req, c.def)
 		if status(err) != c.status {

@@ -8,7 +8,7 @@
 //	DIR/corpora/<name>/dense/         index.faiss + ids.json (retrieval/dense.Index.Save), when a retriever exists
 //	DIR/retriever/                    BERT bi-encoder, HF layout (config.json, model.safetensors, vocab.txt), optional
 //	DIR/filter/                       RAG² Flan-T5 filter, HF layout with [HELPFUL]/[NOT_HELPFUL] added, optional
-//	DIR/generator/                    T5 generator (rationales, answers, HyDE documents), HF layout, optional
+//	DIR/generator/                    generator (rationales, answers, HyDE documents): a T5 or a Llama/Qwen2/Qwen3 decoder by model_type (models/lm.Load), HF layout, optional
 //	DIR/reranker/                     BERT cross-encoder (num_labels 1), HF layout, optional
 //
 // Save writes a directory from parts already computed (chunks, dense

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ragforge/ragforge/models/lm"
 	"io"
 	"net/http"
 )
@@ -51,7 +52,7 @@ func writeError(w http.ResponseWriter, err error) {
 		}
 	case errors.As(err, &mbe):
 		code, typ = 413, "invalid_request_error"
-	case errors.Is(err, ErrBadPrompt):
+	case errors.Is(err, lm.ErrBadPrompt):
 		code, typ = 400, "invalid_request_error"
 	case errors.Is(err, context.DeadlineExceeded):
 		code, typ, ecode = 503, "timeout", "timeout"

@@ -15,9 +15,9 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/infer/pipeline"
-	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/labelstore"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/models/tokenizer/wordpiece"
@@ -44,7 +44,7 @@ type fixture struct {
 	comps      *Components
 	srv        *Server
 	ts         *httptest.Server
-	store      *label.Store
+	store      *labelstore.Store
 	storePath  string
 	labelID    int64
 	closeStore sync.Once
@@ -168,10 +168,10 @@ func newFixture(t *testing.T, opt Options) *fixture {
 	}
 	f := &fixture{dir: dir, comps: c, filterDir: c.Pipeline.Filter, genDir: c.Pipeline.Generator}
 	f.storePath = filepath.Join(t.TempDir(), "runs.sqlite")
-	if f.store, err = label.OpenStore(f.storePath); err != nil {
+	if f.store, err = labelstore.OpenStore(f.storePath); err != nil {
 		t.Fatal(err)
 	}
-	l := []label.Label{{RunID: "run1", Key: "k1", ExampleID: "q1#tb#0", Question: "q", Snippet: "s", Label: filter.NotHelpful, Method: label.MethodEvidence}}
+	l := []labelstore.Label{{RunID: "run1", Key: "k1", ExampleID: "q1#tb#0", Question: "q", Snippet: "s", Label: filter.NotHelpful, Method: labelstore.MethodEvidence}}
 	if err := f.store.Put(l); err != nil {
 		t.Fatal(err)
 	}

@@ -6,14 +6,14 @@ import (
 	"strconv"
 
 	"github.com/ragforge/ragforge/infer/labelapi"
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 // The label API (GET /v1/labels, GET /v1/labels/{id}, POST
 // /v1/labels/{id}/review and /undo) is infer/labelapi's, as the web
 // workbench's /api/labels is; here its refusals become requestErrors.
 
-func (s *Server) labels() (*label.Store, error) {
+func (s *Server) labels() (*labelstore.Store, error) {
 	if s.opt.Labels == nil {
 		return nil, &requestError{code: 503, msg: "no label store: start the server with a labels database"}
 	}
@@ -31,7 +31,7 @@ func labelErr(err error) error {
 }
 
 // labelRequest returns the store and the {id} of a request on one label.
-func (s *Server) labelRequest(r *http.Request) (*label.Store, int64, error) {
+func (s *Server) labelRequest(r *http.Request) (*labelstore.Store, int64, error) {
 	st, err := s.labels()
 	if err != nil {
 		return nil, 0, err
@@ -63,7 +63,7 @@ func (s *Server) listLabels(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if recs == nil {
-		recs = []label.Record{}
+		recs = []labelstore.Record{}
 	}
 	writeJSON(w, 200, map[string]any{"labels": recs})
 	return nil

@@ -31,8 +31,9 @@ type Config struct {
 	PipelineDir string
 	Backend     string // GoMLX backend ("" = default, see models/backend)
 	// LLM is the answering model: "openai:<url>[#model]" (Ollama, llama.cpp
-	// server, vLLM), "t5:<dir>", or "" for the pipeline's generator/ (none
-	// when absent).
+	// server, vLLM), "t5:<dir>", "hf:<dir>" (a T5 or a Llama/Qwen2/Qwen3
+	// decoder by config.json model_type, served with its chat template), or
+	// "" for the pipeline's generator/ (none when absent).
 	LLM        string
 	LLMOptions openai.Options
 	// LabelsDB is the SQLite file of the label store (data/tracker' database);
@@ -91,7 +92,7 @@ func Load(cfg Config) (*Components, error) {
 			return fail(err)
 		}
 		switch spec.Kind {
-		case "t5":
+		case "t5", "hf":
 			if c.Local, err = LoadLocalLM(spec.Dir, cfg.Backend); err != nil {
 				return fail(err)
 			}
@@ -103,7 +104,7 @@ func Load(cfg Config) (*Components, error) {
 			}
 			c.LLM = GeneratorLLM{G: g}
 		default:
-			return fail(fmt.Errorf("llm %q: want openai:<url>[#model] or t5:<dir>", cfg.LLM))
+			return fail(fmt.Errorf("llm %q: want openai:<url>[#model], t5:<dir> or hf:<dir>", cfg.LLM))
 		}
 	}
 	return c, nil

@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ragforge/ragforge/models/lm"
 	"net/http"
 	"regexp"
 )
@@ -74,9 +75,9 @@ type sampling struct {
 	LogitBias        map[string]float64 `json:"logit_bias"`
 }
 
-// options validates the shared fields into GenOptions (Logprobs -1) and n.
-func (q *sampling) options(maxTokens *int, maxField string) (GenOptions, int, error) {
-	opt := GenOptions{MaxTokens: 16, Logprobs: -1} // OpenAI's default max_tokens
+// options validates the shared fields into lm.GenOptions (Logprobs -1) and n.
+func (q *sampling) options(maxTokens *int, maxField string) (lm.GenOptions, int, error) {
+	opt := lm.GenOptions{MaxTokens: 16, Logprobs: -1} // OpenAI's default max_tokens
 	if maxTokens != nil {
 		if *maxTokens < 0 || *maxTokens > maxGenTokens {
 			return opt, 0, fieldError(maxField, "%d outside [0, %d]", *maxTokens, maxGenTokens)

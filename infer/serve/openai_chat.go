@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
@@ -64,17 +65,6 @@ type chatBody struct {
 	ResponseFormat *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
-}
-
-// ChatPrompt is how chat messages become the T5 encoder input: the
-// contents of all messages, in order, joined by a blank line (Flan-T5 has
-// no chat template; roles are not written).
-func ChatPrompt(msgs []openai.Message) string {
-	parts := make([]string, len(msgs))
-	for i, m := range msgs {
-		parts[i] = m.Content
-	}
-	return strings.Join(parts, "\n\n")
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
@@ -137,7 +127,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := fmt.Sprintf("chatcmpl-%d", s.reqID.Load())
 	created := time.Now().Unix()
-	ids := l.PromptIDs(ChatPrompt(msgs))
+	ids, err := l.ChatIDs(msgs)
+	if err != nil {
+		return fmt.Errorf("%w: %v", lm.ErrBadPrompt, err)
+	}
+	if maxTok == nil {
+		opt.MaxTokens = l.defaultMaxTokens(len(ids), opt.MaxTokens)
+	}
 	resp := openai.ChatResponse{ID: id, Object: "chat.completion", Created: created, Model: l.Name()}
 	var st *sse
 	if req.Stream {

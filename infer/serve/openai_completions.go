@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
-	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 )
 
 // prompt is one prompt of a completions request: text or token ids.
@@ -67,7 +67,7 @@ func nonEmpty(ps []prompt) ([]prompt, error) {
 }
 
 // completionBody is POST /v1/completions as the official clients and vLLM
-// send it, plus ragforge's encoder_input (see LocalLM.Seq2SeqScore).
+// send it, plus ragforge's encoder_input (see lm.T5.Seq2SeqScore).
 type completionBody struct {
 	Model     string          `json:"model"`
 	Prompt    json.RawMessage `json:"prompt"`
@@ -152,14 +152,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 
 // params validates a completions request: its prompts, the decoding
 // options, n and top (the logprobs alternatives per token, -1 for none).
-func (req *completionBody) params() (prompts []prompt, opt GenOptions, n, top int, err error) {
+func (req *completionBody) params() (prompts []prompt, opt lm.GenOptions, n, top int, err error) {
 	if prompts, err = parsePrompt(req.Prompt); err != nil {
 		return
 	}
 	if opt, n, err = req.options(req.MaxTokens, "max_tokens"); err != nil {
 		return
 	}
-	fail := func(e error) ([]prompt, GenOptions, int, int, error) { return nil, opt, 0, 0, e }
+	fail := func(e error) ([]prompt, lm.GenOptions, int, int, error) { return nil, opt, 0, 0, e }
 	if req.BestOf != nil && *req.BestOf != n {
 		return fail(unsupported("best_of", "only equal to n is supported"))
 	}
@@ -203,7 +203,7 @@ func (c *completionRun) response(choices []openai.CompletionChoice) openai.Compl
 
 // checkEcho refuses what echo and prompt_logprobs cannot do (they score
 // the text prompt and decode greedily) and a prompt over the token limit.
-func (s *Server) checkEcho(p prompt, opt GenOptions, n int) error {
+func (s *Server) checkEcho(p prompt, opt lm.GenOptions, n int) error {
 	if p.ids != nil {
 		return unsupported("echo", "echo and prompt_logprobs need a text prompt, not token ids")
 	}
@@ -214,9 +214,9 @@ func (s *Server) checkEcho(p prompt, opt GenOptions, n int) error {
 }
 
 // echo answers one choice of echo and/or prompt_logprobs: the prompt's
-// scores (LocalLM.Echo) and, with echo, the prompt followed by its greedy
+// scores (lm.Local.Echo) and, with echo, the prompt followed by its greedy
 // continuation of up to o.MaxTokens tokens.
-func (c *completionRun) echo(ctx context.Context, p prompt, o GenOptions) (ch openai.CompletionChoice, promptTokens, genTokens int, err error) {
+func (c *completionRun) echo(ctx context.Context, p prompt, o lm.GenOptions) (ch openai.CompletionChoice, promptTokens, genTokens int, err error) {
 	maxTok := o.MaxTokens
 	if !c.req.Echo {
 		maxTok = 0 // prompt_logprobs alone: score the prompt only
@@ -242,10 +242,13 @@ func (c *completionRun) echo(ctx context.Context, p prompt, o GenOptions) (ch op
 
 // generate answers one choice by generation from the prompt, streaming
 // its text as choice idx when the request streams.
-func (c *completionRun) generate(ctx context.Context, p prompt, o GenOptions, idx int) (ch openai.CompletionChoice, promptTokens, genTokens int, err error) {
+func (c *completionRun) generate(ctx context.Context, p prompt, o lm.GenOptions, idx int) (ch openai.CompletionChoice, promptTokens, genTokens int, err error) {
 	ids := p.ids
 	if ids == nil {
 		ids = c.l.PromptIDs(p.text)
+	}
+	if c.req.MaxTokens == nil {
+		o.MaxTokens = c.l.defaultMaxTokens(len(ids), o.MaxTokens)
 	}
 	if c.st != nil {
 		o.OnText = func(delta string) error {
@@ -270,7 +273,7 @@ func (c *completionRun) generate(ctx context.Context, p prompt, o GenOptions, id
 }
 
 // seq2seqCompletion answers the encoder_input extension: each prompt is a
-// decoder target scored given encoder_input (LocalLM.Seq2SeqScore).
+// decoder target scored given encoder_input (lm.T5.Seq2SeqScore).
 // It needs echo (the scored target is the answer's text), no generation
 // (max_tokens 0) and n 1; logprobs or prompt_logprobs select the forms of
 // the scores returned.
@@ -288,7 +291,10 @@ func (s *Server) seq2seqCompletion(w http.ResponseWriter, r *http.Request, req *
 	if err := s.checkTokens(len(*req.EncoderInput)/2, "encoder_input"); err != nil {
 		return err
 	}
-	l := s.c.Local
+	l, ok := s.c.Local.Local.(*lm.T5)
+	if !ok {
+		return unsupported("encoder_input", "the local model is not encoder-decoder")
+	}
 	for i, p := range prompts {
 		if p.ids != nil {
 			return unsupported("prompt", "with encoder_input the prompt must be text")
@@ -327,17 +333,16 @@ func (s *Server) seq2seqCompletion(w http.ResponseWriter, r *http.Request, req *
 // promptLogprobs is vLLM's prompt_logprobs of an echo: per prompt token a
 // map token id → its log-probability and text, the first null.
 func promptLogprobs(l *LocalLM, text string, lp *openai.Logprobs) []map[string]openai.PromptLogprob {
-	sp, ok := l.Tokenizer.(*sentencepiece.T5)
-	if !ok {
+	ids := l.EchoIDs(text)
+	if ids == nil {
 		return nil
 	}
-	toks := sp.SentencePiece().Encode(text)
-	out := make([]map[string]openai.PromptLogprob, len(toks))
-	for i, t := range toks {
+	out := make([]map[string]openai.PromptLogprob, len(ids))
+	for i, id := range ids {
 		if i == 0 || i >= len(lp.TokenLogprobs) || lp.TokenLogprobs[i] == nil {
 			continue
 		}
-		out[i] = map[string]openai.PromptLogprob{fmt.Sprint(t.ID): {Logprob: *lp.TokenLogprobs[i], DecodedToken: lp.Tokens[i]}}
+		out[i] = map[string]openai.PromptLogprob{fmt.Sprint(id): {Logprob: *lp.TokenLogprobs[i], DecodedToken: lp.Tokens[i]}}
 	}
 	return out
 }

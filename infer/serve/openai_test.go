@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -134,7 +135,7 @@ func TestOpenAIRecordedRequests(t *testing.T) {
 	if len(last["choices"].([]any)) != 0 || last["usage"] == nil {
 		t.Errorf("last chunk %v, want the usage chunk", last)
 	}
-	want, _, _, _, err := f.comps.Local.Generate("be brief\n\nwhat is eosin?", 5, 0, 0)
+	want, err := f.comps.Local.Complete(context.Background(), "be brief\n\nwhat is eosin?", 5)
 	if err != nil {
 		t.Fatal(err)
 	}

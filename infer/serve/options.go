@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 // Options configures the HTTP side of a Server. Zero fields take the
@@ -57,9 +57,9 @@ type Options struct {
 	// foreign Origin 403 (DNS rebinding, cross-site requests).
 	AllowedHosts []string
 
-	Logger *slog.Logger // structured request logs; nil discards them
-	Web    http.Handler // the web workbench (infer/web.Handler), mounted at /
-	Labels *label.Store // label store for /v1/labels; nil: 503 there
+	Logger *slog.Logger      // structured request logs; nil discards them
+	Web    http.Handler      // the web workbench (infer/web.Handler), mounted at /
+	Labels *labelstore.Store // label store for /v1/labels; nil: 503 there
 }
 
 // DefaultOptions returns the defaults documented on Options.

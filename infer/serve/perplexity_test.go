@@ -9,6 +9,7 @@ import (
 	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
@@ -31,9 +32,9 @@ func TestPerplexityOverHTTPEqualsLocal(t *testing.T) {
 		}})
 	}
 	f := newFixture(t, Options{})
-	l := f.comps.Local
-	local := label.NewLocalT5Scorer(f.genDir, l.Model, l.Tokenizer)
-	remote := label.NewHTTPScorer(openai.New(f.ts.URL, openai.Options{MaxRetries: -1}))
+	l := f.comps.Local.Local.(*lm.T5)
+	local := lm.NewT5Scorer(f.genDir, l.Model, l.Tokenizer)
+	remote := lm.NewHTTPScorer(openai.New(f.ts.URL, openai.Options{MaxRetries: -1}))
 	if err := remote.Detect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestDetectKeepsEchoForOtherServers(t *testing.T) {
 	f := newFixture(t, Options{})
 	// The fixture answers encoder_input; a model that is not the generator
 	// is refused with a 400, which Detect reads as "no extension".
-	remote := label.NewHTTPScorer(openai.New(f.ts.URL, openai.Options{MaxRetries: -1, Model: "filter"}))
+	remote := lm.NewHTTPScorer(openai.New(f.ts.URL, openai.Options{MaxRetries: -1, Model: "filter"}))
 	if err := remote.Detect(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 // Server serves the Components over HTTP.
@@ -236,7 +236,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer c.Pipeline.Close()
 	if cfg.LabelsDB != "" && opt.Labels == nil {
-		st, err := label.OpenStore(cfg.LabelsDB)
+		st, err := labelstore.OpenStore(cfg.LabelsDB)
 		if err != nil {
 			return err
 		}

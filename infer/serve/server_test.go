@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/ragforge/ragforge/infer/loadtest"
-	"github.com/ragforge/ragforge/label"
 	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/train/filter"
@@ -176,7 +177,7 @@ func TestCompletionsEchoForPerplexityLabeler(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reference: teacher-forced log-probs of all pieces given "</s>".
-	sp := f.comps.Local.Tokenizer.(*sentencepiece.T5).SentencePiece()
+	sp := f.comps.Local.Local.(*lm.T5).Tokenizer.(*sentencepiece.T5).SentencePiece()
 	toks := sp.Encode(prompt + target)
 	ids := make([]int, len(toks))
 	nPrompt := 0
@@ -186,7 +187,7 @@ func TestCompletionsEchoForPerplexityLabeler(t *testing.T) {
 			nPrompt = i + 1
 		}
 	}
-	ref, err := f.comps.Local.Model.TokenLogProbs([][]int{{f.comps.Local.Tokenizer.EOSID()}}, nil, [][]int{ids})
+	ref, err := f.comps.Local.Local.(*lm.T5).Model.TokenLogProbs([][]int{{f.comps.Local.Local.(*lm.T5).Tokenizer.EOSID()}}, nil, [][]int{ids})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestGenerationEndpointsAndModels(t *testing.T) {
 	}
 	var ch openai.ChatResponse
 	decodeInto(t, b, &ch)
-	want, _, _, _, err := f.comps.Local.Generate("be brief\n\nwhat is eosin?", 4, 0, 0)
+	want, err := f.comps.Local.Complete(context.Background(), "be brief\n\nwhat is eosin?", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,11 +358,11 @@ func TestBadRequests(t *testing.T) {
 		t.Fatalf("label changed: %+v → %+v", before, after)
 	}
 	// With the token the write goes through.
-	code, b := f.call(t, "POST", review, ReviewRequest{Action: label.ReviewFlip, Reviewer: "me"}, "s3cret")
+	code, b := f.call(t, "POST", review, ReviewRequest{Action: labelstore.ReviewFlip, Reviewer: "me"}, "s3cret")
 	if code != 200 {
 		t.Fatalf("review with token: %d %s", code, b)
 	}
-	var rec label.Record
+	var rec labelstore.Record
 	decodeInto(t, b, &rec)
 	if rec.Effective != mfilter.Helpful || rec.Reviews != 1 {
 		t.Errorf("after flip %+v", rec)
@@ -582,7 +583,7 @@ func TestRun(t *testing.T) {
 	if err := Run(ctx, Config{Options: Options{Addr: "127.0.0.1:0"}, PipelineDir: dir, LabelsDB: db}); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	st, err := label.OpenStore(db)
+	st, err := labelstore.OpenStore(db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/infer/labelapi"
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 // RunSummary is one row of GET /api/runs: the run, the final value of each
@@ -63,7 +63,7 @@ type CompareResult struct {
 // reference evidence (Options.Evidence) and the snippet split for highlighting
 // (Highlight).
 type LabelView struct {
-	label.Record
+	labelstore.Record
 	Evidence  string    `json:"evidence,omitempty"`
 	Highlight []Segment `json:"highlight"`
 }
@@ -77,7 +77,7 @@ type LabelList struct {
 }
 
 // ReviewRequest is the body of POST /api/labels/{id}/review: action
-// label.ReviewConfirm, label.ReviewFlip, models/filter.Helpful or models/filter.NotHelpful,
+// labelstore.ReviewConfirm, labelstore.ReviewFlip, models/filter.Helpful or models/filter.NotHelpful,
 // and a reviewer (free text; default "web").
 type ReviewRequest = labelapi.ReviewRequest
 
@@ -88,7 +88,7 @@ func (s *server) runStore() (*tracker.Store, error) {
 	return s.opt.Runs, nil
 }
 
-func (s *server) labelStore() (*label.Store, error) {
+func (s *server) labelStore() (*labelstore.Store, error) {
 	if s.opt.Labels == nil {
 		return nil, errStatus(http.StatusServiceUnavailable, "no label store configured")
 	}
@@ -232,7 +232,7 @@ func (s *server) compare(r *http.Request) (any, error) {
 	return res, nil
 }
 
-func (s *server) view(rec label.Record) LabelView {
+func (s *server) view(rec labelstore.Record) LabelView {
 	ev := s.opt.Evidence(rec)
 	return LabelView{Record: rec, Evidence: ev, Highlight: Highlight(rec.Snippet, ev, s.opt.MinRun)}
 }
@@ -276,7 +276,7 @@ func labelErr(err error) error {
 }
 
 // labelRequest returns the store and the {id} of a request on one label.
-func (s *server) labelRequest(r *http.Request) (*label.Store, int64, error) {
+func (s *server) labelRequest(r *http.Request) (*labelstore.Store, int64, error) {
 	st, err := s.labelStore()
 	if err != nil {
 		return nil, 0, err

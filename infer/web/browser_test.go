@@ -14,8 +14,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 // chromiumPath is Debian's chromium (apt-get install chromium; `make setup`).
@@ -353,7 +353,7 @@ func contains(xs []string, s string) bool {
 }
 
 // waitLabel polls the store until label id satisfies ok (or 10 s pass).
-func waitLabel(t *testing.T, s *label.Store, id int64, ok func(label.Record) bool) label.Record {
+func waitLabel(t *testing.T, s *labelstore.Store, id int64, ok func(labelstore.Record) bool) labelstore.Record {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -405,8 +405,8 @@ func TestBrowserLabelReview(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.KeyEvent("f")); err != nil {
 		t.Fatal(err)
 	}
-	r := waitLabel(t, f.labels, f.ids[0], func(r label.Record) bool { return r.Reviews == 1 })
-	if r.Effective != filter.NotHelpful || r.Provenance != label.ProvenanceHuman || r.Reviewer != "ana" || r.Label.Label != filter.Helpful {
+	r := waitLabel(t, f.labels, f.ids[0], func(r labelstore.Record) bool { return r.Reviews == 1 })
+	if r.Effective != filter.NotHelpful || r.Provenance != labelstore.ProvenanceHuman || r.Reviewer != "ana" || r.Label.Label != filter.Helpful {
 		t.Fatalf("after f: %+v", r)
 	}
 	// The page moved on to the next perplexity label.
@@ -418,8 +418,8 @@ func TestBrowserLabelReview(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.KeyEvent("u")); err != nil {
 		t.Fatal(err)
 	}
-	r = waitLabel(t, f.labels, f.ids[0], func(r label.Record) bool { return r.Reviews == 0 })
-	if r.Effective != filter.Helpful || r.Provenance != label.ProvenanceMachine {
+	r = waitLabel(t, f.labels, f.ids[0], func(r labelstore.Record) bool { return r.Reviews == 0 })
+	if r.Effective != filter.Helpful || r.Provenance != labelstore.ProvenanceMachine {
 		t.Fatalf("after u: %+v", r)
 	}
 	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.getElementById('label-id').textContent === '`+itoa(f.ids[0])+`'`)); err != nil {
@@ -429,8 +429,8 @@ func TestBrowserLabelReview(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("btn-flip"))); err != nil {
 		t.Fatal(err)
 	}
-	r = waitLabel(t, f.labels, f.ids[0], func(r label.Record) bool { return r.Reviews == 1 })
-	if r.Effective != filter.NotHelpful || r.Provenance != label.ProvenanceHuman {
+	r = waitLabel(t, f.labels, f.ids[0], func(r labelstore.Record) bool { return r.Reviews == 1 })
+	if r.Effective != filter.NotHelpful || r.Provenance != labelstore.ProvenanceHuman {
 		t.Fatalf("after the Flip button: %+v", r)
 	}
 	// The other labels were not touched.

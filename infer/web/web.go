@@ -43,7 +43,7 @@ import (
 	"strings"
 
 	"github.com/ragforge/ragforge/data/tracker"
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 //go:embed assets
@@ -61,8 +61,8 @@ const maxBody = 1 << 20
 // 503), no token (label edits answer 403, reads are open), the playground
 // posts to DefaultPipelineURL.
 type Options struct {
-	Runs   *tracker.Store // run history; nil disables /api/runs and /api/compare
-	Labels *label.Store   // label queue; nil disables /api/labels
+	Runs   *tracker.Store    // run history; nil disables /api/runs and /api/compare
+	Labels *labelstore.Store // label queue; nil disables /api/labels
 	// Token is the bearer token, set at start-up, that state-changing
 	// requests (label reviews and undo) must carry. Empty disables them.
 	Token string
@@ -79,7 +79,7 @@ type Options struct {
 	// keep the queries' reference context, so the server supplies it, e.g. from
 	// the QA file by QueryID. Default: the label's Target (rationale or
 	// reference answer).
-	Evidence func(label.Record) string
+	Evidence func(labelstore.Record) string
 	// MinRun is the shortest shared token run Highlight marks when the
 	// evidence does not occur verbatim; default eval.MinSharedRun (5).
 	MinRun int
@@ -113,7 +113,7 @@ func Handler(opts Options) http.Handler {
 		opts.LabelListLimit = 500
 	}
 	if opts.Evidence == nil {
-		opts.Evidence = func(r label.Record) string { return r.Target }
+		opts.Evidence = func(r labelstore.Record) string { return r.Target }
 	}
 	sub, err := fs.Sub(assetFS, "assets")
 	if err != nil {

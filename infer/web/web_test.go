@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data/tracker"
-	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/labelstore"
 )
 
 const testToken = "s3cret-token"
@@ -25,7 +25,7 @@ const testToken = "s3cret-token"
 // with two runs and three labels.
 type fixture struct {
 	runs   *tracker.Store
-	labels *label.Store
+	labels *labelstore.Store
 	runA   string // older run: loss 2.0, 1.5, 1.2 at steps 0..2; acc 0.5; one artifact
 	runB   string // newer run: loss 1.8, 1.0 at steps 0..1; acc 0.75, f1 0.6
 	ids    [3]int64
@@ -53,7 +53,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rs.Close() })
-	ls, err := label.NewStore(rs.DB())
+	ls, err := labelstore.NewStore(rs.DB())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,15 +100,15 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.runA, f.runB = a.ID, b.ID
 
-	k1 := label.Key(q1, "doc1#0", snippet1)
-	k2 := label.Key(q2, "doc2#4", snippet2)
-	labs := []label.Label{
+	k1 := labelstore.Key(q1, "doc1#0", snippet1)
+	k2 := labelstore.Key(q2, "doc2#4", snippet2)
+	labs := []labelstore.Label{
 		{RunID: "lab-ppl", Key: k1, ExampleID: "q1#doc1#0", QueryID: "q1", Question: q1, Target: "Grade 3.", Snippet: snippet1,
-			ChunkID: "doc1#0", Label: filter.Helpful, Method: label.MethodPerplexity, Scorer: "flan-t5-small", PPLWithout: 10, PPLWith: 8, Score: 2},
+			ChunkID: "doc1#0", Label: filter.Helpful, Method: labelstore.MethodPerplexity, Scorer: "flan-t5-small", PPLWithout: 10, PPLWith: 8, Score: 2},
 		{RunID: "lab-ev", Key: k1, ExampleID: "q1#doc1#0", QueryID: "q1", Question: q1, Target: "Grade 3.", Snippet: snippet1,
-			ChunkID: "doc1#0", Label: filter.NotHelpful, Method: label.MethodEvidence, Score: 7.5},
+			ChunkID: "doc1#0", Label: filter.NotHelpful, Method: labelstore.MethodEvidence, Score: 7.5},
 		{RunID: "lab-ppl", Key: k2, ExampleID: "q2#doc2#4", QueryID: "q2", Question: q2, Target: "LYMPHOVASCULAR invasion is identified", Snippet: snippet2,
-			ChunkID: "doc2#4", Label: filter.NotHelpful, Method: label.MethodPerplexity, Scorer: "flan-t5-small", PPLWithout: 5, PPLWith: 4.8, Score: 0.2},
+			ChunkID: "doc2#4", Label: filter.NotHelpful, Method: labelstore.MethodPerplexity, Scorer: "flan-t5-small", PPLWithout: 5, PPLWith: 4.8, Score: 0.2},
 	}
 	if err := ls.Put(labs); err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) options() Options {
-	return Options{Runs: f.runs, Labels: f.labels, Token: testToken, Evidence: func(r label.Record) string {
+	return Options{Runs: f.runs, Labels: f.labels, Token: testToken, Evidence: func(r labelstore.Record) string {
 		if ev, ok := f.evidence[r.QueryID]; ok {
 			return ev
 		}
@@ -309,7 +309,7 @@ func TestReadAPI(t *testing.T) {
 			if v.Evidence != ev1 || len(v.Highlight) != 3 || v.Highlight[0] != want[0] || v.Highlight[1] != want[1] || v.Highlight[2] != want[2] {
 				t.Fatalf("label 1 evidence %q highlight %#v", v.Evidence, v.Highlight)
 			}
-			if v.Provenance != label.ProvenanceMachine || v.Effective != filter.Helpful || v.PPLWith != 8 {
+			if v.Provenance != labelstore.ProvenanceMachine || v.Effective != filter.Helpful || v.PPLWith != 8 {
 				t.Fatalf("label 1 %+v", v.Record)
 			}
 			if l.Counts != nil {
@@ -399,7 +399,7 @@ func TestWriteAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Reviews != 0 || r.Effective != filter.Helpful || r.Provenance != label.ProvenanceMachine {
+		if r.Reviews != 0 || r.Effective != filter.Helpful || r.Provenance != labelstore.ProvenanceMachine {
 			t.Fatalf("label changed: %+v", r)
 		}
 	}
@@ -446,12 +446,12 @@ func TestWriteAPI(t *testing.T) {
 		wantReviews          int
 		wantReviewer         string
 	}{
-		{"flip", "/review", `{"action":"flip","reviewer":"ana"}`, filter.NotHelpful, label.ProvenanceHuman, 1, "ana"},
-		{"confirm keeps the flipped label", "/review", `{"action":"confirm"}`, filter.NotHelpful, label.ProvenanceHuman, 2, "web"},
-		{"set a class", "/review", `{"action":"[HELPFUL]","reviewer":"bo"}`, filter.Helpful, label.ProvenanceHuman, 3, "bo"},
-		{"undo the class", "/undo", "", filter.NotHelpful, label.ProvenanceHuman, 2, "web"},
-		{"undo the confirm", "/undo", "", filter.NotHelpful, label.ProvenanceHuman, 1, "ana"},
-		{"undo the flip", "/undo", "", filter.Helpful, label.ProvenanceMachine, 0, ""},
+		{"flip", "/review", `{"action":"flip","reviewer":"ana"}`, filter.NotHelpful, labelstore.ProvenanceHuman, 1, "ana"},
+		{"confirm keeps the flipped label", "/review", `{"action":"confirm"}`, filter.NotHelpful, labelstore.ProvenanceHuman, 2, "web"},
+		{"set a class", "/review", `{"action":"[HELPFUL]","reviewer":"bo"}`, filter.Helpful, labelstore.ProvenanceHuman, 3, "bo"},
+		{"undo the class", "/undo", "", filter.NotHelpful, labelstore.ProvenanceHuman, 2, "web"},
+		{"undo the confirm", "/undo", "", filter.NotHelpful, labelstore.ProvenanceHuman, 1, "ana"},
+		{"undo the flip", "/undo", "", filter.Helpful, labelstore.ProvenanceMachine, 0, ""},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -464,7 +464,7 @@ func TestWriteAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range []label.Record{v.Record, stored} {
+			for _, r := range []labelstore.Record{v.Record, stored} {
 				if r.Effective != s.wantEffective || r.Provenance != s.wProv || r.Reviews != s.wantReviews || r.Reviewer != s.wantReviewer {
 					t.Fatalf("record effective %s provenance %s reviews %d reviewer %q, want %s %s %d %q",
 						r.Effective, r.Provenance, r.Reviews, r.Reviewer, s.wantEffective, s.wProv, s.wantReviews, s.wantReviewer)

@@ -1,7 +1,7 @@
 // Package archtest checks the direction of ragforge's package dependencies
 // (docs/architecture.md): cmd → infer, train, label → retrieval, models →
-// data, with no dependency between train and infer or from train to label,
-// and none upward from data, models or retrieval. The check runs as a test over `go list`.
+// data, with no dependency between train and infer or from train or infer
+// to label, and none upward from data, models or retrieval. The check runs as a test over `go list`.
 package archtest
 
 import (
@@ -26,6 +26,7 @@ var Rules = []Rule{
 	{"train", []string{"infer", "cmd"}, "training never depends on serving"},
 	{"train", []string{"label"}, "trainers read examples in models/filter's schema, not the labelers and their store"},
 	{"infer", []string{"train", "cmd"}, "serving never depends on training"},
+	{"infer", []string{"label"}, "serving reads labels through models/labelstore and language models through models/lm, never the labelers"},
 	{"label", []string{"train", "infer", "cmd"}, "labelers sit beside train and infer"},
 	{"data", []string{"train", "infer", "label", "cmd", "models", "retrieval"}, "data is the bottom floor"},
 	{"models", []string{"train", "infer", "label", "cmd", "retrieval"}, "models sit below retrieval"},

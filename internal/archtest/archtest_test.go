@@ -66,6 +66,8 @@ func TestViolations(t *testing.T) {
 			[]string{"train/filter depends on label: train may not depend on label (trainers read examples in models/filter's schema, not the labelers and their store)"}},
 		{"infer into train", map[string][]string{m("infer/serve"): {m("train/filter")}},
 			[]string{"infer/serve depends on train/filter: infer may not depend on train (serving never depends on training)"}},
+		{"infer into label", map[string][]string{m("infer/web"): {m("label"), m("models/labelstore")}},
+			[]string{"infer/web depends on label: infer may not depend on label (serving reads labels through models/labelstore and language models through models/lm, never the labelers)"}},
 		{"models upward", map[string][]string{m("models/t5"): {m("label"), m("retrieval")}},
 			[]string{
 				"models/t5 depends on label: models may not depend on label (models sit below retrieval)",

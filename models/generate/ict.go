@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ragforge/ragforge/data/chunk"
+	"github.com/ragforge/ragforge/models/lm"
 )
 
 // ICT is the inverse-cloze generator (Lee et al., 2019), SL-HyDE's fallback
@@ -15,7 +16,7 @@ import (
 //
 //   - Queries: the document is split with chunk.SplitSentences; a sentence
 //     of at least MinWords words (all sentences when none has) is drawn
-//     uniformly with PCG(ItemSeed(opt.Seed, doc)); N > 1 draws N distinct
+//     uniformly with PCG(lm.ItemSeed(opt.Seed, doc)); N > 1 draws N distinct
 //     sentences while there are enough, then word spans (ictSpans): windows
 //     of MinWords to 3·MinWords consecutive words of the document, each
 //     distinct from every earlier query; a document too short for N
@@ -40,7 +41,7 @@ type ICT struct {
 func (ICT) Name() string { return "ict" }
 
 // Generate is Queries on the prompts.
-func (g ICT) Generate(ctx context.Context, prompts []string, opt Options) ([][]string, []error) {
+func (g ICT) Generate(ctx context.Context, prompts []string, opt lm.Options) ([][]string, []error) {
 	return g.Queries(ctx, prompts, opt)
 }
 
@@ -56,7 +57,7 @@ func sentences(doc string) []string {
 }
 
 // Queries implements TaskGenerator.
-func (g ICT) Queries(ctx context.Context, docs []string, opt Options) ([][]string, []error) {
+func (g ICT) Queries(ctx context.Context, docs []string, opt lm.Options) ([][]string, []error) {
 	minWords := g.MinWords
 	if minWords <= 0 {
 		minWords = 4
@@ -68,7 +69,7 @@ func (g ICT) Queries(ctx context.Context, docs []string, opt Options) ([][]strin
 			errs[i] = err
 			continue
 		}
-		if _, err := CheckText(d); err != nil {
+		if _, err := lm.CheckText(d); err != nil {
 			errs[i] = fmt.Errorf("ict: document: %w", err)
 			continue
 		}
@@ -85,12 +86,12 @@ func (g ICT) Queries(ctx context.Context, docs []string, opt Options) ([][]strin
 			}
 		}
 		if len(pool) == 0 {
-			errs[i] = fmt.Errorf("ict: document has no sentence: %w", ErrEmpty)
+			errs[i] = fmt.Errorf("ict: document has no sentence: %w", lm.ErrEmpty)
 			continue
 		}
-		rng := rand.New(rand.NewPCG(uint64(ItemSeed(opt.Seed, d)), 0x1c7))
+		rng := rand.New(rand.NewPCG(uint64(lm.ItemSeed(opt.Seed, d)), 0x1c7))
 		perm := rng.Perm(len(pool))
-		n := opt.n()
+		n := opt.Texts()
 		for k := range min(n, len(perm)) {
 			outs[i] = append(outs[i], sents[pool[perm[k]]])
 		}
@@ -105,7 +106,7 @@ func (g ICT) Queries(ctx context.Context, docs []string, opt Options) ([][]strin
 }
 
 // HypoDocs implements TaskGenerator.
-func (g ICT) HypoDocs(ctx context.Context, queries, docs []string, opt Options) ([][]string, []error) {
+func (g ICT) HypoDocs(ctx context.Context, queries, docs []string, opt lm.Options) ([][]string, []error) {
 	outs := make([][]string, len(queries))
 	errs := make([]error, len(queries))
 	for i, q := range queries {
@@ -113,7 +114,7 @@ func (g ICT) HypoDocs(ctx context.Context, queries, docs []string, opt Options) 
 			errs[i] = err
 			continue
 		}
-		q, err := CheckText(q)
+		q, err := lm.CheckText(q)
 		if err != nil {
 			errs[i] = fmt.Errorf("ict: query: %w", err)
 			continue
@@ -130,7 +131,7 @@ func (g ICT) HypoDocs(ctx context.Context, queries, docs []string, opt Options) 
 				break
 			}
 		}
-		for k := range opt.n() {
+		for k := range opt.Texts() {
 			text := q
 			if s >= 0 && len(sents) > 1 {
 				var win []string

@@ -5,22 +5,24 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
 // Spec is a parsed generator specification.
 type Spec struct {
-	Kind  string // "ict", "t5" or "openai"
-	Dir   string // t5: checkpoint directory
+	Kind  string // "ict", "t5", "hf" or "openai"
+	Dir   string // t5, hf: checkpoint directory
 	URL   string // openai: base URL
 	Model string // openai: model name (after '#'), may be empty
 }
 
-// String formats the spec back ("ict", "t5:<dir>", "openai:<url>[#model]").
+// String formats the spec back ("ict", "t5:<dir>", "hf:<dir>",
+// "openai:<url>[#model]").
 func (s Spec) String() string {
 	switch s.Kind {
-	case "t5":
-		return "t5:" + s.Dir
+	case "t5", "hf":
+		return s.Kind + ":" + s.Dir
 	case "openai":
 		if s.Model != "" {
 			return "openai:" + s.URL + "#" + s.Model
@@ -30,8 +32,10 @@ func (s Spec) String() string {
 	return s.Kind
 }
 
-// ParseGeneratorSpec parses "ict", "t5:<dir>" or "openai:<url>[#model]"
-// (url with http or https scheme and a host). Errors name the spec.
+// ParseGeneratorSpec parses "ict", "t5:<dir>", "hf:<dir>" (any model
+// directory lm.Load takes, by its config.json model_type: t5, llama, qwen2,
+// qwen3) or "openai:<url>[#model]" (url with http or https scheme and a
+// host). Errors name the spec.
 func ParseGeneratorSpec(spec string) (Spec, error) {
 	kind, rest, _ := strings.Cut(spec, ":")
 	switch kind {
@@ -40,11 +44,11 @@ func ParseGeneratorSpec(spec string) (Spec, error) {
 			return Spec{}, fmt.Errorf("generator %q: ict takes no argument", spec)
 		}
 		return Spec{Kind: "ict"}, nil
-	case "t5":
+	case "t5", "hf":
 		if rest == "" {
-			return Spec{}, fmt.Errorf("generator %q: want t5:<model dir>", spec)
+			return Spec{}, fmt.Errorf("generator %q: want %s:<model dir>", spec, kind)
 		}
-		return Spec{Kind: "t5", Dir: rest}, nil
+		return Spec{Kind: kind, Dir: rest}, nil
 	case "openai":
 		u, model, _ := strings.Cut(rest, "#")
 		p, err := url.Parse(u)
@@ -53,23 +57,25 @@ func ParseGeneratorSpec(spec string) (Spec, error) {
 		}
 		return Spec{Kind: "openai", URL: u, Model: model}, nil
 	}
-	return Spec{}, fmt.Errorf("generator %q: unknown kind %q (want ict, t5:<dir> or openai:<url>[#model])", spec, kind)
+	return Spec{}, fmt.Errorf("generator %q: unknown kind %q (want ict, t5:<dir>, hf:<dir> or openai:<url>[#model])", spec, kind)
 }
 
-// Open builds the generator of spec: ICT{}, LoadT5Generator(spec.Dir,
-// backendName), or an OpenAIGenerator over openai.New(spec.URL, opt) with
-// opt.Model = spec.Model when set.
-func Open(spec Spec, backendName string, opt openai.Options) (Generator, error) {
+// Open builds the generator of spec: ICT{}, lm.LoadT5(spec.Dir,
+// backendName), lm.Load(spec.Dir, backendName), or an lm.OpenAI over
+// openai.New(spec.URL, opt) with opt.Model = spec.Model when set.
+func Open(spec Spec, backendName string, opt openai.Options) (lm.Generator, error) {
 	switch spec.Kind {
 	case "ict":
 		return ICT{}, nil
 	case "t5":
-		return LoadT5Generator(spec.Dir, backendName)
+		return lm.LoadT5(spec.Dir, backendName)
+	case "hf":
+		return lm.Load(spec.Dir, backendName)
 	case "openai":
 		if spec.Model != "" {
 			opt.Model = spec.Model
 		}
-		return &OpenAIGenerator{Client: openai.New(spec.URL, opt)}, nil
+		return &lm.OpenAI{Client: openai.New(spec.URL, opt)}, nil
 	}
 	return nil, fmt.Errorf("generator %q: unknown kind", spec.String())
 }

@@ -109,6 +109,8 @@ type ChatRequest struct {
 	TopP        *float64  `json:"top_p,omitempty"`
 	Seed        *int64    `json:"seed,omitempty"`
 	Stop        []string  `json:"stop,omitempty"`
+	// TopK is vLLM's top_k extension (not in OpenAI's API); nil: not sent.
+	TopK *int `json:"top_k,omitempty"`
 }
 
 // ChatChoice is one choice of a chat answer.
@@ -277,12 +279,29 @@ func (c *Client) TargetLogprobs(ctx context.Context, prompt, target string) ([]f
 	if err != nil {
 		return nil, err
 	}
-	lp := resp.Choices[0].Logprobs
+	return TargetFromEcho(resp.Choices[0].Logprobs, prompt, text)
+}
+
+// TargetFromEcho picks the target's log-probabilities out of the echoed
+// logprobs of text = prompt + target: tokens that end after the prompt's
+// last character belong to the target (a token straddling the boundary
+// counts for the target); tokens past the text (generated) are ignored.
+// Errors: ErrNoPromptLogprobs when the tokens do not spell text or a target
+// token has a null log-probability; no target token.
+func TargetFromEcho(lp *Logprobs, prompt, text string) ([]float64, error) {
+	target := text[len(prompt):]
 	if lp == nil || len(lp.Tokens) == 0 || len(lp.TokenLogprobs) != len(lp.Tokens) {
 		return nil, ErrNoPromptLogprobs
 	}
-	// The echoed tokens must spell the text we sent (plus at most the generated tail).
-	if !strings.HasPrefix(strings.Join(lp.Tokens, ""), text) {
+	// The echoed tokens must spell the text we sent (plus at most the
+	// generated tail), after a leading special token without a
+	// log-probability that the text does not hold (vLLM echoes Llama 3's
+	// "<|begin_of_text|>").
+	toks, lps := lp.Tokens, lp.TokenLogprobs
+	if !strings.HasPrefix(strings.Join(toks, ""), text) && lps[0] == nil && strings.HasPrefix(strings.Join(toks[1:], ""), text) {
+		toks, lps = toks[1:], lps[1:]
+	}
+	if !strings.HasPrefix(strings.Join(toks, ""), text) {
 		return nil, fmt.Errorf("%w (the %d returned tokens do not spell the %d-byte prompt)", ErrNoPromptLogprobs, len(lp.Tokens), len(text))
 	}
 	// Offsets are in characters; convert the boundary to characters.
@@ -292,16 +311,16 @@ func (c *Client) TargetLogprobs(ctx context.Context, prompt, target string) ([]f
 	// text), so servers that omit text_offset work too.
 	var out []float64
 	off := 0
-	for i, tok := range lp.Tokens {
+	for i, tok := range toks {
 		start := off
 		off += utf8.RuneCountInString(tok)
 		if off <= boundary || start >= textChars {
 			continue // prompt token, or a generated token past the text
 		}
-		if lp.TokenLogprobs[i] == nil {
+		if lps[i] == nil {
 			return nil, fmt.Errorf("%w (target token %d %q has no log-probability)", ErrNoPromptLogprobs, i, tok)
 		}
-		out = append(out, *lp.TokenLogprobs[i])
+		out = append(out, *lps[i])
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no target tokens found in the answer for a %d-character target", utf8.RuneCountInString(target))

@@ -62,6 +62,22 @@ func TestTargetLogprobs(t *testing.T) {
 	}
 }
 
+// vLLM echoes Llama 3's bos as "<|begin_of_text|>" (null log-probability),
+// a token the text does not hold: it is skipped, the rest must spell the
+// text; any other stray token is refused.
+func TestTargetFromEchoLeadingSpecial(t *testing.T) {
+	lp := &Logprobs{Tokens: []string{"<|begin_of_text|>", "Q: ", "a ", "b ", "c", "!"},
+		TokenLogprobs: []*float64{nil, f(-1), f(-2), f(-3), f(-4), f(-9)}}
+	got, err := TargetFromEcho(lp, "Q: a ", "Q: a b c")
+	if err != nil || len(got) != 2 || got[0] != -3 || got[1] != -4 {
+		t.Fatalf("got %v, %v; want [-3 -4]", got, err)
+	}
+	lp.TokenLogprobs[0] = f(-0.5) // a scored token that is not in the text
+	if _, err := TargetFromEcho(lp, "Q: a ", "Q: a b c"); !errors.Is(err, ErrNoPromptLogprobs) {
+		t.Fatalf("stray scored token: %v, want ErrNoPromptLogprobs", err)
+	}
+}
+
 func TestTargetLogprobsDetectsGeneratedOnly(t *testing.T) {
 	srv := echoServer(t, true)
 	defer srv.Close()

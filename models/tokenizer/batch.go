@@ -90,6 +90,10 @@ func EncodeBatchErr(t Tokenizer, texts []string, opt EncodeOptions) ([]Encoding,
 	if err := opt.Validate(numSpecial); err != nil {
 		return nil, err
 	}
+	if opt.Padding != PadNone && t.PadID() < 0 {
+		// As HF: Llama 3 names no pad_token; the caller must choose one.
+		return nil, fmt.Errorf("encode options: field %q: %q asked, but the tokenizer has no pad token (pad_token in tokenizer_config.json)", "Padding", opt.Padding)
+	}
 	truncate := opt.Truncation && opt.MaxLength > 0
 	if truncate && wrap == nil {
 		return nil, fmt.Errorf("encode batch: truncation: %w", errNotWrapper)

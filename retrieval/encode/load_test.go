@@ -8,9 +8,8 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/internal/testutil/tinyxlmr"
 	"github.com/ragforge/ragforge/models/bert"
-	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/models/xlmr"
 )
 
@@ -71,30 +70,9 @@ func TestLoadBERT(t *testing.T) {
 // vocab_size, bge-m3's sparse/colbert modes, an unknown pooling and another
 // model family are refused by name.
 func TestLoadXLMR(t *testing.T) {
-	sp, err := sentencepiece.Load(testutil.SharedPath(t, "fixtures/tokenizer/spiece.model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := sentencepiece.NewXLMR(sp)
-	be, err := backend.New(testBackend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	save := func(name string, vocab int) string {
-		m, err := xlmr.NewRandom(be, xlmr.TinyConfig(vocab), 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join(t.TempDir(), name)
-		if err := m.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := tok.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	dir := save("me5-tiny", tok.Len())
+	tok := tinyxlmr.Tokenizer(t)
+	save := func(vocab int) string { return tinyxlmr.Save(t, xlmr.TinyConfig(vocab), tok, testBackend) }
+	dir := save(tok.Len())
 	enc, err := LoadBERT(dir, testBackend, "mean")
 	if err != nil {
 		t.Fatal(err)
@@ -114,12 +92,12 @@ func TestLoadXLMR(t *testing.T) {
 		t.Fatalf("EncodeQueries: %d vectors, err %v", len(vecs), err)
 	}
 
-	small := save("short-vocab", tok.Len()-2)
+	small := save(tok.Len() - 2)
 	for _, tc := range []struct {
 		name, dir, pooling string
 		want               []string
 	}{
-		{"tokenizer past vocab_size", small, "", []string{"sentencepiece.bpe.model", "vocab_size"}},
+		{"tokenizer past vocab_size", small, "", []string{"tokenizer.json: 2002 tokens", "vocab_size 2000"}},
 		{"bge-m3 sparse", dir, "sparse", []string{"sparse", "colbert", "dense only"}},
 		{"bge-m3 colbert", dir, "colbert", []string{"colbert", "dense only"}},
 		{"unknown pooling", dir, "max", []string{`pooling "max"`, "want cls or mean"}},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
-	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
+	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -67,14 +67,8 @@ func exportWith(checkpointDir, outDir string, edit func(*t5.Config) error) error
 	}
 	// Checkpoints written before ragforge saved them lack the fast
 	// tokenizer and the generation config; both derive from what was checked.
-	if sp, ok := lb.Tokenizer.(*sentencepiece.T5); ok {
-		tj, err := sp.TokenizerJSON()
-		if err != nil {
-			return fmt.Errorf("export %s: %w", checkpointDir, err)
-		}
-		if err := os.WriteFile(filepath.Join(tmp, sentencepiece.TokenizerJSONFile), tj, 0o644); err != nil {
-			return fmt.Errorf("export %s: %w", checkpointDir, err)
-		}
+	if err := tokenizer.WriteJSON(tmp, lb.Tokenizer); err != nil {
+		return fmt.Errorf("export %s: %w", checkpointDir, err)
 	}
 	if err := lb.Model.Config.WriteGenerationConfig(tmp); err != nil {
 		return fmt.Errorf("export %s: %w", checkpointDir, err)

@@ -1,12 +1,15 @@
 package retriever
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -28,7 +31,8 @@ func SentenceTransformer(cfg Config, m *bert.Model) hf.SentenceTransformer {
 // loading the model on the GoMLX backend backendName (models/backend.New):
 // st.Dim is taken from the model, st.MaxSeqLength is clamped to its
 // max_position_embeddings, and tokenizer_config.json's model_max_length is
-// set to it. Optimizer and trainer state are left out. The model is loaded
+// set to it. A source without tokenizer.json gets one written from its
+// tokenizer (tokenizer.WriteJSON). Optimizer and trainer state are left out. The model is loaded
 // first (it must be a BERT checkpoint with a tokenizer); outDir is written
 // through a temporary sibling and renamed, so it is complete or absent.
 // Errors: outDir exists, srcDir does not load, an invalid st, I/O errors.
@@ -40,7 +44,7 @@ func Export(srcDir, outDir, backendName string, st hf.SentenceTransformer) error
 	if _, err := os.Lstat(outDir); err == nil {
 		return fmt.Errorf("export retriever %s: %s already exists (not overwritten)", srcDir, outDir)
 	}
-	m, _, err := encode.LoadModelWithTokenizer(src, backendName) // BERT or XLM-R by model_type
+	m, tok, err := encode.LoadModelWithTokenizer(src, backendName) // BERT or XLM-R by model_type
 	if err != nil {
 		return fmt.Errorf("export retriever: %w", err)
 	}
@@ -70,6 +74,13 @@ func Export(srcDir, outDir, backendName string, st hf.SentenceTransformer) error
 			continue
 		}
 		if err := hf.CopyFile(filepath.Join(src, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+			return fmt.Errorf("export retriever %s: %w", srcDir, err)
+		}
+	}
+	// A checkpoint with only vocab.txt gets the fast tokenizer's file too,
+	// which transformers.js needs.
+	if _, err := os.Stat(filepath.Join(tmp, tokenizer.JSONFile)); errors.Is(err, fs.ErrNotExist) {
+		if err := tokenizer.WriteJSON(tmp, tok); err != nil {
 			return fmt.Errorf("export retriever %s: %w", srcDir, err)
 		}
 	}

@@ -109,7 +109,7 @@ func TestExportSentenceTransformers(t *testing.T) {
 			if got := readJSONFile(t, filepath.Join(out, "config_sentence_transformers.json")); !reflect.DeepEqual(got, want) {
 				t.Errorf("config_sentence_transformers.json = %v\nwant %v", got, want)
 			}
-			for _, f := range []string{"config.json", "model.safetensors", "vocab.txt"} {
+			for _, f := range []string{"config.json", "model.safetensors", "vocab.txt", "tokenizer.json"} {
 				if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 					t.Errorf("missing %s", f)
 				}
@@ -136,6 +136,16 @@ func TestExportSentenceTransformers(t *testing.T) {
 			tok, err := tokenizer.Load(out)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The fast tokenizer's file, written from vocab.txt, encodes alike.
+			fast, err := tokenizer.LoadJSON(filepath.Join(out, tokenizer.JSONFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, text := range []string{"Coloração Histoquímica – Azul de Toluidina", "pH 7,4 e 3,5 µm"} {
+				if a, b := fast.Encode(text, true), tok.Encode(text, true); !reflect.DeepEqual(a, b) {
+					t.Errorf("%q: tokenizer.json ids %v, vocab.txt ids %v", text, a, b)
+				}
 			}
 			enc := encode.NewBERTEncoder(m, tok, "st")
 			enc.Pooling, enc.Normalize, enc.MaxLength = bert.Pooling(back.Pooling), back.Normalize, back.MaxSeqLength

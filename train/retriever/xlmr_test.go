@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragforge/ragforge/internal/testutil"
+	"github.com/ragforge/ragforge/internal/testutil/tinyxlmr"
 	"github.com/ragforge/ragforge/models/backend"
-	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/models/xlmr"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
@@ -18,30 +17,15 @@ import (
 // ids, pad id 1) and is saved back as XLM-R; one whose tokenizer has more ids
 // than vocab_size is refused before training, naming vocab_size.
 func TestTrainXLMR(t *testing.T) {
-	sp, err := sentencepiece.Load(testutil.SharedPath(t, "fixtures/tokenizer/spiece.model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := sentencepiece.NewXLMR(sp)
-	be, err := backend.New(testBackend)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := tinyxlmr.Tokenizer(t)
 	save := func(vocab int) string {
 		cfg := xlmr.TinyConfig(vocab)
 		cfg.NumHiddenLayers, cfg.InitializerRange = 1, 0.2
-		m, err := xlmr.NewRandom(be, cfg, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		if err := m.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := tok.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		return dir
+		return tinyxlmr.Save(t, cfg, tok, testBackend)
+	}
+	be, err := backend.New(testBackend)
+	if err != nil {
+		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
 	cfg.OutputDir, cfg.Backend, cfg.BatchSize, cfg.LearningRate, cfg.MaxLength = filepath.Join(t.TempDir(), "out"), testBackend, 2, 1e-3, 64

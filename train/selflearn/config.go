@@ -22,6 +22,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/hyde"
 )
@@ -41,7 +42,7 @@ type Config struct {
 	Generator string
 	// GeneratorImpl, when set, is used instead of opening Generator (tests,
 	// custom servers); Generator then only names it in the run.
-	GeneratorImpl generate.Generator `json:"-"`
+	GeneratorImpl lm.Generator `json:"-"`
 	// RetrieverDir is the initial BERT bi-encoder (HF directory: config.json,
 	// model.safetensors, vocab.txt). Required.
 	RetrieverDir string
@@ -139,7 +140,7 @@ func DefaultConfig() Config {
 	return Config{
 		Rounds: 1, Samples: 10000, QueriesPerChunk: 1, L: 4, N: 1, TrainFuse: -1,
 		QueryTemplate: hyde.QueryPrompt, HypoTemplate: hyde.HypoPrompt,
-		GenTemperature: generate.DefaultT5Temperature, MaxQueryTokens: 64, MaxDocTokens: 256, GenBatch: 8,
+		GenTemperature: lm.DefaultT5Temperature, MaxQueryTokens: 64, MaxDocTokens: 256, GenBatch: 8,
 		SelectionDepth: 1000, RankFrom: 10, RankTo: 100, NumNegatives: 7,
 		Temperature: 0.02, RetrieverLR: 1e-5, RetrieverBatch: 32, GeneratorLR: 1e-5, GeneratorBatch: 8,
 		WarmupRatio: 0.1, Epochs: 1, MaxLength: 512, MaxTargetTokens: 256,

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/models/lm"
 )
 
 // genItems generates the items of kind under keys that are not stored
@@ -83,27 +84,27 @@ func (s *state) sample(t int) []int {
 	return perm
 }
 
-func (s *state) genOpt(t int, n, maxNew int) generate.Options {
-	return generate.Options{MaxNewTokens: maxNew, Temperature: s.cfg.GenTemperature, TopP: s.cfg.TopP,
+func (s *state) genOpt(t int, n, maxNew int) lm.Options {
+	return lm.Options{MaxNewTokens: maxNew, Temperature: s.cfg.GenTemperature, TopP: s.cfg.TopP,
 		Seed: s.cfg.Seed + int64(t), N: n}
 }
 
 // tunable reports whether the generator can be fine-tuned here (a T5
 // checkpoint directory).
 func (s *state) tunable() bool {
-	g, ok := s.gen0.(*generate.T5Generator)
+	g, ok := s.gen0.(*lm.T5)
 	return ok && g.Dir != ""
 }
 
-func (s *state) generator(tag int) (generate.Generator, error) {
+func (s *state) generator(tag int) (lm.Generator, error) {
 	if g, ok := s.gens[tag]; ok {
 		return g, nil
 	}
-	g, err := generate.LoadT5Generator(filepath.Join(s.roundDir(tag), "generator"), s.cfg.Backend)
+	g, err := lm.LoadT5(filepath.Join(s.roundDir(tag), "generator"), s.cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
-	g.MaxInputTokens = s.gen0.(*generate.T5Generator).MaxInputTokens
+	g.MaxInputTokens = s.gen0.(*lm.T5).MaxInputTokens
 	s.gens[tag] = g
 	return g, nil
 }
@@ -233,16 +234,16 @@ func (s *state) tuneGenerator(ctx context.Context, t int, pairs []SFTPair) error
 	}
 	stage := roundKey(t, "sft")
 	s.report(stage, 0, 1)
-	prev := s.gen0.(*generate.T5Generator).Dir
+	prev := s.gen0.(*lm.T5).Dir
 	if t > 1 {
 		prev = filepath.Join(s.roundDir(t-1), "generator")
 	}
 	// A fresh copy: the in-memory G_{t-1} stays untouched for the ablations.
-	g, err := generate.LoadT5Generator(prev, s.cfg.Backend)
+	g, err := lm.LoadT5(prev, s.cfg.Backend)
 	if err != nil {
 		return err
 	}
-	g.MaxInputTokens = s.gen0.(*generate.T5Generator).MaxInputTokens
+	g.MaxInputTokens = s.gen0.(*lm.T5).MaxInputTokens
 	losses, err := FineTuneT5(ctx, g, pairs, SFTConfig{LearningRate: s.cfg.GeneratorLR, WarmupRatio: s.cfg.WarmupRatio,
 		Epochs: s.cfg.Epochs, BatchSize: s.cfg.GeneratorBatch, MaxTargetTokens: s.cfg.MaxTargetTokens,
 		Template: s.cfg.HypoTemplate, Seed: s.cfg.Seed + int64(t)})

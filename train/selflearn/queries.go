@@ -6,6 +6,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
@@ -55,7 +56,7 @@ func (s *state) queryIndex(t int, key string) int {
 // the chunk gets the j-th. A query equal to an earlier one of its chunk
 // (a chunk with fewer usable sentences than QueriesPerChunk) is an item
 // error, so no pair is trained twice.
-func (s *state) genQueries(ctx context.Context, t int, g generate.Generator, keys []string, sel []int) ([][]string, []error) {
+func (s *state) genQueries(ctx context.Context, t int, g lm.Generator, keys []string, sel []int) ([][]string, []error) {
 	q := max(s.cfg.QueriesPerChunk, 1)
 	var docs []string
 	slot := map[string]int{} // chunk id → index in docs

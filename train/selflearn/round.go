@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/retrieval/fusion"
 )
 
@@ -27,8 +28,8 @@ type roundData struct {
 	hypos  map[string][]string
 	tkeys  []string // keys with a training triplet
 	held   []string // keys held out to choose the hybrid's weights
-	gPrev  generate.Generator
-	gNow   generate.Generator
+	gPrev  lm.Generator
+	gNow   lm.Generator
 	result *Round
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
@@ -81,8 +82,8 @@ type state struct {
 	queries  []data.Query
 	qrels    data.Qrels
 	progress Progress
-	gen0     generate.Generator
-	gens     map[int]generate.Generator // tag → generator (0 = initial)
+	gen0     lm.Generator
+	gens     map[int]lm.Generator // tag → generator (0 = initial)
 	encs     map[int]*encode.BERTEncoder
 	indexes  map[int]*dense.Index
 	vecs     map[int][]float32      // tag → corpus vectors [len(corpus), dim], row i = corpus[i]
@@ -156,7 +157,7 @@ func Run(ctx context.Context, cfg Config, corpus []data.Chunk, evalQueries []dat
 		return nil, errors.New("selflearn: empty corpus")
 	}
 	s := &state{cfg: cfg, corpus: corpus, byID: map[string]int{}, queries: evalQueries, qrels: evalQrels,
-		progress: progress, gens: map[int]generate.Generator{}, encs: map[int]*encode.BERTEncoder{},
+		progress: progress, gens: map[int]lm.Generator{}, encs: map[int]*encode.BERTEncoder{},
 		indexes: map[int]*dense.Index{}, vecs: map[int][]float32{}, qvecs: map[string][][]float32{}, fusion: map[int]*FusionChoice{}}
 	for i, c := range corpus {
 		if _, dup := s.byID[c.ID]; dup {
@@ -269,7 +270,7 @@ func (s *state) openRun(store *tracker.Store) (*tracker.Run, error) {
 	return r, nil
 }
 
-func (s *state) openGenerator() (generate.Generator, error) {
+func (s *state) openGenerator() (lm.Generator, error) {
 	if s.cfg.GeneratorImpl != nil {
 		return s.cfg.GeneratorImpl, nil
 	}

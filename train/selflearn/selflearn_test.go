@@ -24,6 +24,7 @@ import (
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/bm25"
@@ -256,19 +257,19 @@ func (c *counting) count(n int) {
 func (c *counting) fail(texts []string, outs [][]string, errs []error) {
 	for i, s := range texts {
 		if c.failOn != "" && strings.Contains(s, c.failOn) {
-			outs[i], errs[i] = nil, fmt.Errorf("generator answered: %w", generate.ErrEmpty)
+			outs[i], errs[i] = nil, fmt.Errorf("generator answered: %w", lm.ErrEmpty)
 		}
 	}
 }
 
-func (c *counting) Queries(ctx context.Context, docs []string, opt generate.Options) ([][]string, []error) {
+func (c *counting) Queries(ctx context.Context, docs []string, opt lm.Options) ([][]string, []error) {
 	outs, errs := c.ICT.Queries(ctx, docs, opt)
 	c.fail(docs, outs, errs)
 	c.count(len(docs))
 	return outs, errs
 }
 
-func (c *counting) HypoDocs(ctx context.Context, q, docs []string, opt generate.Options) ([][]string, []error) {
+func (c *counting) HypoDocs(ctx context.Context, q, docs []string, opt lm.Options) ([][]string, []error) {
 	outs, errs := c.ICT.HypoDocs(ctx, q, docs, opt)
 	c.count(len(q))
 	return outs, errs

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -103,7 +104,7 @@ const SFTScheduler = trainer.SchedulerCosine
 // pairs, padded to BatchSize rows so one graph is compiled per padded length.
 // It returns the mean loss of each update. Cancelling ctx stops between
 // updates with ctx.Err(). Errors: no pairs, graph or execution failures.
-func FineTuneT5(ctx context.Context, g *generate.T5Generator, pairs []SFTPair, cfg SFTConfig) ([]float64, error) {
+func FineTuneT5(ctx context.Context, g *lm.T5, pairs []SFTPair, cfg SFTConfig) ([]float64, error) {
 	if len(pairs) == 0 {
 		return nil, fmt.Errorf("fine-tune t5: no pairs")
 	}
@@ -128,7 +129,7 @@ func FineTuneT5(ctx context.Context, g *generate.T5Generator, pairs []SFTPair, c
 	labels := make([][]int, len(pairs))
 	maxT := max(cfg.MaxTargetTokens, 2)
 	for i, p := range pairs {
-		inputs[i] = g.EncodePrompt(generate.Render(cfg.Template, p.Query, ""))
+		inputs[i] = g.PromptIDs(generate.Render(cfg.Template, p.Query, ""))
 		l := tok.Encode(p.Output, false)
 		if len(l) > maxT-1 {
 			l = l[:maxT-1]

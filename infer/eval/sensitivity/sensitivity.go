@@ -7,17 +7,10 @@ import (
 	"strings"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/label"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/eval"
 )
-
-// Scorer returns natural-log probabilities of target's tokens given prompt;
-// label.Scorer (LocalT5Scorer, HTTPScorer, cached scorers) implements it.
-type Scorer interface {
-	Name() string
-	TargetLogProbs(ctx context.Context, prompt, target string) ([]float64, error)
-}
 
 // Recorder stores per-item rows and metrics; *tracker.Run implements it.
 type Recorder interface {
@@ -95,7 +88,7 @@ type Report struct {
 // variant label's run with eval.Evaluate against qrels (keyed by
 // question_id; questions without a relevant judgment are left out, as in
 // eval), computes each variant's perplexity exp(-mean log p) of its text
-// after cfg.Prompt under scorer (label.Perplexity; nil scorer: skipped), and correlates perplexity
+// after cfg.Prompt under scorer (lm.Perplexity; nil scorer: skipped), and correlates perplexity
 // and length with every metric (Pearson and Spearman). Each point is stored
 // through rec (ItemKind) and per-variant means are logged as
 // "<metric>/<variant>", "perplexity/<variant>", "length/<variant>", and
@@ -103,7 +96,7 @@ type Report struct {
 // 0. A retrieval or scoring failure is a per-point error (counted, stored);
 // returned errors: invalid Ks, an eval error, a Recorder failure, the
 // context's cancellation.
-func Evaluate(ctx context.Context, cfg Config, variants []Variant, r retrieval.Retriever, qrels data.Qrels, scorer Scorer, rec Recorder, progress func(done, total int)) (*Report, error) {
+func Evaluate(ctx context.Context, cfg Config, variants []Variant, r retrieval.Retriever, qrels data.Qrels, scorer lm.Scorer, rec Recorder, progress func(done, total int)) (*Report, error) {
 	ks := cfg.Ks
 	if len(ks) == 0 {
 		ks = DefaultKs()
@@ -204,7 +197,7 @@ func Evaluate(ctx context.Context, cfg Config, variants []Variant, r retrieval.R
 // measure retrieves every variant (top depth) and, with a scorer, its
 // perplexity, filling points[i] for variants[i]; a failure is stored in the
 // point's Errors. It returns the hits by variant label, then query id.
-func measure(ctx context.Context, cfg Config, variants []Variant, r retrieval.Retriever, depth int, scorer Scorer,
+func measure(ctx context.Context, cfg Config, variants []Variant, r retrieval.Retriever, depth int, scorer lm.Scorer,
 	points []Point, progress func(done, total int)) (map[string]eval.Run, error) {
 	runs := map[string]eval.Run{}
 	for i, v := range variants {
@@ -226,7 +219,7 @@ func measure(ctx context.Context, cfg Config, variants []Variant, r retrieval.Re
 			lp, err := scorer.TargetLogProbs(ctx, cfg.Prompt, v.Text)
 			if err == nil {
 				var ppl float64
-				if ppl, err = label.Perplexity(lp); err == nil {
+				if ppl, err = lm.Perplexity(lp); err == nil {
 					p.Perplexity = &ppl
 				}
 			}

@@ -456,7 +456,8 @@ func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 }
 
 // Save writes vocab.txt, tokenizer_config.json, special_tokens_map.json and
-// added_tokens.json (HF BertTokenizer.save_pretrained layout) to dir.
+// added_tokens.json (HF BertTokenizer.save_pretrained layout) and the fast
+// tokenizer's tokenizer.json (TokenizerJSON) to dir.
 func (t *Tokenizer) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save wordpiece tokenizer: %w", err)
@@ -496,6 +497,13 @@ func (t *Tokenizer) Save(dir string) error {
 		name string
 		v    any
 	}{{"tokenizer_config.json", hc}, {"special_tokens_map.json", special}, {"added_tokens.json", added}}
+	tj, err := t.TokenizerJSON()
+	if err != nil {
+		return fmt.Errorf("save wordpiece tokenizer: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, TokenizerJSONFile), tj, 0o644); err != nil {
+		return fmt.Errorf("save wordpiece tokenizer: %w", err)
+	}
 	for _, f := range files {
 		buf, err := json.MarshalIndent(f.v, "", "  ")
 		if err != nil {

@@ -1,4 +1,4 @@
-package label
+package labelstore
 
 import (
 	"database/sql"

@@ -1,4 +1,11 @@
-package label
+// Package labelstore keeps the RAG² filter's machine labels in SQLite with
+// their provenance, the human review queue beside them (reviews never
+// overwrite a machine label) and the scorers' log-probability cache, so an
+// interrupted labeling run resumes without rescoring finished pairs.
+// Labelers (package label) write it; the review API (infer/labelapi), the
+// server (infer/serve) and the workbench (infer/web) read and review it.
+// Examples are exported and imported in models/filter's schema.
+package labelstore
 
 import (
 	"database/sql"

@@ -1,4 +1,4 @@
-package label
+package labelstore
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/ragforge/ragforge/models/lm"
 )
 
 // CachedLogProbs returns the cached log-probabilities of (scorer, prompt,
@@ -49,7 +51,7 @@ func (s *Store) PutLogProbs(ctx context.Context, scorer, prompt, target string, 
 // already scored is answered from SQLite, anything else is scored and stored
 // before it is returned. Concurrent calls for the same triple share one
 // scorer call.
-func (s *Store) Cached(sc Scorer) Scorer {
+func (s *Store) Cached(sc lm.Scorer) lm.Scorer {
 	return &cachedScorer{inner: sc, store: s, flight: map[[2]string]*flight{}}
 }
 
@@ -60,16 +62,16 @@ type flight struct {
 }
 
 type cachedScorer struct {
-	inner  Scorer
-	store  *Store // nil: memory only (see memoize)
+	inner  lm.Scorer
+	store  *Store // nil: memory only (see Memoize)
 	mu     sync.Mutex
 	flight map[[2]string]*flight
 	memo   map[[2]string][]float64
 }
 
-// memoize wraps sc with an in-memory cache (no Store): each distinct
+// Memoize wraps sc with an in-memory cache (no Store): each distinct
 // (prompt, target) is scored once per labeling run.
-func memoize(sc Scorer) Scorer {
+func Memoize(sc lm.Scorer) lm.Scorer {
 	return &cachedScorer{inner: sc, flight: map[[2]string]*flight{}, memo: map[[2]string][]float64{}}
 }
 

@@ -1,4 +1,4 @@
-package label
+package lm
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func (r *recLM) TokenLogProbs(in, mask, labels [][]int) ([][]float32, error) {
 	return [][]float32{out}, nil
 }
 
-func TestLocalT5ScorerInputs(t *testing.T) {
+func TestT5ScorerInputs(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		maxIn, maxTgt int
@@ -46,22 +46,22 @@ func TestLocalT5ScorerInputs(t *testing.T) {
 		{"no limits", 0, 0, "abcd", "xyz", []int{'a', 'b', 'c', 'd', 1}, []int{'x', 'y', 'z', 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lm := &recLM{}
-			s := NewLocalT5Scorer("toy", lm, charTok{})
+			rec := &recLM{}
+			s := NewT5Scorer("toy", rec, charTok{})
 			s.MaxInputTokens, s.MaxTargetTokens = tc.maxIn, tc.maxTgt
 			lp, err := s.TargetLogProbs(context.Background(), tc.prompt, tc.tgt)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(lm.in[0], tc.in) || !reflect.DeepEqual(lm.labels[0], tc.labels) || len(lm.mask[0]) != len(tc.in) {
-				t.Fatalf("model got in %v labels %v mask %v; want %v, %v", lm.in[0], lm.labels[0], lm.mask[0], tc.in, tc.labels)
+			if !reflect.DeepEqual(rec.in[0], tc.in) || !reflect.DeepEqual(rec.labels[0], tc.labels) || len(rec.mask[0]) != len(tc.in) {
+				t.Fatalf("model got in %v labels %v mask %v; want %v, %v", rec.in[0], rec.labels[0], rec.mask[0], tc.in, tc.labels)
 			}
 			if len(lp) != len(tc.labels) || float32(lp[0]) != -0.1 {
 				t.Fatalf("logprobs %v", lp)
 			}
 		})
 	}
-	s := NewLocalT5Scorer("toy", &recLM{}, charTok{})
+	s := NewT5Scorer("toy", &recLM{}, charTok{})
 	if s.Name() != "t5:toy" {
 		t.Errorf("Name %q", s.Name())
 	}

@@ -1,4 +1,4 @@
-package label
+package labelstore
 
 import (
 	"encoding/json"
@@ -313,7 +313,7 @@ func TestExportOrderIndependentOfStorageOrder(t *testing.T) {
 }
 
 // goldenDir holds the RAG² example files, beside their schema in models/filter.
-var goldenDir = filepath.Join("..", "models", "filter", "testdata")
+var goldenDir = filepath.Join("..", "filter", "testdata")
 
 // quote is s as a JSON string.
 func quote(s string) string {
