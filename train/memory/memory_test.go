@@ -45,7 +45,7 @@ func TestParameterCounts(t *testing.T) {
 		if got := float64(tc.e.Params) / 1e6; math.Abs(got-tc.want) > 0.01*tc.want {
 			t.Errorf("%s: %.1fM parameters, want %.0fM ±1%%", tc.name, got, tc.want)
 		}
-		if tc.e.Optimizer != 2*tc.e.Weights || tc.e.Gradients != tc.e.Weights || tc.e.Activations <= 0 ||
+		if tc.e.Optimizer != 2*tc.e.Weights || tc.e.Gradients != 2*tc.e.Weights || tc.e.Activations <= 0 ||
 			tc.e.CheckpointedActivations >= tc.e.Activations {
 			t.Errorf("%s: inconsistent estimate %+v", tc.name, tc.e)
 		}
@@ -71,8 +71,8 @@ func TestActivationsScale(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	// Peaks (× PeakFactor 1.25): big 1750, small 625, checkpointed 512, fixed 500.
-	big := Estimate{What: "x", Weights: 100, Gradients: 100, Optimizer: 200, Activations: 1000, CheckpointedActivations: 10}
+	// Peaks (× 1.25): big 1750, small 625, checkpointed 512, fixed 500.
+	big := Estimate{What: "x", Weights: 100, Gradients: 100, Optimizer: 200, Activations: 1000, CheckpointedActivations: 10, PeakFactor: 1.25}
 	small := big
 	small.Activations = 100
 	for _, tc := range []struct {
