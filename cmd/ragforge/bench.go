@@ -4,22 +4,33 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/decoder"
 	"github.com/ragforge/ragforge/models/t5"
+	"github.com/ragforge/ragforge/models/xlmr"
 	"github.com/ragforge/ragforge/train/filter"
+	"github.com/ragforge/ragforge/train/memory"
+	"github.com/ragforge/ragforge/train/retriever"
 )
 
-// benchModel is one configuration of `bench models`.
+// benchModel is one configuration of `bench models`: a T5 filter step
+// (Config) or, when Encoder is set, a BERT-family retriever step.
 type benchModel struct {
 	Name                  string
 	Config                t5.Config
 	Batch, EncLen, DecLen int
+	Encoder               *bert.Config
+	Arch                  bert.Arch
+	Shape                 retriever.BenchShape
+	RealSize              bool // run only when named by --only
 }
 
 // benchDecoder is one decoder-only configuration of `bench models`:
@@ -31,14 +42,17 @@ type benchDecoder struct {
 }
 
 // benchModelResult is one line of `bench models --json`: Result for a T5
-// configuration, Decoder for a decoder-only one.
+// configuration, Retriever for a retriever shape, Decoder for a
+// decoder-only one; Estimate (training memory) for the first two.
 type benchModelResult struct {
-	Name    string               `json:"name"`
-	Backend string               `json:"backend"`
-	Result  *filter.BenchResult  `json:"result,omitempty"`
-	Decoder *decoder.BenchResult `json:"decoder,omitempty"`
-	PeakRSS int64                `json:"peak_rss_bytes"`
-	Threads int                  `json:"gomaxprocs"`
+	Name      string                 `json:"name"`
+	Backend   string                 `json:"backend"`
+	Result    *filter.BenchResult    `json:"result,omitempty"`
+	Retriever *retriever.BenchResult `json:"retriever,omitempty"`
+	Decoder   *decoder.BenchResult   `json:"decoder,omitempty"`
+	Estimate  *memory.Estimate       `json:"memory_estimate,omitempty"`
+	PeakRSS   int64                  `json:"peak_rss_bytes"`
+	Threads   int                    `json:"gomaxprocs"`
 }
 
 func peakRSS() int64 {
@@ -51,15 +65,34 @@ func peakRSS() int64 {
 
 // benchModelsOptions are the flags of `bench models`.
 type benchModelsOptions struct {
-	Steps int    // timed steps per configuration
-	Only  string // mini | small | qwen2.5-0.5b | "" (all)
+	Steps          int    // timed steps per configuration
+	Only           string // a benchModels or decoder name, "" = every configuration but the real sizes
+	SubBatchTokens int    // retriever shapes: GradCache pass size (0: the trainer's default)
+	SkipTrain      bool   // retriever shapes: encode throughput only
+}
+
+// benchModels are the configurations of `bench models`. The real sizes are
+// random-initialised at the published shapes (no download) and run only
+// when named by --only.
+func benchModels() []benchModel {
+	bge, m3 := bert.LargeConfig(30522), xlmr.BGEM3Config()
+	// SL-HyDE's retriever step: 4 queries × (1 positive + 7 hard negatives) × 512 tokens;
+	// encode throughput at 256 tokens.
+	shape := retriever.BenchShape{Queries: 4, Negatives: 7, Length: 512, EncodeBatch: 8, EncodeLength: 256}
+	return []benchModel{
+		{Name: "mini", Config: t5.MiniConfig(2100), Batch: 8, EncLen: 256, DecLen: 2},
+		{Name: "small", Config: t5.SmallConfig(32128), Batch: 4, EncLen: 512, DecLen: 2},
+		{Name: "flan-t5-large", Config: t5.LargeConfig(), Batch: 4, EncLen: 512, DecLen: 2, RealSize: true},
+		{Name: "bge-large", Encoder: &bge, Arch: bert.BERT, Shape: shape, RealSize: true},
+		{Name: "bge-m3", Encoder: &m3, Arch: xlmr.Arch, Shape: shape, RealSize: true},
+	}
 }
 
 func newBenchModelsCmd(g *globals) *cobra.Command {
 	var o benchModelsOptions
 	cmd := &cobra.Command{
 		Use:   "models",
-		Short: "Training tokens/s, ms/step, inference examples/s and peak RSS for T5 mini and small, perplexity and generation speed for a Qwen2.5-0.5B-shaped decoder",
+		Short: "Training tokens/s, ms/step, inference rate and peak RSS for T5 mini and small, perplexity and generation speed for a Qwen2.5-0.5B-shaped decoder, and the papers' real sizes on request",
 		Long: `Benchmarks a randomly initialized T5 filter step (forward + backward + AdamW)
 and first-decoder-step scoring, compiled once per shape:
   mini:  d_model 256, d_ff 1024 gated-gelu, 4+4 layers, 4 heads, d_kv 64, vocab 2100;
@@ -71,15 +104,29 @@ Training tokens/s counts encoder tokens.
          vocab 151936, tied (494M parameters); perplexity of 8 (prompt 448,
          continuation 64) pairs in one batch, then 16 greedy tokens per pair
          with the KV cache
-Peak RSS is the process's maximum resident set size so far (it only grows,
-so run one configuration per process to read its own peak).`,
+The papers' real sizes, random init at the published shapes (no download),
+run only when named by --only:
+  flan-t5-large: d_model 1024, d_ff 2816 gated-gelu, 24+24 layers, 16 heads,
+         d_kv 64, vocab 32128 (783M); filter step at batch 4, length 512, decoder 2
+  bge-large: BERT 1024/24 layers/16 heads/4096, vocab 30522 (335M)
+  bge-m3:    XLM-RoBERTa 1024/24/16/4096, vocab 250002, 8192 tokens (568M)
+         both: an InfoNCE update (GradCache, AdamW) of 4 queries × (1 positive
+         + 7 hard negatives) × 512 tokens, then encoding 8 passages of 256
+         tokens (CLS, normalised) per call
+Each configuration first prints its memory estimate (train/memory) and is
+refused before any work when it exceeds the available memory
+($RAGFORGE_MEMORY_LIMIT or MemAvailable). Peak RSS is the process's maximum
+resident set size so far (it only grows, so run one configuration per process
+to read its own peak).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchModels(cmd.Context(), g, o)
 		},
 	}
 	cmd.Flags().IntVar(&o.Steps, "steps", 3, "timed steps per configuration, after one compile step (min and median are reported, as the PyTorch peer benchmark does)")
-	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration (mini, small or qwen2.5-0.5b)")
+	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration: mini, small, qwen2.5-0.5b, flan-t5-large, bge-large or bge-m3 (default: mini, small and qwen2.5-0.5b)")
+	cmd.Flags().IntVar(&o.SubBatchTokens, "sub-batch-tokens", 0, "bge-large/bge-m3: padded tokens per GradCache encoder pass (0: the trainer's 4096)")
+	cmd.Flags().BoolVar(&o.SkipTrain, "skip-train", false, "bge-large/bge-m3: measure encoding only, no training step")
 	return cmd
 }
 
@@ -91,27 +138,74 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 	if o.Steps < 1 {
 		return fmt.Errorf("--steps %d: must be at least 1", o.Steps)
 	}
-	configs := []benchModel{
-		{"mini", t5.MiniConfig(2100), 8, 256, 2},
-		{"small", t5.SmallConfig(32128), 4, 512, 2},
+	if o.SubBatchTokens < 0 {
+		return fmt.Errorf("--sub-batch-tokens %d: want >= 0", o.SubBatchTokens)
 	}
+	configs := benchModels()
 	decoders := []benchDecoder{
 		{"qwen2.5-0.5b", decoder.Qwen25HalfBConfig(), 8, 448, 64, 16},
 	}
-	if o.Only != "" && o.Only != "mini" && o.Only != "small" && o.Only != decoders[0].Name {
-		return fmt.Errorf("--only %q: want mini, small or %s", o.Only, decoders[0].Name)
+	var names []string
+	for _, c := range configs {
+		names = append(names, c.Name)
+	}
+	for _, c := range decoders {
+		names = append(names, c.Name)
+	}
+	if o.Only != "" && !slices.Contains(names, o.Only) {
+		return fmt.Errorf("--only %q: want one of %s", o.Only, strings.Join(names, ", "))
+	}
+	if (o.SubBatchTokens != 0 || o.SkipTrain) && (o.Only == "" || benchModelByName(configs, o.Only).Encoder == nil) {
+		return fmt.Errorf("--sub-batch-tokens and --skip-train apply to --only bge-large or bge-m3")
+	}
+	avail, src, err := memory.Available()
+	if err != nil {
+		return err
 	}
 	var results []benchModelResult
 	for _, c := range configs {
-		if o.Only != "" && o.Only != c.Name {
+		if (o.Only != "" && o.Only != c.Name) || (o.Only == "" && c.RealSize) {
 			continue
 		}
-		fmt.Fprintf(g.Err, "bench %s: compiling and running %d steps...\n", c.Name, o.Steps)
-		r, err := filter.BenchTrainStep(g.Backend, c.Config, c.Batch, c.EncLen, c.DecLen, o.Steps)
-		if err != nil {
+		r := benchModelResult{Name: c.Name, Backend: backend.Describe(be), Threads: runtime.GOMAXPROCS(0)}
+		var e memory.Estimate
+		if c.Encoder != nil {
+			s := c.Shape
+			s.SubBatchTokens, s.SkipTrain = o.SubBatchTokens, o.SkipTrain
+			pass := s.SubBatchTokens
+			if pass == 0 {
+				pass = retriever.DefaultSubBatchTokens
+			}
+			e = memory.Retriever(*c.Encoder, c.Arch.ModelType, pass, s.Length)
+			if s.SkipTrain {
+				e = memory.Estimate{What: c.Name + " encoding", Params: e.Params, Weights: e.Weights}
+			}
+		} else {
+			e = memory.Filter(c.Config, c.Batch, c.EncLen, c.DecLen)
+		}
+		r.Estimate = &e
+		fmt.Fprintf(g.Err, "bench %s: %s\n", c.Name, e)
+		if err := memory.Check(e, avail, src, nil); err != nil {
 			return fmt.Errorf("bench %s: %w", c.Name, err)
 		}
-		results = append(results, benchModelResult{Name: c.Name, Backend: backend.Describe(be), Result: &r, PeakRSS: peakRSS(), Threads: runtime.GOMAXPROCS(0)})
+		fmt.Fprintf(g.Err, "bench %s: compiling and running %d steps...\n", c.Name, o.Steps)
+		if c.Encoder != nil {
+			s := c.Shape
+			s.SubBatchTokens, s.SkipTrain = o.SubBatchTokens, o.SkipTrain
+			res, err := retriever.BenchTrainStep(g.Backend, *c.Encoder, c.Arch, s, o.Steps)
+			if err != nil {
+				return fmt.Errorf("bench %s: %w", c.Name, err)
+			}
+			r.Retriever = &res
+		} else {
+			res, err := filter.BenchTrainStep(g.Backend, c.Config, c.Batch, c.EncLen, c.DecLen, o.Steps)
+			if err != nil {
+				return fmt.Errorf("bench %s: %w", c.Name, err)
+			}
+			r.Result = &res
+		}
+		r.PeakRSS = peakRSS()
+		results = append(results, r)
 	}
 	for _, c := range decoders {
 		if o.Only != "" && o.Only != c.Name {
@@ -127,37 +221,49 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 	if g.JSON {
 		return printJSON(g.Out, results)
 	}
-	var t5Rows, decRows int
-	for _, r := range results {
-		if r.Result != nil {
-			t5Rows++
-		} else {
-			decRows++
-		}
-	}
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
 	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-	if t5Rows > 0 {
-		fmt.Fprintln(tw, "MODEL\tBATCH×ENC\tTRAIN TOK/S\tMS/STEP MIN\tMS/STEP MEDIAN\tINFER EX/S\tCOMPILE MS\tPEAK RSS MiB\tBACKEND")
+	if slices.ContainsFunc(results, func(r benchModelResult) bool { return r.Decoder == nil }) {
+		fmt.Fprintln(tw, "MODEL\tSTEP SHAPE\tTRAIN TOK/S\tMS/STEP MIN\tMS/STEP MEDIAN\tINFER RATE\tCOMPILE MS\tPEAK RSS MiB\tEXPECTED PEAK MiB\tBACKEND")
 	}
 	for _, r := range results {
-		if r.Result == nil {
+		if r.Decoder != nil {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d×%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.0f\t%s\n", r.Name, r.Result.BatchSize, r.Result.EncLength,
-			r.Result.TrainTokensPerSec, r.Result.MsPerStepMin, r.Result.MsPerStepMedian, r.Result.InferExamplesPerSec, r.Result.CompileMs, float64(r.PeakRSS)/(1<<20), r.Backend)
+		if f := r.Result; f != nil {
+			fmt.Fprintf(tw, "%s\t%d×%d\t%.0f\t%.0f\t%.0f\t%.1f ex/s\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, f.BatchSize, f.EncLength,
+				f.TrainTokensPerSec, f.MsPerStepMin, f.MsPerStepMedian, f.InferExamplesPerSec, f.CompileMs, mib(r.PeakRSS), mib(r.Estimate.Peak()), r.Backend)
+			continue
+		}
+		s := r.Retriever
+		shape := fmt.Sprintf("%d×(1+%d)×%d", s.Queries, s.Negatives, s.Length)
+		if s.MsPerStepMedian == 0 {
+			shape = "encode only"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f passages/s @%d\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, shape,
+			s.TrainTokensPerSec, s.MsPerStepMin, s.MsPerStepMedian, s.EncodePassagesPerSec, s.EncodeLength, s.CompileMs, mib(r.PeakRSS), mib(r.Estimate.Peak()), r.Backend)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	tw = tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-	if decRows > 0 {
+	if slices.ContainsFunc(results, func(r benchModelResult) bool { return r.Decoder != nil }) {
 		fmt.Fprintln(tw, "DECODER\tPAIRS×(PROMPT+CONT)\tPPL MS MIN\tPPL MS MEDIAN\tTOK/S\tGEN MS/STEP\tCOMPILE MS\tINIT MS\tPEAK RSS MiB\tBACKEND")
 	}
 	for _, r := range results {
 		if d := r.Decoder; d != nil {
 			fmt.Fprintf(tw, "%s\t%d×(%d+%d)\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, d.Pairs, d.PromptLen, d.ContLen,
-				d.PerplexityMsMin, d.PerplexityMsMedian, d.TokensPerSec, d.MsPerStep, d.CompileMs, d.InitMs, float64(r.PeakRSS)/(1<<20), r.Backend)
+				d.PerplexityMsMin, d.PerplexityMsMedian, d.TokensPerSec, d.MsPerStep, d.CompileMs, d.InitMs, mib(r.PeakRSS), r.Backend)
 		}
 	}
 	return tw.Flush()
+}
+
+func benchModelByName(cs []benchModel, name string) benchModel {
+	for _, c := range cs {
+		if c.Name == name {
+			return c
+		}
+	}
+	return benchModel{}
 }

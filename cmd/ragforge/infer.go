@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -116,12 +115,9 @@ func runInferEmbed(_ context.Context, g *globals, o inferEmbedOptions) error {
 	if err := o.Encoder.validate(); err != nil {
 		return err
 	}
-	mt, err := hf.ModelType(o.Model)
-	if err != nil {
-		return err
-	}
-	if mt != "bert" {
-		return fmt.Errorf("infer embed: %s is a %q model; embeddings need a BERT encoder", o.Model, mt)
+	// The BERT family only (bert, xlm-roberta): encode.Arch names any other.
+	if _, err := encode.Arch(o.Model); err != nil {
+		return fmt.Errorf("infer embed: %w", err)
 	}
 	if err := o.Encoder.resolve(o.Model); err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
+	"github.com/ragforge/ragforge/models/xlmr"
 	"github.com/spf13/cobra"
 )
 
@@ -48,8 +50,14 @@ checkpoint exists. Sizes:
   bert tiny  hidden 128, 2 layers, 2 heads, intermediate 512
        mini  hidden 256, 4 layers, 4 heads, intermediate 1024
        small hidden 512, 4 layers, 8 heads, intermediate 2048
+  xlm-roberta (the bge-m3 / multilingual-e5 encoder)
+       tiny  hidden 64, 2 layers, 4 heads, intermediate 128, 64 tokens
+       base  hidden 768, 12 layers, 12 heads, intermediate 3072, 512 tokens
+       large hidden 1024, 24 layers, 16 heads, intermediate 4096, 512 tokens
 The vocabulary size is the tokenizer's length (T5: SentencePiece pieces + 100
-sentinels + added tokens). For T5 the RAG² filter's label tokens [HELPFUL]
+sentinels + added tokens; XLM-R: pieces + 2 with XLMRobertaTokenizer's ids,
+from a sentencepiece.bpe.model, or from a T5 spiece.model re-laid out as one;
+written as tokenizer.json). For T5 the RAG² filter's label tokens [HELPFUL]
 and [NOT_HELPFUL] are added by default (--add-tokens '' adds none), so they
 get their own random rows: a filter trained from this checkpoint does not
 start with two identical label rows. A BERT bi-encoder (no --classifier) gets
@@ -72,7 +80,8 @@ match from this start within the demo's budget and not from HF's init
 (docs/recipes.md). The tensors are HF's; config.json records the settings
 under "ragforge_init".`,
 		Example: `  ragforge models init --arch t5 --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/t5-tiny
-  ragforge models init --arch bert --size tiny --tokenizer ../shared/fixtures/bert-tiny/vocab.txt --out work/bert-tiny`,
+  ragforge models init --arch bert --size tiny --tokenizer ../shared/fixtures/bert-tiny/vocab.txt --out work/bert-tiny
+  ragforge models init --arch xlm-roberta --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/xlmr-tiny`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Arch == "t5" && !cmd.Flags().Changed("add-tokens") {
@@ -82,8 +91,8 @@ under "ragforge_init".`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Arch, "arch", "", "architecture: t5 | bert (required)")
-	f.StringVar(&o.Size, "size", "tiny", "size preset: tiny | mini | small")
+	f.StringVar(&o.Arch, "arch", "", "architecture: t5 | bert | xlm-roberta (required)")
+	f.StringVar(&o.Size, "size", "tiny", "size preset: tiny | mini | small (xlm-roberta: tiny | base | large)")
 	f.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer: spiece.model, vocab.txt, tokenizer.json, or a directory holding one (required)")
 	f.StringVar(&o.Out, "out", "", "output directory (required)")
 	f.Int64Var(&o.Seed, "seed", 42, "initialization seed")
@@ -149,6 +158,11 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Arch == xlmr.ModelType {
+		if tok, err = xlmrTokenizer(tok, o.Tokenizer); err != nil {
+			return nil, err
+		}
+	}
 	var add []string
 	for _, t := range o.AddTokens {
 		if t = strings.TrimSpace(t); t != "" {
@@ -177,10 +191,10 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 	switch o.Arch {
 	case "t5":
 		initMark, err = initT5(be, o, vocab)
-	case "bert":
+	case "bert", xlmr.ModelType:
 		st, err = initBERT(be, o, vocab)
 	default:
-		err = fmt.Errorf("--arch %q: want t5 or bert", o.Arch)
+		err = fmt.Errorf("--arch %q: want t5, bert or %s", o.Arch, xlmr.ModelType)
 	}
 	if err != nil {
 		return nil, err
@@ -247,8 +261,25 @@ func initT5(be backends.Backend, o modelsInitOptions, vocab int) (map[string]any
 // cross-encoder with --classifier) and returns a bi-encoder's
 // sentence-transformers pooling (nil for a cross-encoder).
 func initBERT(be backends.Backend, o modelsInitOptions, vocab int) (*hf.SentenceTransformer, error) {
-	cfg, err := sizedConfig(o.Size, vocab, bert.TinyConfig, bert.MiniConfig, bert.SmallConfig)
-	if err != nil {
+	arch := bert.BERT
+	var cfg bert.Config
+	var err error
+	if o.Arch == xlmr.ModelType {
+		arch = xlmr.Arch
+		if o.Classifier {
+			return nil, fmt.Errorf("--classifier: only for --arch bert (XLMRobertaForSequenceClassification's head is not BERT's)")
+		}
+		switch o.Size {
+		case "tiny":
+			cfg = xlmr.TinyConfig(vocab)
+		case "base":
+			cfg = xlmr.BaseConfig(vocab)
+		case "large":
+			cfg = xlmr.LargeConfig(vocab)
+		default:
+			return nil, fmt.Errorf("--size %q: want tiny, base or large for --arch %s", o.Size, xlmr.ModelType)
+		}
+	} else if cfg, err = sizedConfig(o.Size, vocab, bert.TinyConfig, bert.MiniConfig, bert.SmallConfig); err != nil {
 		return nil, err
 	}
 	if o.Classifier {
@@ -261,9 +292,12 @@ func initBERT(be backends.Backend, o modelsInitOptions, vocab int) (*hf.Sentence
 	case pool == "":
 		pool = string(bert.PoolMean)
 	case !bert.Pooling(pool).Valid():
+		if _, err := bert.ParsePooling(pool); errors.Is(err, bert.ErrDenseOnly) {
+			return nil, fmt.Errorf("--pooling: %w", err)
+		}
 		return nil, fmt.Errorf("--pooling %q: want mean or cls", pool)
 	}
-	m, err := bert.NewRandom(be, cfg, o.Classifier, o.Seed)
+	m, err := bert.NewRandomFor(be, cfg, arch, o.Classifier, o.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +307,38 @@ func initBERT(be backends.Backend, o modelsInitOptions, vocab int) (*hf.Sentence
 	if o.Classifier {
 		return nil, nil
 	}
-	return &hf.SentenceTransformer{Dim: cfg.HiddenSize, Pooling: pool, Normalize: true, MaxSeqLength: cfg.MaxPositionEmbeddings}, nil
+	return &hf.SentenceTransformer{Dim: cfg.HiddenSize, Pooling: pool, Normalize: true, MaxSeqLength: m.MaxLength()}, nil
+}
+
+// xlmrTokenizer gives an XLM-R model XLMRobertaTokenizer's ids (<s> 0,
+// <pad> 1, </s> 2, <unk> 3, pieces after them): a tokenizer that has them
+// already (sentencepiece.bpe.model, an XLM-R tokenizer.json) is kept; a T5
+// SentencePiece model without added tokens is re-laid out as an XLM-R
+// sentencepiece.bpe.model (its own specials dropped, <unk> <s> </s> first)
+// and read as one. Anything else is refused.
+func xlmrTokenizer(tok tokenizer.Tokenizer, path string) (tokenizer.Tokenizer, error) {
+	bos, _ := tok.TokenToID("<s>")
+	eos, _ := tok.TokenToID("</s>")
+	if bos == 0 && tok.PadID() == 1 && eos == 2 {
+		return tok, nil
+	}
+	t, ok := tok.(*sentencepiece.T5)
+	if !ok || len(t.Added()) > 0 {
+		return nil, fmt.Errorf("--tokenizer %s: --arch %s needs XLMRobertaTokenizer's ids or a SentencePiece model without added tokens (sentencepiece.bpe.model or spiece.model)", path, xlmr.ModelType)
+	}
+	m, err := sentencepiece.XLMRLayout(t.SentencePiece())
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer %s: as XLM-R's: %w", path, err)
+	}
+	dir, err := os.MkdirTemp("", "ragforge-xlmr-tok-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, sentencepiece.XLMRFile), m.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	return tokenizer.Load(dir)
 }
 
 func newModelsInspectCmd(g *globals) *cobra.Command {

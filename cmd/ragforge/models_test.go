@@ -210,7 +210,60 @@ func TestModelsInspectDecoder(t *testing.T) {
 			t.Errorf("inspect output lacks %q:\n%s", want, text)
 		}
 	}
-	if code, stderr := runErr("bench", "models", "--only", "qwen"); code == 0 || !strings.Contains(stderr, "want mini, small or qwen2.5-0.5b") {
+	if code, stderr := runErr("bench", "models", "--only", "qwen"); code == 0 || !strings.Contains(stderr, "want one of mini, small") || !strings.Contains(stderr, "qwen2.5-0.5b") {
 		t.Errorf("bench models --only qwen: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// models init --arch xlm-roberta writes an XLM-R with XLMRobertaTokenizer's
+// ids that inspect and infer embed read back; flags that do not apply are
+// errors naming them.
+func TestModelsInitXLMR(t *testing.T) {
+	spm := sharedDir(t, "fixtures/tokenizer/spiece.model")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	xdir := filepath.Join(dir, "xlmr")
+	run(t, "models", "init", "--db", db, "--arch", "xlm-roberta", "--size", "tiny", "--tokenizer", spm, "--out", xdir)
+	var info struct {
+		ModelType    string         `json:"model_type"`
+		Tokenizer    string         `json:"tokenizer"`
+		TokenizerLen int            `json:"tokenizer_len"`
+		Config       map[string]any `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(run(t, "models", "inspect", xdir, "--json")), &info); err != nil {
+		t.Fatal(err)
+	}
+	// 2000 pieces + <s>/<pad>/</s>/<unk> offset + <mask>.
+	if info.ModelType != "xlm-roberta" || info.Tokenizer != "tokenizer.json" || info.TokenizerLen != 2002 ||
+		info.Config["vocab_size"] != float64(2002) || info.Config["pad_token_id"] != float64(1) || info.Config["layer_norm_eps"] != 1e-5 {
+		t.Errorf("inspect xlm-roberta: %+v", info)
+	}
+	var emb struct {
+		Dim       int       `json:"dim"`
+		Embedding []float32 `json:"embedding"`
+	}
+	if err := json.Unmarshal([]byte(run(t, "infer", "embed", "--model", xdir, "--input", "Coloração de Gram", "--json")), &emb); err != nil {
+		t.Fatal(err)
+	}
+	var norm float64
+	for _, x := range emb.Embedding {
+		norm += float64(x) * float64(x)
+	}
+	if emb.Dim != 64 || norm < 0.999 || norm > 1.001 {
+		t.Errorf("embed: dim %d, squared norm %f (want 64 and 1)", emb.Dim, norm)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--size", "mini"}, "--size"},
+		{[]string{"--classifier"}, "--classifier"},
+		{[]string{"--pooling", "colbert"}, "dense only"},
+		{[]string{"--tokenizer", sharedDir(t, "fixtures/bert-tiny/vocab.txt")}, "SentencePiece"},
+	} {
+		args := append([]string{"models", "init", "--db", db, "--arch", "xlm-roberta", "--tokenizer", spm, "--out", filepath.Join(dir, "bad")}, tc.args...)
+		if code, stderr := runErr(args...); code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want an error naming %q", tc.args, code, stderr, tc.want)
+		}
 	}
 }

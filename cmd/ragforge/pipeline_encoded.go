@@ -5,7 +5,6 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/infer/pipeline"
-	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
@@ -22,7 +21,7 @@ func preEncodedPart(m *pipeline.Manifest, done *bool, retrieverDir, name string,
 	if retrieverDir == "" {
 		return part, fmt.Errorf("--corpus %s=rag2:%s: a pre-encoded corpus needs --retriever, the encoder of its vectors (for the queries)", name, pre.Root)
 	}
-	cfg, err := bert.LoadConfig(retrieverDir)
+	cfg, err := encode.LoadConfig(retrieverDir)
 	if err != nil {
 		return part, err
 	}

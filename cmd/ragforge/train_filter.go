@@ -149,6 +149,10 @@ func runTrainFilter(cmd *cobra.Command, g *globals, o trainFilterOptions) (err e
 	if err != nil {
 		return err
 	}
+	// Before any data is read: a step that cannot fit stops here.
+	if err := checkFilterMemory(g.Err, c); err != nil {
+		return err
+	}
 	// Before a run is started (and recorded in --out).
 	train, valid, err := filter.PrepareData(c, o.Data)
 	if err != nil {

@@ -600,7 +600,7 @@ func TestForwardInputErrors(t *testing.T) {
 		{"empty", nil, nil, nil, "empty batch"},
 		{"id outside vocab", [][]int{{2, 100}}, nil, nil, "row 0, position 1: token id 100"},
 		{"negative id", [][]int{{2, 3}, {-1}}, nil, nil, "row 1, position 0: token id -1"},
-		{"too long", [][]int{long}, nil, nil, "length 21 exceeds max_position_embeddings 20"},
+		{"too long", [][]int{long}, nil, nil, "length 21 exceeds 20 (max_position_embeddings 20)"},
 		{"mask rows", [][]int{{2}}, [][]int{{1}, {1}}, nil, "mask has 2 rows"},
 		{"mask length", [][]int{{2, 3}}, [][]int{{1}}, nil, "row 0: mask length 1"},
 		{"mask value", [][]int{{2, 3}}, [][]int{{1, 2}}, nil, "mask value 2"},

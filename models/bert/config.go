@@ -88,6 +88,11 @@ func MiniConfig(vocab int) Config { return sized(vocab, 256, 4, 4, 1024) }
 // SmallConfig is BERT-Small: hidden 512, 4 layers, 8 heads, intermediate 2048.
 func SmallConfig(vocab int) Config { return sized(vocab, 512, 4, 8, 2048) }
 
+// LargeConfig is BERT-large, the shape of BAAI/bge-large-en-v1.5 (the
+// SL-HyDE retriever): hidden 1024, 24 layers, 16 heads, intermediate 4096
+// (335M parameters at vocab 30522).
+func LargeConfig(vocab int) Config { return sized(vocab, 1024, 24, 16, 4096) }
+
 func sized(vocab, hidden, layers, heads, inter int) Config {
 	c := DefaultConfig(vocab)
 	c.HiddenSize, c.NumHiddenLayers, c.NumAttentionHeads, c.IntermediateSize = hidden, layers, heads, inter
@@ -109,10 +114,13 @@ func (c Config) ClassifierDropout() float64 {
 	return c.HiddenDropoutProb
 }
 
-// Validate checks the sizes are positive and consistent and that the
-// configuration is one this package implements (hidden_act "gelu",
-// position_embedding_type "absolute").
-func (c Config) Validate() error {
+// Validate is ValidateFor(BERT).
+func (c Config) Validate() error { return c.ValidateFor(BERT) }
+
+// ValidateFor checks the sizes are positive and consistent, that model_type
+// is a's (or empty, for BERT), and that the configuration is one this package
+// implements (hidden_act "gelu", position_embedding_type "absolute").
+func (c Config) ValidateFor(a Arch) error {
 	for _, f := range []struct {
 		name string
 		v    int
@@ -123,29 +131,31 @@ func (c Config) Validate() error {
 		{"type_vocab_size", c.TypeVocabSize},
 	} {
 		if f.v <= 0 {
-			return fmt.Errorf("bert config: field %q: must be positive, got %d", f.name, f.v)
+			return fmt.Errorf("%s config: field %q: must be positive, got %d", a.ModelType, f.name, f.v)
 		}
 	}
 	// Another architecture's config would load as a BERT of made-up sizes.
-	if c.ModelType != "" && c.ModelType != "bert" {
-		return fmt.Errorf("bert config: field %q: %q is not a BERT model (want \"bert\")", "model_type", c.ModelType)
+	if c.ModelType != a.ModelType && !(c.ModelType == "" && a.ModelType == BERT.ModelType) {
+		return fmt.Errorf("%s config: field %q: %q is not a %s model (want %q)", a.ModelType, "model_type", c.ModelType, a.ModelType, a.ModelType)
 	}
 	if c.HiddenSize%c.NumAttentionHeads != 0 {
-		return fmt.Errorf("bert config: field %q: hidden_size %d is not a multiple of num_attention_heads %d",
-			"num_attention_heads", c.HiddenSize, c.NumAttentionHeads)
+		return fmt.Errorf("%s config: field %q: hidden_size %d is not a multiple of num_attention_heads %d", a.ModelType, "num_attention_heads", c.HiddenSize, c.NumAttentionHeads)
 	}
 	if c.HiddenAct != "gelu" {
-		return fmt.Errorf("bert config: field %q: %q not supported (only exact erf \"gelu\")", "hidden_act", c.HiddenAct)
+		return fmt.Errorf("%s config: field %q: %q not supported (only exact erf \"gelu\")", a.ModelType, "hidden_act", c.HiddenAct)
 	}
 	if c.PositionEmbeddingType != "" && c.PositionEmbeddingType != "absolute" {
-		return fmt.Errorf("bert config: field %q: %q not supported (only \"absolute\")",
-			"position_embedding_type", c.PositionEmbeddingType)
+		return fmt.Errorf("%s config: field %q: %q not supported (only \"absolute\")", a.ModelType, "position_embedding_type", c.PositionEmbeddingType)
 	}
 	if c.PadTokenID < 0 || c.PadTokenID >= c.VocabSize {
-		return fmt.Errorf("bert config: field %q: %d outside vocabulary [0,%d)", "pad_token_id", c.PadTokenID, c.VocabSize)
+		return fmt.Errorf("%s config: field %q: %d outside vocabulary [0,%d)", a.ModelType, "pad_token_id", c.PadTokenID, c.VocabSize)
+	}
+	if a.MaxLength(c) < 2 {
+		return fmt.Errorf("%s config: field %q: %d leaves room for %d tokens (positions start at %d), want at least 2",
+			a.ModelType, "max_position_embeddings", c.MaxPositionEmbeddings, a.MaxLength(c), c.MaxPositionEmbeddings-a.MaxLength(c))
 	}
 	if c.LayerNormEps <= 0 {
-		return fmt.Errorf("bert config: field %q: must be positive, got %g", "layer_norm_eps", c.LayerNormEps)
+		return fmt.Errorf("%s config: field %q: must be positive, got %g", a.ModelType, "layer_norm_eps", c.LayerNormEps)
 	}
 	return nil
 }
@@ -262,15 +272,19 @@ func id2labelLen(extra map[string]json.RawMessage) (int, bool) {
 	return len(m), true
 }
 
-// LoadConfig reads dir/config.json (HF BertConfig) and validates it.
-// Errors name the file and, for decoding or validation errors, the field.
-func LoadConfig(dir string) (Config, error) {
+// LoadConfig is LoadConfigFor(dir, BERT).
+func LoadConfig(dir string) (Config, error) { return LoadConfigFor(dir, BERT) }
+
+// LoadConfigFor reads dir/config.json (HF BertConfig keys, shared by the
+// family) and validates it for a (ValidateFor). Errors name the file and,
+// for decoding or validation errors, the field.
+func LoadConfigFor(dir string, a Arch) (Config, error) {
 	var c Config
 	if err := hf.ReadConfig(dir, &c); err != nil {
-		return Config{}, fmt.Errorf("bert: load config: %w", err)
+		return Config{}, fmt.Errorf("%s: load config: %w", a.ModelType, err)
 	}
-	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("bert: load config %s: %w", filepath.Join(dir, ConfigFile), err)
+	if err := c.ValidateFor(a); err != nil {
+		return Config{}, fmt.Errorf("%s: load config %s: %w", a.ModelType, filepath.Join(dir, ConfigFile), err)
 	}
 	return c, nil
 }

@@ -82,10 +82,10 @@ func (m *Model) pad(ids, mask, typeIDs [][]int) (*batchInput, error) {
 	if l == 0 {
 		return nil, errors.New("all rows are empty")
 	}
-	if l > c.MaxPositionEmbeddings {
-		return nil, fmt.Errorf("row length %d exceeds max_position_embeddings %d", l, c.MaxPositionEmbeddings)
+	if l > m.MaxLength() {
+		return nil, fmt.Errorf("row length %d exceeds %d (max_position_embeddings %d)", l, m.MaxLength(), c.MaxPositionEmbeddings)
 	}
-	in := &batchInput{b: len(ids), l: l, bb: BucketBatch(len(ids)), lb: BucketLength(l, c.MaxPositionEmbeddings)}
+	in := &batchInput{b: len(ids), l: l, bb: BucketBatch(len(ids)), lb: BucketLength(l, m.MaxLength())}
 	fi := make([]int32, in.bb*in.lb)
 	fm := make([]int32, in.bb*in.lb)
 	ft := make([]int32, in.bb*in.lb)

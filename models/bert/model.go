@@ -1,6 +1,7 @@
 package bert
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -24,6 +25,24 @@ const (
 
 // Valid reports whether p is PoolCLS or PoolMean.
 func (p Pooling) Valid() bool { return p == PoolCLS || p == PoolMean }
+
+// ErrDenseOnly is wrapped by ParsePooling's refusal of bge-m3's sparse and
+// multi-vector modes.
+var ErrDenseOnly = errors.New("bge-m3's sparse and colbert (multi-vector) modes are not supported, dense only")
+
+// ParsePooling reads a pooling name ("cls" or "mean"). bge-m3's other output
+// modes are refused by name (ErrDenseOnly): its sparse lexical weights and
+// colbert multi-vector heads ship as PyTorch pickles (sparse_linear.pt,
+// colbert_linear.pt) and ragforge runs the dense [CLS] embedding only.
+func ParsePooling(s string) (Pooling, error) {
+	switch p := Pooling(s); {
+	case p.Valid():
+		return p, nil
+	case s == "sparse" || s == "colbert" || s == "multi-vector" || s == "multivector":
+		return "", fmt.Errorf("pooling %q: %w (want cls or mean)", s, ErrDenseOnly)
+	}
+	return "", fmt.Errorf("pooling %q: want cls or mean", s)
+}
 
 // normEps is the L2-normalisation floor: x / max(‖x‖₂, 1e-12), as
 // torch.nn.functional.normalize.
@@ -99,8 +118,16 @@ func geluErf(x *graph.Node) *graph.Node {
 	return graph.Mul(graph.MulScalar(x, 0.5), graph.OnePlus(graph.Erf(graph.MulScalar(x, 1/math.Sqrt2))))
 }
 
-// trace receives the named intermediates of the encoder (tests only).
+// trace receives the named intermediates of the encoder (parity tests).
 type trace func(name string, x *graph.Node)
+
+// EncoderGraphTraced is EncoderGraph that also hands fn each named
+// intermediate, in order: "embeddings", then "layer.{i}.attention_output"
+// and "layer.{i}.output" per layer (the fixtures' intermediates.* names), so
+// a sibling architecture's parity test checks the shared stack layer by layer.
+func (m *Model) EncoderGraphTraced(ctx *context.Context, ids, mask, typeIDs *graph.Node, fn func(name string, x *graph.Node)) *graph.Node {
+	return m.encoderGraph(ctx, ids, mask, typeIDs, fn)
+}
 
 // EncoderGraph builds BertModel's encoder and returns last_hidden_state
 // [B, L, HiddenSize] (float32) for
@@ -110,35 +137,50 @@ type trace func(name string, x *graph.Node)
 //	typeIDs [B, L] token type ids (< TypeVocabSize), or nil for all zeros.
 //
 // It follows transformers' BertModel: embeddings = LayerNorm(word + position
-// + token_type) with positions 0..L-1; each layer is post-LN
+// + token_type) with positions 0..L-1 (m.Arch.PositionIDs when set: XLM-R's
+// come from ids); each layer is post-LN
 // self-attention (scores scaled by 1/sqrt(head_dim), additive key mask
 // (1-m)·float32_min) then a GELU(erf) feed-forward. Variables are read from
 // ctx (scopes mirror HF names, see package doc) and must exist; pass m.Ctx or
 // a context sharing its variables. When ctx.IsTraining(g), dropout with
 // hidden_dropout_prob / attention_probs_dropout_prob is applied as in HF.
 // It panics (graph-building convention) on shape errors or L >
-// MaxPositionEmbeddings.
+// m.MaxLength().
 func (m *Model) EncoderGraph(ctx *context.Context, ids, mask, typeIDs *graph.Node) *graph.Node {
 	return m.encoderGraph(ctx, ids, mask, typeIDs, nil)
 }
 
 func (m *Model) encoderGraph(ctx *context.Context, ids, mask, typeIDs *graph.Node, tr trace) *graph.Node {
 	c := m.Config
-	g := ids.Graph()
 	if ids.Rank() != 2 || !mask.Shape().Equal(shapes.Make(mask.DType(), ids.Shape().Dimensions...)) {
-		panic(fmt.Errorf("bert: EncoderGraph: ids %s and mask %s must both be [batch, length]", ids.Shape(), mask.Shape()))
+		panic(fmt.Errorf("%s: EncoderGraph: ids %s and mask %s must both be [batch, length]", m.Arch.ModelType, ids.Shape(), mask.Shape()))
 	}
-	batch, length, h := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1], c.HiddenSize
-	if length > c.MaxPositionEmbeddings {
-		panic(fmt.Errorf("bert: EncoderGraph: length %d exceeds max_position_embeddings %d", length, c.MaxPositionEmbeddings))
+	length := ids.Shape().Dimensions[1]
+	if length > m.MaxLength() {
+		panic(fmt.Errorf("%s: EncoderGraph: length %d exceeds %d (max_position_embeddings %d)", m.Arch.ModelType, length, m.MaxLength(), c.MaxPositionEmbeddings))
 	}
-	dims := []int{batch, length, h}
+	x := m.embeddings(ctx, ids, typeIDs)
+	if tr != nil {
+		tr("embeddings", x)
+	}
+	return m.stack(ctx, x, mask, tr)
+}
 
-	// Embeddings.
+// embeddings is LayerNorm(word + position + token_type) [B, L, H], then
+// dropout when training; the position ids are m.Arch's (0..L-1 for BERT).
+func (m *Model) embeddings(ctx *context.Context, ids, typeIDs *graph.Node) *graph.Node {
+	c := m.Config
+	g := ids.Graph()
+	batch, length, h := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1], c.HiddenSize
+	dims := []int{batch, length, h}
 	word := param(ctx, g, "embeddings.word_embeddings.weight", c.VocabSize, h)
 	x := graph.Gather(word, graph.ExpandAxes(graph.ConvertDType(ids, dtypes.Int32), -1))
 	pos := param(ctx, g, "embeddings.position_embeddings.weight", c.MaxPositionEmbeddings, h)
-	x = graph.Add(x, bcast(graph.Gather(pos, graph.Iota(g, shapes.Make(dtypes.Int32, length, 1), 0)), dims))
+	if m.Arch.PositionIDs == nil {
+		x = graph.Add(x, bcast(graph.Gather(pos, graph.Iota(g, shapes.Make(dtypes.Int32, length, 1), 0)), dims))
+	} else {
+		x = graph.Add(x, graph.Gather(pos, graph.ExpandAxes(m.Arch.PositionIDs(c, ids), -1)))
+	}
 	tt := param(ctx, g, "embeddings.token_type_embeddings.weight", c.TypeVocabSize, h)
 	if typeIDs == nil {
 		x = graph.Add(x, bcast(graph.Gather(tt, graph.Zeros(g, shapes.Make(dtypes.Int32, 1, 1))), dims))
@@ -146,10 +188,17 @@ func (m *Model) encoderGraph(ctx *context.Context, ids, mask, typeIDs *graph.Nod
 		x = graph.Add(x, graph.Gather(tt, graph.ExpandAxes(graph.ConvertDType(typeIDs, dtypes.Int32), -1)))
 	}
 	x = m.layerNorm(ctx, x, "embeddings.LayerNorm")
-	x = m.dropout(ctx, x, c.HiddenDropoutProb)
-	if tr != nil {
-		tr("embeddings", x)
-	}
+	return m.dropout(ctx, x, c.HiddenDropoutProb)
+}
+
+// stack is the encoder block stack every BERT-family model shares: for each
+// layer, post-LN self-attention then post-LN erf-GELU feed-forward, over
+// x [B, L, H] with the key mask from mask [B, L]; it returns
+// last_hidden_state [B, L, H].
+func (m *Model) stack(ctx *context.Context, x, mask *graph.Node, tr trace) *graph.Node {
+	c := m.Config
+	dims := x.Shape().Dimensions
+	batch, length, h := dims[0], dims[1], dims[2]
 
 	// Additive key mask [B, 1, 1, L]: (1 - m) * float32_min (HF get_extended_attention_mask).
 	maskF := graph.ConvertDType(mask, dtypes.Float32)

@@ -25,12 +25,6 @@ const Prefix = "bert."
 // WeightsFile is the single-file checkpoint name written by Save.
 const WeightsFile = safetensors.WeightsName
 
-// ignoredPrefixes are checkpoint tensors Load skips on purpose: the MLM / NSP
-// pre-training heads (BertForPreTraining, BertForMaskedLM) and the
-// position_ids buffer older transformers versions saved. Everything else that
-// is not a BertModel (or classifier) parameter is an error.
-var ignoredPrefixes = []string{"cls.predictions.", "cls.seq_relationship.", "embeddings.position_ids"}
-
 // paramSpec is one HF parameter and the shape config.json implies for it.
 type paramSpec struct {
 	name  string
@@ -119,6 +113,7 @@ func hfName(scope, name string) string {
 // Forward, Embed and Score may be called from several goroutines.
 type Model struct {
 	Config        Config
+	Arch          Arch // BERT, or a sibling's (models/xlmr)
 	Backend       backends.Backend
 	Ctx           *context.Context
 	HasPooler     bool
@@ -130,7 +125,7 @@ type Model struct {
 
 // newModel creates the context and fills it with the given tensors (HF names
 // without prefix, all validated).
-func newModel(backend backends.Backend, cfg Config, values map[string]*tensors.Tensor, pooler, classifier bool) *Model {
+func newModel(backend backends.Backend, cfg Config, a Arch, values map[string]*tensors.Tensor, pooler, classifier bool) *Model {
 	ctx := context.New()
 	// Create variables in name order: optimizers and gradient-norm sums walk
 	// them in creation order, so a map's random order would make identical
@@ -144,7 +139,7 @@ func newModel(backend backends.Backend, cfg Config, values map[string]*tensors.T
 		scope, vname := scopeAndName(name)
 		ctx.InAbsPath(scope).VariableWithValue(vname, values[name])
 	}
-	return &Model{Config: cfg, Backend: backend, Ctx: ctx, HasPooler: pooler, HasClassifier: classifier,
+	return &Model{Config: cfg, Arch: a, Backend: backend, Ctx: ctx, HasPooler: pooler, HasClassifier: classifier,
 		execs: map[string]*context.Exec{}}
 }
 
@@ -161,15 +156,21 @@ func newModel(backend backends.Backend, cfg Config, values map[string]*tensors.T
 // Errors name the file and tensor: a missing tensor, an unexpected tensor, a
 // tensor whose shape disagrees with config.json (both shapes given), a
 // non-F32 dtype, or an invalid config.
-func Load(backend backends.Backend, dir string) (*Model, error) {
-	cfg, err := LoadConfig(dir)
+func Load(backend backends.Backend, dir string) (*Model, error) { return LoadFor(backend, dir, BERT) }
+
+// LoadFor is Load for the BERT-family architecture a: config.json must carry
+// a.ModelType, a.Prefix is stripped, a.Ignored tensors are skipped and the
+// classifier head is accepted only when a.Classifier.
+func LoadFor(backend backends.Backend, dir string, a Arch) (*Model, error) {
+	cfg, err := LoadConfigFor(dir, a)
 	if err != nil {
 		return nil, err
 	}
+	tag := a.ModelType
 	cfgPath := filepath.Join(dir, ConfigFile)
 	raw, err := safetensors.LoadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("bert: load %s: %w", dir, err)
+		return nil, fmt.Errorf("%s: load %s: %w", tag, dir, err)
 	}
 	file := weightsPath(dir)
 
@@ -177,9 +178,9 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 	byName := map[string]*safetensors.Tensor{}
 	origName := map[string]string{}
 	for name, t := range raw {
-		n := strings.TrimPrefix(name, Prefix)
+		n := strings.TrimPrefix(name, a.Prefix)
 		if prev, dup := origName[n]; dup {
-			return nil, fmt.Errorf("bert: load %s: tensors %q and %q name the same parameter", file, prev, name)
+			return nil, fmt.Errorf("%s: load %s: tensors %q and %q name the same parameter", tag, file, prev, name)
 		}
 		byName[n], origName[n] = t, name
 	}
@@ -192,8 +193,8 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		held += float64(t.NumElements())
 	}
 	if d := cfg.DeclaredParameters(); d > 2*held {
-		return nil, fmt.Errorf("bert: load %s: config %s declares %.4g encoder parameters (vocab_size %d, hidden_size %d, num_hidden_layers %d, intermediate_size %d, max_position_embeddings %d) but the checkpoint holds %.0f: config and weights do not match",
-			file, cfgPath, d, cfg.VocabSize, cfg.HiddenSize, cfg.NumHiddenLayers, cfg.IntermediateSize, cfg.MaxPositionEmbeddings, held)
+		return nil, fmt.Errorf("%s: load %s: config %s declares %.4g encoder parameters (vocab_size %d, hidden_size %d, num_hidden_layers %d, intermediate_size %d, max_position_embeddings %d) but the checkpoint holds %.0f: config and weights do not match",
+			tag, file, cfgPath, d, cfg.VocabSize, cfg.HiddenSize, cfg.NumHiddenLayers, cfg.IntermediateSize, cfg.MaxPositionEmbeddings, held)
 	}
 	specs := paramSpecs(cfg)
 	has := func(group string) (bool, error) {
@@ -212,12 +213,16 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		case found == 0 && group != groupCore:
 			return false, nil
 		}
-		return false, fmt.Errorf("bert: load %s: missing tensor %q (config %s wants shape %v)",
-			file, missing, cfgPath, shapeOf(specs[group], missing))
+		return false, fmt.Errorf("%s: load %s: missing tensor %q (config %s wants shape %v)",
+			tag, file, missing, cfgPath, shapeOf(specs[group], missing))
 	}
 	values := map[string]*tensors.Tensor{}
 	groups := map[string]bool{}
-	for _, group := range []string{groupCore, groupPooler, groupClassifier} {
+	groupList := []string{groupCore, groupPooler}
+	if a.Classifier {
+		groupList = append(groupList, groupClassifier)
+	}
+	for _, group := range groupList {
 		ok, err := has(group)
 		if err != nil {
 			return nil, err
@@ -229,37 +234,37 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		for _, s := range specs[group] {
 			t := byName[s.name]
 			if !slices.Equal(t.Shape, s.shape) {
-				return nil, fmt.Errorf("bert: load %s: tensor %q: shape %v in checkpoint, config %s wants %v",
-					file, origName[s.name], t.Shape, cfgPath, s.shape)
+				return nil, fmt.Errorf("%s: load %s: tensor %q: shape %v in checkpoint, config %s wants %v",
+					tag, file, origName[s.name], t.Shape, cfgPath, s.shape)
 			}
 			v, err := t.FiniteFloat32()
 			if err != nil {
-				return nil, fmt.Errorf("bert: load %s: tensor %q: %w", file, origName[s.name], err)
+				return nil, fmt.Errorf("%s: load %s: tensor %q: %w", tag, file, origName[s.name], err)
 			}
 			values[s.name] = tensors.FromFlatDataAndDimensions(v, s.shape...)
 		}
 	}
 	if groups[groupClassifier] && !groups[groupPooler] {
-		return nil, fmt.Errorf("bert: load %s: classifier present but pooler missing (tensor %q): BertForSequenceClassification classifies the pooler output",
-			file, "pooler.dense.weight")
+		return nil, fmt.Errorf("%s: load %s: classifier present but pooler missing (tensor %q): BertForSequenceClassification classifies the pooler output",
+			tag, file, "pooler.dense.weight")
 	}
 	var unexpected []string
 	for n := range byName {
-		if _, ok := values[n]; ok || ignored(n) {
+		if _, ok := values[n]; ok || ignored(a, n) {
 			continue
 		}
 		unexpected = append(unexpected, origName[n])
 	}
 	if len(unexpected) > 0 {
 		sort.Strings(unexpected)
-		return nil, fmt.Errorf("bert: load %s: unexpected tensor %q shape %v (%d unexpected in all; not a BertModel/classifier parameter for config %s)",
-			file, unexpected[0], raw[unexpected[0]].Shape, len(unexpected), cfgPath)
+		return nil, fmt.Errorf("%s: load %s: unexpected tensor %q shape %v (%d unexpected in all; not a %s parameter for config %s)",
+			tag, file, unexpected[0], raw[unexpected[0]].Shape, len(unexpected), a.Architecture, cfgPath)
 	}
-	return newModel(backend, cfg, values, groups[groupPooler], groups[groupClassifier]), nil
+	return newModel(backend, cfg, a, values, groups[groupPooler], groups[groupClassifier]), nil
 }
 
-func ignored(name string) bool {
-	for _, p := range ignoredPrefixes {
+func ignored(a Arch, name string) bool {
+	for _, p := range a.Ignored {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
@@ -296,11 +301,21 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // ([NumLabels, HiddenSize]) only when withClassifier. The same seed gives
 // the same weights.
 func NewRandom(backend backends.Backend, cfg Config, withClassifier bool, seed int64) (*Model, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("bert: new random: %w", err)
+	return NewRandomFor(backend, cfg, BERT, withClassifier, seed)
+}
+
+// NewRandomFor is NewRandom for the BERT-family architecture a (a classifier
+// only when a.Classifier). For XLM-R the padding row of
+// position_embeddings is zeroed too, as HF's padding_idx does.
+func NewRandomFor(backend backends.Backend, cfg Config, a Arch, withClassifier bool, seed int64) (*Model, error) {
+	if err := cfg.ValidateFor(a); err != nil {
+		return nil, fmt.Errorf("%s: new random: %w", a.ModelType, err)
+	}
+	if withClassifier && !a.Classifier {
+		return nil, fmt.Errorf("%s: new random: no sequence-classification head for this architecture", a.ModelType)
 	}
 	if withClassifier && cfg.NumLabels <= 0 {
-		return nil, fmt.Errorf("bert: new random: field %q: classifier needs num_labels > 0, got %d", "num_labels", cfg.NumLabels)
+		return nil, fmt.Errorf("%s: new random: field %q: classifier needs num_labels > 0, got %d", a.ModelType, "num_labels", cfg.NumLabels)
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6265727421))
 	specs := paramSpecs(cfg)
@@ -329,10 +344,15 @@ func NewRandom(backend backends.Backend, cfg Config, withClassifier bool, seed i
 					v[i] = 1
 				}
 			}
+			// Positions counted from padding_idx+1 (XLM-R) give pads the
+			// padding_idx row, which nn.Embedding(padding_idx=…) keeps at 0.
+			if s.name == "embeddings.position_embeddings.weight" && a.FirstPosition != nil && cfg.PadTokenID < cfg.MaxPositionEmbeddings {
+				clear(v[cfg.PadTokenID*cfg.HiddenSize : (cfg.PadTokenID+1)*cfg.HiddenSize])
+			}
 			values[s.name] = tensors.FromFlatDataAndDimensions(v, s.shape...)
 		}
 	}
-	return newModel(backend, cfg, values, true, withClassifier), nil
+	return newModel(backend, cfg, a, values, true, withClassifier), nil
 }
 
 // Save writes dir/config.json and dir/model.safetensors (metadata
@@ -348,8 +368,12 @@ func (m *Model) Save(dir string) error {
 		return fmt.Errorf("bert: save: %w", err)
 	}
 	cfg := m.Config
+	a := m.Arch
+	if a.ModelType == "" {
+		a = BERT
+	}
 	if len(cfg.Architectures) == 0 {
-		cfg.Architectures = []string{"BertModel"}
+		cfg.Architectures = []string{a.Architecture}
 		if m.HasClassifier {
 			cfg.Architectures = []string{"BertForSequenceClassification"}
 		}
@@ -383,7 +407,7 @@ func (m *Model) Save(dir string) error {
 			}
 			name := s.name
 			if m.HasClassifier && g != groupClassifier {
-				name = Prefix + name
+				name = a.Prefix + name
 			}
 			out = append(out, safetensors.FromFloat32(name, s.shape, data))
 		}

@@ -108,6 +108,15 @@ func SmallConfig(vocab int) Config {
 	return c
 }
 
+// LargeConfig is google/flan-t5-large: d_model 1024, d_ff 2816 gated-gelu,
+// 24+24 layers, 16 heads, d_kv 64, vocab 32128, untied (783M parameters).
+func LargeConfig() Config {
+	c := DefaultConfig()
+	c.DModel, c.DKV, c.DFF, c.NumLayers, c.NumDecoderLayers, c.NumHeads = 1024, 64, 2816, 24, 24, 16
+	c.FeedForwardProj, c.TieWordEmbeddings = "gated-gelu", false
+	return c
+}
+
 // activation returns the FF activation name and whether the FF is gated,
 // following HF T5Config: "gated-X" → (X, true), with gated-gelu using gelu_new.
 func (c Config) activation() (act string, gated bool, err error) {

@@ -141,7 +141,7 @@ func (e *BERTEncoder) MaxTokens() int {
 	if l <= 0 {
 		l = DefaultMaxLength
 	}
-	return min(l, e.Model.Config.MaxPositionEmbeddings)
+	return min(l, e.Model.MaxLength())
 }
 
 // Tokenize returns the truncated [CLS] text [SEP] ids of each text

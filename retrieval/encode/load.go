@@ -8,15 +8,16 @@ import (
 )
 
 // LoadBERT loads the BERT bi-encoder of an HF model directory (config.json,
-// model.safetensors, vocab.txt or tokenizer.json; bert.LoadWithTokenizer)
-// on the named GoMLX backend ("" = default), named after the directory's
-// base name and configured as the directory declares (DirSettings: pooling,
-// normalize, max_seq_length, prompts; NewBERTEncoder's BGE defaults
-// without sentence-transformers files). pooling, when not "", overrides
-// the directory's: "cls" (BGE, MedEmbed, MedCPT) or "mean"
+// model.safetensors, vocab.txt or tokenizer.json; LoadModelWithTokenizer: BERT
+// or XLM-R by model_type) on the named GoMLX backend ("" = default), named
+// after the directory's base name and configured as the directory declares
+// (DirSettings: pooling, normalize, max_seq_length, prompts; NewBERTEncoder's
+// BGE defaults without sentence-transformers files). pooling, when not "",
+// overrides the directory's: "cls" (BGE, MedEmbed, MedCPT) or "mean"
 // (sentence-transformers). Errors name dir: backend, weights (bert.Load)
 // and tokenizer failures, a tokenizer with more tokens than the model's
-// vocab_size (tokenizer.LoadFor), malformed settings, an unknown pooling.
+// vocab_size (tokenizer.LoadFor), malformed settings, an unknown pooling
+// (bge-m3's sparse and colbert modes by name).
 func LoadBERT(dir, backendName, pooling string) (*BERTEncoder, error) {
 	s, _, err := DirSettings(dir)
 	if err != nil {
@@ -26,9 +27,10 @@ func LoadBERT(dir, backendName, pooling string) (*BERTEncoder, error) {
 		s.Pooling = bert.Pooling(pooling)
 	}
 	if !s.Pooling.Valid() {
-		return nil, fmt.Errorf("pooling %q: want cls or mean", pooling)
+		_, err := bert.ParsePooling(string(s.Pooling))
+		return nil, err
 	}
-	m, tok, err := bert.LoadWithTokenizer(dir, backendName)
+	m, tok, err := LoadModelWithTokenizer(dir, backendName)
 	if err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragforge/ragforge/internal/testutil"
+	"github.com/ragforge/ragforge/internal/testutil/tinyxlmr"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/xlmr"
 )
 
 // LoadBERT reads back a saved encoder: same vectors, the directory's name,
@@ -59,5 +62,55 @@ func TestLoadBERT(t *testing.T) {
 	}
 	if _, err := LoadBERT(dir, testBackend, ""); err == nil || !strings.Contains(err.Error(), "vocab_size") {
 		t.Errorf("tokenizer larger than vocab_size: err = %v", err)
+	}
+}
+
+// An XLM-R directory (model_type xlm-roberta) loads through the same
+// LoadBERT, with its sentencepiece.bpe.model; a tokenizer with more ids than
+// vocab_size, bge-m3's sparse/colbert modes, an unknown pooling and another
+// model family are refused by name.
+func TestLoadXLMR(t *testing.T) {
+	tok := tinyxlmr.Tokenizer(t)
+	save := func(vocab int) string { return tinyxlmr.Save(t, xlmr.TinyConfig(vocab), tok, testBackend) }
+	dir := save(tok.Len())
+	enc, err := LoadBERT(dir, testBackend, "mean")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc.Model.ModelType() != xlmr.ModelType || enc.MaxTokens() != 64 || enc.Pooling != bert.PoolMean {
+		t.Fatalf("model type %q, max tokens %d, pooling %q; want xlm-roberta, 64, mean", enc.Model.ModelType(), enc.MaxTokens(), enc.Pooling)
+	}
+	ids, err := enc.Tokenize([]string{"query: Coloração de Gram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids[0][0] != 0 || ids[0][len(ids[0])-1] != 2 {
+		t.Fatalf("ids %v: want <s>=0 … </s>=2", ids[0])
+	}
+	vecs, err := enc.EncodeQueries([]string{"Coloração de Gram", "Azul de Toluidina"})
+	if err != nil || len(vecs) != 2 || len(vecs[0]) != 64 {
+		t.Fatalf("EncodeQueries: %d vectors, err %v", len(vecs), err)
+	}
+
+	small := save(tok.Len() - 2)
+	for _, tc := range []struct {
+		name, dir, pooling string
+		want               []string
+	}{
+		{"tokenizer past vocab_size", small, "", []string{"tokenizer.json: 2002 tokens", "vocab_size 2000"}},
+		{"bge-m3 sparse", dir, "sparse", []string{"sparse", "colbert", "dense only"}},
+		{"bge-m3 colbert", dir, "colbert", []string{"colbert", "dense only"}},
+		{"unknown pooling", dir, "max", []string{`pooling "max"`, "want cls or mean"}},
+	} {
+		_, err := LoadBERT(tc.dir, testBackend, tc.pooling)
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: err = %v, want it to name %q", tc.name, err, w)
+			}
+		}
+	}
+	t5dir := testutil.SharedPath(t, "fixtures/t5-flan-tiny")
+	if _, err := LoadBERT(t5dir, testBackend, "cls"); err == nil || !strings.Contains(err.Error(), `model_type "t5" is not a supported bi-encoder`) {
+		t.Errorf("t5 directory: err = %v", err)
 	}
 }

@@ -117,7 +117,7 @@ func BenchTrainStep(backendName string, cfg t5.Config, batch, encLen, decLen, st
 	}
 	slices.Sort(perStep)
 	res.MsPerStepMin = 1e3 * perStep[0]
-	res.MsPerStepMedian = 1e3 * median(perStep)
+	res.MsPerStepMedian = 1e3 * trainer.Median(perStep)
 	t0 = time.Now()
 	for range steps {
 		if _, err := lm.ScoreRows(context.Background(), ids, nil); err != nil {
@@ -130,13 +130,4 @@ func BenchTrainStep(backendName string, cfg t5.Config, batch, encLen, decLen, st
 	res.TrainExamplesPerSec = float64(batch*steps) / train
 	res.InferExamplesPerSec = float64(batch*steps) / infer
 	return res, nil
-}
-
-// median of sorted xs (the mean of the two middle values for an even count).
-func median(xs []float64) float64 {
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }

@@ -10,18 +10,19 @@ import (
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
 // SentenceTransformer is the sentence-transformers description of a
-// retriever trained with cfg on a model of config mc: its pooling and
-// normalisation, the token limit it was trained at (MaxLength clamped to
-// max_position_embeddings), the query instruction as the "query" prompt and
-// the document instruction as the "document" prompt.
-func SentenceTransformer(cfg Config, mc bert.Config) hf.SentenceTransformer {
+// retriever trained with cfg on m: its pooling and normalisation, the token
+// limit it was trained at (MaxLength clamped to m.MaxLength()), the query
+// instruction as the "query" prompt and the document instruction as the
+// "document" prompt.
+func SentenceTransformer(cfg Config, m *bert.Model) hf.SentenceTransformer {
 	return hf.SentenceTransformer{
-		Dim: mc.HiddenSize, Pooling: string(cfg.Pooling), Normalize: cfg.Normalize,
-		MaxSeqLength: min(cfg.MaxLength, mc.MaxPositionEmbeddings), QueryPrompt: cfg.QueryInstruction,
+		Dim: m.Config.HiddenSize, Pooling: string(cfg.Pooling), Normalize: cfg.Normalize,
+		MaxSeqLength: min(cfg.MaxLength, m.MaxLength()), QueryPrompt: cfg.QueryInstruction,
 		DocumentPrompt: cfg.DocInstruction,
 	}
 }
@@ -45,12 +46,12 @@ func Export(srcDir, outDir, backendName string, st hf.SentenceTransformer) error
 	if _, err := os.Lstat(outDir); err == nil {
 		return fmt.Errorf("export retriever %s: %s already exists (not overwritten)", srcDir, outDir)
 	}
-	m, tok, err := bert.LoadWithTokenizer(src, backendName)
+	m, tok, err := encode.LoadModelWithTokenizer(src, backendName) // BERT or XLM-R by model_type
 	if err != nil {
 		return fmt.Errorf("export retriever: %w", err)
 	}
 	st.Dim = m.Config.HiddenSize
-	st.MaxSeqLength = min(st.MaxSeqLength, m.Config.MaxPositionEmbeddings)
+	st.MaxSeqLength = min(st.MaxSeqLength, m.MaxLength())
 	if err := st.Validate(); err != nil {
 		return fmt.Errorf("export retriever %s: %w", srcDir, err)
 	}

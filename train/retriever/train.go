@@ -17,6 +17,7 @@ import (
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -241,9 +242,13 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 	if err != nil {
 		return nil, err
 	}
-	m, err := bert.Load(be, modelDir)
+	m, err := encode.LoadModel(be, modelDir) // BERT or XLM-R by model_type
 	if err != nil {
 		return nil, fmt.Errorf("retriever train: %w", err)
+	}
+	if tok.Len() > m.Config.VocabSize {
+		return nil, fmt.Errorf("retriever train: tokenizer of %s has %d tokens, more than vocab_size %d in %s: ids from %d on have no embedding",
+			initDir, tok.Len(), m.Config.VocabSize, filepath.Join(modelDir, bert.ConfigFile), m.Config.VocabSize)
 	}
 	res.Model = m
 	t, err := newTrainRun(be, cfg, triplets, tok, m, state, res)
@@ -320,7 +325,7 @@ type trainRun struct {
 // RNG.
 func newTrainRun(be backends.Backend, cfg Config, triplets []Triplet, tok tokenizer.Tokenizer, m *bert.Model,
 	state trainer.State, res *Result) (*trainRun, error) {
-	maxTok := min(cfg.MaxLength, m.Config.MaxPositionEmbeddings)
+	maxTok := min(cfg.MaxLength, m.MaxLength())
 	n := cfg.NumNegatives
 	nh := cfg.NumHypo
 	maxNegs, maxHypo := 0, 0
@@ -442,7 +447,7 @@ func (t *trainRun) finish() error {
 	}
 	// The final model is also a sentence-transformers directory that encodes
 	// as training did.
-	if err := hf.WriteSentenceTransformer(cfg.OutputDir, SentenceTransformer(cfg, m.Config)); err != nil {
+	if err := hf.WriteSentenceTransformer(cfg.OutputDir, SentenceTransformer(cfg, m)); err != nil {
 		return fmt.Errorf("retriever train: %w", err)
 	}
 	return nil

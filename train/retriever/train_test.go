@@ -149,7 +149,7 @@ func TestTrainLossMatchesInferenceAndDecreases(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("sentence-transformers files: ok %v, %v", ok, err)
 	}
-	if want := SentenceTransformer(cfg, res.Model.Config); st != want || st.Pooling != "cls" || !st.Normalize {
+	if want := SentenceTransformer(cfg, res.Model); st != want || st.Pooling != "cls" || !st.Normalize {
 		t.Errorf("sentence-transformers config %+v, want %+v (CLS, normalized)", st, want)
 	}
 }

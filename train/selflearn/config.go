@@ -101,6 +101,10 @@ type Config struct {
 	Epochs          int     // epochs of both trainings (1)
 	MaxLength       int     // retriever token limit (512)
 	MaxTargetTokens int     // generator SFT target length limit (256)
+	// SubBatchTokens bounds one GradCache encoder pass of the retriever
+	// training (retriever.Config.SubBatchTokens; 0 = its default 4096): the
+	// activation memory, not the loss. Omitted from the config hash when 0.
+	SubBatchTokens int `json:",omitempty"`
 	// SkipNonFinite makes the retriever training skip (and count) updates
 	// whose loss or gradient is not finite instead of failing the round
 	// (not part of the config hash: a failed round may be rerun with it).
@@ -204,6 +208,8 @@ func (c Config) Validate() error {
 		return bad("Epochs", c.Epochs, ">= 1")
 	case c.MaxLength < 2:
 		return bad("MaxLength", c.MaxLength, ">= 2")
+	case c.SubBatchTokens < 0:
+		return bad("SubBatchTokens", c.SubBatchTokens, ">= 0 (0 = the trainer's default)")
 	case c.MaxTargetTokens < 2:
 		return bad("MaxTargetTokens", c.MaxTargetTokens, ">= 2")
 	case c.EvalDepth < 1:

@@ -126,6 +126,9 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 	rc.QueryInstruction, rc.Seed = s.cfg.QueryInstruction, uint64(s.cfg.Seed)+uint64(t)
 	rc.DocInstruction, rc.Normalize = s.cfg.DocInstruction, !s.cfg.Unnormalized
 	rc.SkipNonFinite = s.cfg.SkipNonFinite
+	if s.cfg.SubBatchTokens > 0 {
+		rc.SubBatchTokens = s.cfg.SubBatchTokens
+	}
 	pool, err := s.pooling()
 	if err != nil {
 		return err

@@ -111,6 +111,7 @@ func TestConfigValidate(t *testing.T) {
 		{"Temperature", func(c *Config) { c.Temperature = 0 }},
 		{"Rounds", func(c *Config) { c.Rounds = 0 }},
 		{"NegativeMaxScore", func(c *Config) { c.NegativeMaxScore = 1.5 }},
+		{"SubBatchTokens", func(c *Config) { c.SubBatchTokens = -1 }},
 		{"NegativeMaxScore", func(c *Config) { c.NegativeMaxScore = -0.5 }},
 		{"QueriesPerChunk", func(c *Config) { c.QueriesPerChunk = 0 }},
 		{"Pooling", func(c *Config) { c.Pooling = "max" }},
@@ -139,6 +140,20 @@ func TestConfigHashWithoutBM25(t *testing.T) {
 	pt.BM25 = bm25.Config{K1: 0.9, B: 0.75, Analyzer: "pt"}
 	if configHash(pt) == configHash(c) {
 		t.Error("a BM25 config leaves the config hash unchanged")
+	}
+}
+
+// SubBatchTokens 0 (the trainer's default) keeps earlier runs' config hash;
+// another pass size changes it (it changes the dropout masks drawn).
+func TestConfigHashSubBatchTokens(t *testing.T) {
+	c := DefaultConfig()
+	if b, _ := json.Marshal(c); strings.Contains(string(b), "SubBatchTokens") {
+		t.Errorf("default config JSON names SubBatchTokens: %s", b)
+	}
+	small := c
+	small.SubBatchTokens = 1024
+	if configHash(small) == configHash(c) {
+		t.Error("--sub-batch-tokens leaves the config hash unchanged")
 	}
 }
 

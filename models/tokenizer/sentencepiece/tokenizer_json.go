@@ -199,3 +199,20 @@ func XLMRTokenizerJSON(m *Model) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// XLMRLayout re-lays m out as an XLM-R sentencepiece.bpe.model: <unk>, <s>,
+// </s> as pieces 0, 1, 2, then m's pieces that are neither control nor
+// unknown, in order, with m's trainer and normalizer settings. It turns a
+// T5 spiece.model (<pad>, </s>, <unk> first) into a vocabulary an XLM-R
+// model of random init can use (`models init --arch xlm-roberta`, tests).
+func XLMRLayout(m *Model) (*Model, error) {
+	pieces := []Piece{{Piece: "<unk>", Type: Unknown}, {Piece: "<s>", Type: Control}, {Piece: "</s>", Type: Control}}
+	for _, p := range m.pieces {
+		if p.Type != Control && p.Type != Unknown {
+			pieces = append(pieces, p)
+		}
+	}
+	ts := m.trainer
+	ts.UnkID, ts.BOSID, ts.EOSID, ts.PadID, ts.VocabSize = 0, 1, 2, -1, int32(len(pieces))
+	return New(pieces, ts, m.normalizer)
+}

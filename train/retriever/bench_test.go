@@ -1,0 +1,33 @@
+package retriever
+
+import (
+	"testing"
+
+	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/xlmr"
+)
+
+// BenchTrainStep runs an InfoNCE update and encoding at a tiny shape for
+// both architectures and reports positive rates.
+func TestBenchTrainStep(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  bert.Config
+		arch bert.Arch
+	}{
+		{"bert", bert.TinyConfig(300), bert.BERT},
+		{"xlm-roberta", xlmr.TinyConfig(300), xlmr.Arch},
+	} {
+		r, err := BenchTrainStep("go:ops_sequential", tc.cfg, tc.arch,
+			BenchShape{Queries: 2, Negatives: 1, Length: 16, SubBatchTokens: 32, EncodeBatch: 2, EncodeLength: 16}, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !(r.MsPerStepMedian > 0 && r.TrainTokensPerSec > 0 && r.EncodePassagesPerSec > 0) {
+			t.Fatalf("%s: %+v", tc.name, r)
+		}
+	}
+	if _, err := BenchTrainStep("go", xlmr.TinyConfig(300), xlmr.Arch, BenchShape{Queries: 1, Length: 65, EncodeBatch: 1, EncodeLength: 8}, 1); err == nil {
+		t.Fatal("length 65 on a 64-token model: no error")
+	}
+}
