@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragforge/ragforge/internal/testutil/tinyqwen"
+	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 	"github.com/ragforge/ragforge/models/labelstore"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/internal/testutil/tinyqwen"
+	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"

@@ -1,7 +1,10 @@
 // Package archtest checks the direction of ragforge's package dependencies
 // (docs/architecture.md): cmd → infer, train, label → retrieval, models →
-// data, with no dependency between train and infer or from train or infer
-// to label, and none upward from data, models or retrieval. The check runs as a test over `go list`.
+// data → internal, with no dependency between train and infer or from train
+// or infer to label, and none upward from internal, data, models or
+// retrieval. The checks run as tests over `go list`: Rules over each
+// package's build, TableViolations over every import edge (test files
+// included) against the doc's package map.
 package archtest
 
 import (
@@ -31,7 +34,7 @@ var Rules = []Rule{
 	{"data", []string{"train", "infer", "label", "cmd", "models", "retrieval"}, "data is the bottom floor"},
 	{"models", []string{"train", "infer", "label", "cmd", "retrieval"}, "models sit below retrieval"},
 	{"retrieval", []string{"train", "infer", "label", "cmd"}, "retrieval sits below train and infer"},
-	{"internal", []string{"train", "infer", "label", "cmd", "retrieval"}, "shared helpers depend on nothing above models"},
+	{"internal", []string{"train", "infer", "label", "cmd", "retrieval", "models", "data"}, "internal is the bottom floor: helpers with no domain"},
 }
 
 // under reports whether module-relative path rel is dir or inside it.

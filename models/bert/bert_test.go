@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"github.com/ragforge/ragforge/internal/catch"
-	"github.com/ragforge/ragforge/internal/xlatest"
+	"github.com/ragforge/ragforge/models/testutil/xlatest"
 	"math"
 	"os"
 	"path/filepath"

@@ -13,7 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/internal/xlatest"
+	"github.com/ragforge/ragforge/models/testutil/xlatest"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/safetensors"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ragforge/ragforge/internal/testutil/tinyqwen"
+	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 	"github.com/ragforge/ragforge/models/decoder"
 	"github.com/ragforge/ragforge/models/openai"
 )

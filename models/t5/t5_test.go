@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/ragforge/ragforge/internal/xlatest"
+	"github.com/ragforge/ragforge/models/testutil/xlatest"
 	"math"
 	"math/rand/v2"
 	"os"

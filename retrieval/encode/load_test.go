@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/internal/testutil/tinyxlmr"
+	"github.com/ragforge/ragforge/models/testutil/tinyxlmr"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/xlmr"
 )

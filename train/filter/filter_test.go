@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/internal/testutil/tinyt5"
+	"github.com/ragforge/ragforge/models/testutil/tinyt5"
 	"github.com/ragforge/ragforge/models/backend"
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/safetensors"

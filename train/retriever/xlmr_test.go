@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragforge/ragforge/internal/testutil/tinyxlmr"
+	"github.com/ragforge/ragforge/models/testutil/tinyxlmr"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/xlmr"
 	"github.com/ragforge/ragforge/retrieval/encode"
