@@ -13,9 +13,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/models/testutil/xlatest"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/safetensors"
+	"github.com/ragforge/ragforge/models/testutil/xlatest"
 )
 
 // fixtureNames are the decoder fixtures of ../shared/fixtures (README §10).

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 	"github.com/ragforge/ragforge/models/decoder"
 	"github.com/ragforge/ragforge/models/openai"
+	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 )
 
 func loadQwen2Tiny(t *testing.T) *Decoder {
