@@ -13,8 +13,8 @@ import (
 	"github.com/ragforge/ragforge/infer/eval/mcqa"
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/infer/serve"
-	"github.com/ragforge/ragforge/models/testutil/tinyt5"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/testutil/tinyt5"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 )
 

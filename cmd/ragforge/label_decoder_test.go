@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 	"github.com/ragforge/ragforge/models/labelstore"
+	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 )
 
 // label perplexity --scorer hf:DIR scores with a local decoder chosen by

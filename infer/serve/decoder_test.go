@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
+	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 )
 
 // decoderFixture serves the pipeline fixture with a Qwen2 decoder as the

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/models/testutil/tinyxlmr"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/testutil/tinyxlmr"
 	"github.com/ragforge/ragforge/models/xlmr"
 )
 

@@ -15,11 +15,11 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/models/testutil/tinyt5"
 	"github.com/ragforge/ragforge/models/backend"
 	mfilter "github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/safetensors"
 	"github.com/ragforge/ragforge/models/t5"
+	"github.com/ragforge/ragforge/models/testutil/tinyt5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/train/trainer"
 )

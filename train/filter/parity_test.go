@@ -8,8 +8,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/models/testutil/trainfix"
 	"github.com/ragforge/ragforge/models/safetensors"
+	"github.com/ragforge/ragforge/models/testutil/trainfix"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 

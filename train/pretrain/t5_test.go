@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
-	"github.com/ragforge/ragforge/models/testutil/tinyt5"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
+	"github.com/ragforge/ragforge/models/testutil/tinyt5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
 

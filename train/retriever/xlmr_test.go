@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragforge/ragforge/models/testutil/tinyxlmr"
 	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/testutil/tinyxlmr"
 	"github.com/ragforge/ragforge/models/xlmr"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
