@@ -16,7 +16,7 @@ import (
 	"github.com/ragforge/ragforge/models/decoder"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/xlmr"
-	"github.com/ragforge/ragforge/train/filter"
+	"github.com/ragforge/ragforge/train/filtertrain"
 	"github.com/ragforge/ragforge/train/memory"
 	"github.com/ragforge/ragforge/train/retriever"
 )
@@ -45,14 +45,14 @@ type benchDecoder struct {
 // configuration, Retriever for a retriever shape, Decoder for a
 // decoder-only one; Estimate (training memory) for the first two.
 type benchModelResult struct {
-	Name      string                 `json:"name"`
-	Backend   string                 `json:"backend"`
-	Result    *filter.BenchResult    `json:"result,omitempty"`
-	Retriever *retriever.BenchResult `json:"retriever,omitempty"`
-	Decoder   *decoder.BenchResult   `json:"decoder,omitempty"`
-	Estimate  *memory.Estimate       `json:"memory_estimate,omitempty"`
-	PeakRSS   int64                  `json:"peak_rss_bytes"`
-	Threads   int                    `json:"gomaxprocs"`
+	Name      string                   `json:"name"`
+	Backend   string                   `json:"backend"`
+	Result    *filtertrain.BenchResult `json:"result,omitempty"`
+	Retriever *retriever.BenchResult   `json:"retriever,omitempty"`
+	Decoder   *decoder.BenchResult     `json:"decoder,omitempty"`
+	Estimate  *memory.Estimate         `json:"memory_estimate,omitempty"`
+	PeakRSS   int64                    `json:"peak_rss_bytes"`
+	Threads   int                      `json:"gomaxprocs"`
 }
 
 func peakRSS() int64 {
@@ -198,7 +198,7 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 			}
 			r.Retriever = &res
 		} else {
-			res, err := filter.BenchTrainStep(g.Backend, c.Config, c.Batch, c.EncLen, c.DecLen, o.Steps)
+			res, err := filtertrain.BenchTrainStep(g.Backend, c.Config, c.Batch, c.EncLen, c.DecLen, o.Steps)
 			if err != nil {
 				return fmt.Errorf("bench %s: %w", c.Name, err)
 			}

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data/sample"
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -166,7 +166,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) (*demoState, error)
 	if len(o.FilterMatchMarksRare) > 0 && !o.FilterMatchMarks {
 		return nil, fmt.Errorf("--filter-match-marks-rare needs --filter-match-marks")
 	}
-	if err := mfilter.CheckRareDocFractions(o.FilterMatchMarksRare); err != nil {
+	if err := filter.CheckRareDocFractions(o.FilterMatchMarksRare); err != nil {
 		return nil, fmt.Errorf("--filter-match-marks-rare: %w", err)
 	}
 	if o.FilterCalibrate && len(o.FilterEnsembleSeeds) > 0 {

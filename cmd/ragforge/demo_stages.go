@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval/bm25"
-	"github.com/ragforge/ragforge/train/filter"
+	"github.com/ragforge/ragforge/train/filtertrain"
 )
 
 // demoSteps are the demo's stages, the steps run in order. Each stage calls
@@ -357,11 +357,11 @@ const demoEvalSeqLength = "384"
 // on; and, as a baseline, the word-overlap features without the T5. The
 // calibrated filter is the one evaluated, exported and served.
 func demoCalibrateFilter(ctx context.Context, st *demoState) (demoStage, error) {
-	all, err := mfilter.ReadExamples(st.dirs["labels"])
+	all, err := filter.ReadExamples(st.dirs["labels"])
 	if err != nil {
 		return demoStage{}, err
 	}
-	held, err := mfilter.ReadExamples(filepath.Join(st.dirs["filter-out"], "valid.jsonl"))
+	held, err := filter.ReadExamples(filepath.Join(st.dirs["filter-out"], "valid.jsonl"))
 	if err != nil {
 		return demoStage{}, err
 	}
@@ -369,25 +369,25 @@ func demoCalibrateFilter(ctx context.Context, st *demoState) (demoStage, error) 
 	for _, ex := range held {
 		out[ex.ID] = true
 	}
-	var train []mfilter.Example
+	var train []filter.Example
 	for _, ex := range all {
 		if !out[ex.ID] {
 			train = append(train, ex)
 		}
 	}
 	data := st.path("labels", "evidence-train.jsonl")
-	if err := mfilter.WriteJSONL(data, train); err != nil {
+	if err := filter.WriteJSONL(data, train); err != nil {
 		return demoStage{}, err
 	}
 	t5 := st.filterMembers[0]
 	var cmds []string
 	var res struct {
-		RunID  string                   `json:"run_id"`
-		Report filter.CalibrationReport `json:"report"`
+		RunID  string                        `json:"run_id"`
+		Report filtertrain.CalibrationReport `json:"report"`
 	}
 	for _, c := range []struct{ name, features string }{
-		{"filter-calibrated", strings.Join(mfilter.CalibrationFeatures, ",")},
-		{"filter-words-only", mfilter.FeatureCoverage + "," + mfilter.FeatureLevelSum},
+		{"filter-calibrated", strings.Join(filter.CalibrationFeatures, ",")},
+		{"filter-words-only", filter.FeatureCoverage + "," + filter.FeatureLevelSum},
 	} {
 		args := []string{"train", "calibration", "--model", t5, "--data", data, "--idf-from", filepath.Join(st.dirs["filter-out"], "train.jsonl"),
 			"--features", c.features, "--max-seq-length", demoEvalSeqLength, "--doc-stride", "64", "--out", st.fresh(c.name)}

@@ -6,13 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
-	"github.com/ragforge/ragforge/train/filter"
+	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/train/filtertrain"
 )
 
 // filterWindows are --max-seq-length and --doc-stride of a command that
 // reads a filter (eval filter, train calibration, export). They default to
-// the filter's own (filter.CheckpointWindows: its config.json's, else its
+// the filter's own (filtertrain.CheckpointWindows: its config.json's, else its
 // training run's, else RAG²'s 512 / 128); a flag overrides one value, says
 // so on stderr, and Sources records where each came from.
 type filterWindows struct {
@@ -27,15 +27,15 @@ type filterWindows struct {
 }
 
 func (w *filterWindows) add(cmd *cobra.Command) {
-	d := mfilter.DefaultWindows()
+	d := filter.DefaultWindows()
 	f := cmd.Flags()
 	f.IntVar(&w.MaxSeqLength, "max-seq-length", d.MaxSeqLength, "tokens per window, </s> included (default: the filter's config.json ragforge_filter_windows, else its training_args.json, else 512)")
 	f.IntVar(&w.DocStride, "doc-stride", d.DocStride, "tokens shared by consecutive windows (default: as --max-seq-length, else 128)")
 	w.changed = f.Changed
 }
 
-func (w *filterWindows) set() mfilter.WindowSettings {
-	return mfilter.WindowSettings{MaxSeqLength: w.MaxSeqLength, DocStride: w.DocStride}
+func (w *filterWindows) set() filter.WindowSettings {
+	return filter.WindowSettings{MaxSeqLength: w.MaxSeqLength, DocStride: w.DocStride}
 }
 
 // resolve takes the windows of the filter directories dirs (an ensemble's
@@ -43,10 +43,10 @@ func (w *filterWindows) set() mfilter.WindowSettings {
 // flag that overrides them. Errors: members read at different windows
 // with no flags to settle them, malformed files, invalid windows.
 func (w *filterWindows) resolve(dirs []string, errOut io.Writer) error {
-	var own mfilter.WindowSettings
+	var own filter.WindowSettings
 	var from string
 	for i, d := range dirs {
-		cw, src, err := filter.CheckpointWindows(d)
+		cw, src, err := filtertrain.CheckpointWindows(d)
 		if err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func (w *filterWindows) resolve(dirs []string, errOut io.Writer) error {
 			*v.val, *v.recordsIn = v.model, from
 			continue
 		}
-		*v.recordsIn = filter.WindowsFromFlag
+		*v.recordsIn = filtertrain.WindowsFromFlag
 		fmt.Fprintf(errOut, "filter %s: --%s %d overrides the %s value %d\n", dirs[0], v.flag, *v.val, from, v.model)
 	}
 	if err := w.set().Check(); err != nil {

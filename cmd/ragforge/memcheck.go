@@ -7,7 +7,7 @@ import (
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/retrieval/encode"
-	"github.com/ragforge/ragforge/train/filter"
+	"github.com/ragforge/ragforge/train/filtertrain"
 	"github.com/ragforge/ragforge/train/memory"
 	"github.com/ragforge/ragforge/train/retriever"
 )
@@ -19,7 +19,7 @@ const filterDecoderTokens = 2
 // w and refuses, before any data is read, a step over the available memory
 // (memory.Available), naming a --batch-size/--grad-accum (same effective
 // batch) or --max-seq-length that fits.
-func checkFilterMemory(w io.Writer, c filter.Config) error {
+func checkFilterMemory(w io.Writer, c filtertrain.Config) error {
 	mc, err := t5.LoadConfig(c.ModelDir)
 	if err != nil {
 		return err

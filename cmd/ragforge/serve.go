@@ -24,7 +24,7 @@ import (
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
-	"github.com/ragforge/ragforge/train/filter"
+	"github.com/ragforge/ragforge/train/filtertrain"
 )
 
 type pipelineBuildOptions struct {
@@ -129,7 +129,7 @@ func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (er
 	}
 	if o.Filter != "" {
 		// The windows the filter was evaluated at (its export's config.json).
-		w, from, err := filter.CheckpointWindows(o.Filter)
+		w, from, err := filtertrain.CheckpointWindows(o.Filter)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	tktrain "github.com/ragforge/ragforge/models/tokenizer/learn"
+	"github.com/ragforge/ragforge/models/tokenizer/learn"
 )
 
 // tokenizerTrainOptions are the flags of `tokenizer train`.
@@ -60,20 +60,20 @@ func runTokenizerTrain(_ context.Context, g *globals, o tokenizerTrainOptions) e
 	}
 	switch o.Kind {
 	case "unigram":
-		m, err := tktrain.TrainUnigram(texts, tktrain.UnigramOptions{VocabSize: o.VocabSize})
+		m, err := learn.TrainUnigram(texts, learn.UnigramOptions{VocabSize: o.VocabSize})
 		if err != nil {
 			return err
 		}
-		if err := tktrain.WriteT5Dir(o.Out, m); err != nil {
+		if err := learn.WriteT5Dir(o.Out, m); err != nil {
 			return err
 		}
 		fmt.Fprintf(g.Out, "wrote a %d-piece Unigram tokenizer (+100 sentinels) to %s\n", m.Size(), o.Out)
 	case "wordpiece":
-		v, err := tktrain.TrainWordPiece(texts, tktrain.WordPieceOptions{VocabSize: o.VocabSize})
+		v, err := learn.TrainWordPiece(texts, learn.WordPieceOptions{VocabSize: o.VocabSize})
 		if err != nil {
 			return err
 		}
-		if err := tktrain.WriteBERTDir(o.Out, v, true); err != nil {
+		if err := learn.WriteBERTDir(o.Out, v, true); err != nil {
 			return err
 		}
 		fmt.Fprintf(g.Out, "wrote a %d-token WordPiece vocabulary to %s\n", len(v), o.Out)

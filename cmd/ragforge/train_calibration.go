@@ -8,14 +8,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/internal/progress"
-	mfilter "github.com/ragforge/ragforge/models/filter"
-	"github.com/ragforge/ragforge/train/filter"
+	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/train/filtertrain"
 )
 
 // trainCalibrationOptions are the flags of `train calibration`.
 type trainCalibrationOptions struct {
 	Model, Data, IDFFrom, Features, Out string
-	Opt                                 filter.CalibrateOptions
+	Opt                                 filtertrain.CalibrateOptions
 	Windows                             filterWindows
 }
 
@@ -52,7 +52,7 @@ func newTrainCalibrationCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.Model, "model", "", "filter checkpoint directory (required)")
 	f.StringVar(&o.Data, "data", "", "labeled examples the filter was not trained on, RAG² filter schema (.json or .jsonl) (required)")
 	f.StringVar(&o.IDFFrom, "idf-from", "", "examples whose distinct evidence texts give coverage's IDF, e.g. the filter's ICT train.jsonl (default: --data)")
-	f.StringVar(&o.Features, "features", strings.Join(mfilter.CalibrationFeatures, ","), "comma-separated features, in this order: "+strings.Join(mfilter.CalibrationFeatures, ", "))
+	f.StringVar(&o.Features, "features", strings.Join(filter.CalibrationFeatures, ","), "comma-separated features, in this order: "+strings.Join(filter.CalibrationFeatures, ", "))
 	f.Float64Var(&o.Opt.L2, "l2", 1, "L2 penalty on the feature weights (sklearn's 1/C)")
 	f.StringVar(&o.Out, "out", "", "directory for the calibrated checkpoint (required; must not exist)")
 	o.Windows.add(cmd)
@@ -73,7 +73,7 @@ func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
 	for i := range o.Opt.Features {
 		o.Opt.Features[i] = strings.TrimSpace(o.Opt.Features[i])
 	}
-	if err := mfilter.CheckCalibrationFeatures(o.Opt.Features); err != nil {
+	if err := filter.CheckCalibrationFeatures(o.Opt.Features); err != nil {
 		return fmt.Errorf("--features %q: %w", o.Features, err)
 	}
 	if o.Model, err = modelDir(g, "model", o.Model); err != nil {
@@ -86,7 +86,7 @@ func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
 		return err
 	}
 	o.Opt.MaxSeqLength, o.Opt.DocStride = o.Windows.MaxSeqLength, o.Windows.DocStride
-	examples, err := mfilter.ReadExamples(o.Data)
+	examples, err := filter.ReadExamples(o.Data)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
 	bar := progress.New(g.Err, -1, "train calibration")
 	o.Opt.Backend = g.Backend
 	o.Opt.Progress = bar.Func()
-	rep, err := filter.Calibrate(o.Model, o.Out, examples, o.Opt)
+	rep, err := filtertrain.Calibrate(o.Model, o.Out, examples, o.Opt)
 	bar.Finish()
 	if err != nil {
 		return err
@@ -120,7 +120,7 @@ func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
 	if g.JSON {
 		return printJSON(g.Out, map[string]any{"run_id": run.ID, "report": rep})
 	}
-	fmt.Fprintf(g.Out, "run %s: fitted on %d examples (%d %s) in %d Newton steps\n", run.ID, rep.N, rep.Helpful, mfilter.Helpful, rep.Iterations)
+	fmt.Fprintf(g.Out, "run %s: fitted on %d examples (%d %s) in %d Newton steps\n", run.ID, rep.N, rep.Helpful, filter.Helpful, rep.Iterations)
 	fmt.Fprintf(g.Out, "weights: intercept %.4f", rep.Weights[0])
 	for i, f := range rep.Features {
 		fmt.Fprintf(g.Out, ", %s %.4f", f, rep.Weights[i+1])
@@ -136,13 +136,13 @@ func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
 // evidenceTexts reads the evidence texts of a RAG² filter examples file,
 // naming the file and example id of an instruction that is not RAG²'s.
 func evidenceTexts(path string) ([]string, error) {
-	examples, err := mfilter.ReadExamples(path)
+	examples, err := filter.ReadExamples(path)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]string, len(examples))
 	for i, ex := range examples {
-		if out[i], _, err = mfilter.ParseInstruction(strings.TrimSpace(ex.Question)); err != nil {
+		if out[i], _, err = filter.ParseInstruction(strings.TrimSpace(ex.Question)); err != nil {
 			return nil, fmt.Errorf("%s: example %q: field \"question\": %w", path, ex.ID, err)
 		}
 	}

@@ -8,16 +8,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/internal/progress"
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/t5"
-	"github.com/ragforge/ragforge/train/filter"
+	"github.com/ragforge/ragforge/train/filtertrain"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
 type trainFilterOptions struct {
-	Config filter.Config
+	Config filtertrain.Config
 	Recipe string
-	Data   filter.Data
+	Data   filtertrain.Data
 }
 
 const trainFilterLong = `Fine-tunes a T5 checkpoint (a real Flan-T5 or ` + "`models init`" + ` output) on
@@ -55,7 +55,7 @@ words in the evidence on its own. Starting from a checkpoint of train
 calibration drops its calibration, which was fitted to the start weights.`
 
 func newTrainFilterCmd(g *globals) *cobra.Command {
-	o := trainFilterOptions{Config: filter.DefaultConfig(), Data: filter.Data{ValidFrac: 0.2}}
+	o := trainFilterOptions{Config: filtertrain.DefaultConfig(), Data: filtertrain.Data{ValidFrac: 0.2}}
 	cmd := &cobra.Command{
 		Use:     "filter",
 		Short:   "Fine-tune a T5 checkpoint as the RAG² [HELPFUL]/[NOT_HELPFUL] filter",
@@ -102,7 +102,7 @@ func newTrainFilterCmd(g *globals) *cobra.Command {
 // trainFilterConfig is o.Config with the backend, the recipe's settings and
 // the explicitly given flags over them, validated; it returns the recipe's
 // name too.
-func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (filter.Config, string, error) {
+func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (filtertrain.Config, string, error) {
 	c := o.Config
 	c.Backend = g.Backend
 	if o.Data.Train == "" || c.ModelDir == "" || c.OutputDir == "" {
@@ -120,7 +120,7 @@ func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (fi
 	if len(c.MatchMarksRare) > 0 && !c.MatchMarks {
 		return c, "", fmt.Errorf("--match-marks-rare needs --match-marks")
 	}
-	if err := mfilter.CheckRareDocFractions(c.MatchMarksRare); err != nil {
+	if err := filter.CheckRareDocFractions(c.MatchMarksRare); err != nil {
 		return c, "", fmt.Errorf("--match-marks-rare: %w", err)
 	}
 	if err := o.Data.Check(); err != nil {
@@ -130,7 +130,7 @@ func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (fi
 	if err != nil {
 		return c, "", err
 	}
-	r, err := filter.LookupRecipe(recipe)
+	r, err := filtertrain.LookupRecipe(recipe)
 	if err != nil {
 		return c, "", err
 	}
@@ -154,7 +154,7 @@ func runTrainFilter(cmd *cobra.Command, g *globals, o trainFilterOptions) (err e
 		return err
 	}
 	// Before a run is started (and recorded in --out).
-	train, valid, err := filter.PrepareData(c, o.Data)
+	train, valid, err := filtertrain.PrepareData(c, o.Data)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func runTrainFilter(cmd *cobra.Command, g *globals, o trainFilterOptions) (err e
 	defer st.Close()
 	defer finishRun(run, &err)
 	bar := progress.New(g.Err, -1, "train filter")
-	res, err := filter.Train(cmdContext(cmd), c, train, valid, run, func(p filter.Progress) {
+	res, err := filtertrain.Train(cmdContext(cmd), c, train, valid, run, func(p filtertrain.Progress) {
 		switch p.Phase {
 		case "train":
 			bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Epochs, p.Loss, p.LearningRate, p.TokensPerSec))
@@ -198,7 +198,7 @@ func runTrainFilter(cmd *cobra.Command, g *globals, o trainFilterOptions) (err e
 
 // filterLogLine formats a "log" or "eval" progress report as HF Trainer's
 // log line (a Python-style dict; eval metrics prefixed "eval_").
-func filterLogLine(p filter.Progress) string {
+func filterLogLine(p filtertrain.Progress) string {
 	if p.Phase == "eval" {
 		parts := make([]string, 0, len(p.Valid)+2)
 		for _, k := range sortedKeys(p.Valid) {
@@ -219,7 +219,7 @@ func filterLogLine(p filter.Progress) string {
 type evalFilterOptions struct {
 	Models    []string // one checkpoint, or an ensemble's members
 	Data, Out string
-	Eval      filter.EvalOptions
+	Eval      filtertrain.EvalOptions
 	Windows   filterWindows
 }
 
@@ -274,7 +274,7 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 		return err
 	}
 	o.Eval.MaxSeqLength, o.Eval.DocStride = o.Windows.MaxSeqLength, o.Windows.DocStride
-	examples, err := mfilter.ReadExamples(o.Data)
+	examples, err := filter.ReadExamples(o.Data)
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 	bar := progress.New(g.Err, -1, "eval filter")
 	o.Eval.Backend = g.Backend
 	o.Eval.Progress = bar.Func()
-	rep, err := filter.EvaluateEnsemble(o.Models, examples, o.Eval)
+	rep, err := filtertrain.EvaluateEnsemble(o.Models, examples, o.Eval)
 	bar.Finish()
 	if err != nil {
 		return err
@@ -412,7 +412,7 @@ func runExport(g *globals, o exportOptions) error {
 			return fmt.Errorf("run %s is a %s run; export takes a train-filter run", d.ID, d.Kind)
 		}
 		var cfg struct {
-			Config filter.Config `json:"config"`
+			Config filtertrain.Config `json:"config"`
 		}
 		if err := jsonUnmarshal(d.Config, &cfg); err != nil {
 			return fmt.Errorf("run %s: config: %w", d.ID, err)
@@ -423,13 +423,13 @@ func runExport(g *globals, o exportOptions) error {
 		return err
 	}
 	w := o.Windows.set()
-	if err := filter.ExportAt(src, o.Out, &w); err != nil {
+	if err := filtertrain.ExportAt(src, o.Out, &w); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.Out, "exported %s to %s (windows: %d tokens sharing %d, %s)\n", src, o.Out, w.MaxSeqLength, w.DocStride, o.Windows.Sources.MaxSeqLength)
 	if c, err := t5.LoadConfig(o.Out); err == nil {
-		if _, marked := c.Extra(mfilter.MatchMarksKey); marked {
-			fmt.Fprintf(g.Err, "note: %s reads match-marked evidence (%s in config.json); mark inputs before tokenizing them outside ragforge (docs/recipes.md)\n", o.Out, mfilter.MatchMarksKey)
+		if _, marked := c.Extra(filter.MatchMarksKey); marked {
+			fmt.Fprintf(g.Err, "note: %s reads match-marked evidence (%s in config.json); mark inputs before tokenizing them outside ragforge (docs/recipes.md)\n", o.Out, filter.MatchMarksKey)
 		}
 	}
 	return nil

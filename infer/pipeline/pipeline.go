@@ -113,7 +113,7 @@ type Retrieval struct {
 	Sources data.EncodeSources `json:"sources,omitzero"`
 }
 
-// Filter holds the RAG² filter settings (train/filter defaults).
+// Filter holds the RAG² filter settings (train/filtertrain defaults).
 type Filter struct {
 	MaxSeqLength int     `json:"max_seq_length"` // tokens per window, </s> included; 512
 	DocStride    int     `json:"doc_stride"`     // 128

@@ -18,7 +18,7 @@ type Filter interface {
 }
 
 // T5Filter serves a models/filter.Predictor (the RAG² filter, Sohn et al.
-// 2025, as train/filter trains and evaluates it): each snippet's
+// 2025, as train/filtertrain trains and evaluates it): each snippet's
 // instruction is cut into windows of Config.MaxSeqLength tokens sharing
 // Config.DocStride, each window is scored at the first decoder step and the
 // windows are aggregated per snippet by Config.Aggregate (max by default).

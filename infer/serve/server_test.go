@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/ragforge/ragforge/infer/loadtest"
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/labelstore"
 	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
-	"github.com/ragforge/ragforge/train/filter"
+	"github.com/ragforge/ragforge/train/filtertrain"
 )
 
 func TestMain(m *testing.M) {
@@ -98,12 +98,12 @@ func TestFilterMatchesTrainEvaluate(t *testing.T) {
 	}
 	var resp FilterResponse
 	decodeInto(t, body, &resp)
-	// train/filter's own evaluation path scores the same checkpoint.
-	var exs []mfilter.Example
+	// train/filtertrain's own evaluation path scores the same checkpoint.
+	var exs []filter.Example
 	for i, s := range snips {
-		exs = append(exs, mfilter.Example{ID: fmt.Sprint(i), Question: mfilter.Instruction(s, q), Answer: mfilter.Helpful})
+		exs = append(exs, filter.Example{ID: fmt.Sprint(i), Question: filter.Instruction(s, q), Answer: filter.Helpful})
 	}
-	rep, err := filter.Evaluate(f.filterDir, exs, filter.EvalOptions{MaxSeqLength: 64, DocStride: 16, BatchSize: 4})
+	rep, err := filtertrain.Evaluate(f.filterDir, exs, filtertrain.EvalOptions{MaxSeqLength: 64, DocStride: 16, BatchSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,9 +113,9 @@ func TestFilterMatchesTrainEvaluate(t *testing.T) {
 	for i, r := range resp.Results {
 		want := rep.Predictions[i].PHelpful
 		if math.Abs(r.PHelpful-want) > 1e-5 {
-			t.Errorf("snippet %d: p %v, train/filter.Evaluate %v", i, r.PHelpful, want)
+			t.Errorf("snippet %d: p %v, train/filtertrain.Evaluate %v", i, r.PHelpful, want)
 		}
-		if wantLabel := map[bool]string{true: mfilter.Helpful, false: mfilter.NotHelpful}[r.PHelpful >= 0.5]; r.Label != wantLabel {
+		if wantLabel := map[bool]string{true: filter.Helpful, false: filter.NotHelpful}[r.PHelpful >= 0.5]; r.Label != wantLabel {
 			t.Errorf("snippet %d: label %s for p %v", i, r.Label, r.PHelpful)
 		}
 	}
@@ -364,7 +364,7 @@ func TestBadRequests(t *testing.T) {
 	}
 	var rec labelstore.Record
 	decodeInto(t, b, &rec)
-	if rec.Effective != mfilter.Helpful || rec.Reviews != 1 {
+	if rec.Effective != filter.Helpful || rec.Reviews != 1 {
 		t.Errorf("after flip %+v", rec)
 	}
 }

@@ -80,7 +80,7 @@ type NamedValue struct {
 // preference; "@*" stands for the largest cutoff present. The names are
 // those the commands record: eval retrieval (retrieval/eval), selflearn
 // (variant/metric of its last round), train filter and eval filter
-// (train/filter EvalReport.Metrics), label runs, retriever training, eval
+// (train/filtertrain EvalReport.Metrics), label runs, retriever training, eval
 // answers (infer/eval/answers) and eval mcqa (MIRAGE's average per condition).
 var headlineOrder = []string{
 	"nDCG@10", "Recall@10", "MRR@10", "Success@10", "nDCG@*", "Recall@*", "P@*",

@@ -99,7 +99,7 @@ func seedStore(t *testing.T) (*tracker.Store, seeded) {
 	}
 
 	// train filter: HF Trainer-style logging every 10 steps, validation
-	// every 100 steps (train/filter: train/*, valid/*).
+	// every 100 steps (train/filtertrain: train/*, valid/*).
 	trainFilter := func(lr float64, steps int, lossBias float64, status string) *tracker.Run {
 		cfg := map[string]any{"config": map[string]any{"model": "google/flan-t5-base", "learning_rate": lr, "epochs": 3,
 			"batch_size": 8, "max_seq_length": 512, "warmup_ratio": 0.1, "logging_steps": 10, "eval_steps": 100},

@@ -38,7 +38,7 @@ func goList(t *testing.T, field string) map[string][]string {
 // TestDependencyDirection fails when a package's build (test files aside)
 // depends, directly or not, on one its floor may not see (see Rules). Test
 // files may cross floors for parity checks (infer/serve's filter against
-// train/filter's evaluation).
+// train/filtertrain's evaluation).
 func TestDependencyDirection(t *testing.T) {
 	for _, v := range Violations(goList(t, "Deps"), Rules) {
 		t.Error(v)
@@ -53,19 +53,19 @@ func TestViolations(t *testing.T) {
 		want []string
 	}{
 		{"allowed directions", map[string][]string{
-			m("cmd/ragforge"):    {m("infer/serve"), m("train/filter")},
-			m("train/filter"):    {m("models/filter"), m("train/trainer"), "fmt"},
-			m("label"):           {m("models/filter"), m("retrieval/eval")},
-			m("infer/serve"):     {m("models/filter"), m("retrieval/hyde")},
-			m("retrieval/hyde"):  {m("retrieval/encode"), m("data")},
-			m("models/generate"): {m("data/chunk"), m("internal/catch")},
+			m("cmd/ragforge"):      {m("infer/serve"), m("train/filtertrain")},
+			m("train/filtertrain"): {m("models/filter"), m("train/trainer"), "fmt"},
+			m("label"):             {m("models/filter"), m("retrieval/eval")},
+			m("infer/serve"):       {m("models/filter"), m("retrieval/hyde")},
+			m("retrieval/hyde"):    {m("retrieval/encode"), m("data")},
+			m("models/generate"):   {m("data/chunk"), m("internal/catch")},
 		}, nil},
 		{"train into infer", map[string][]string{m("train/selflearn"): {m("infer/generate")}},
 			[]string{"train/selflearn depends on infer/generate: train may not depend on infer (training never depends on serving)"}},
-		{"train into label", map[string][]string{m("train/filter"): {m("label")}},
-			[]string{"train/filter depends on label: train may not depend on label (trainers read examples in models/filter's schema, not the labelers and their store)"}},
-		{"infer into train", map[string][]string{m("infer/serve"): {m("train/filter")}},
-			[]string{"infer/serve depends on train/filter: infer may not depend on train (serving never depends on training)"}},
+		{"train into label", map[string][]string{m("train/filtertrain"): {m("label")}},
+			[]string{"train/filtertrain depends on label: train may not depend on label (trainers read examples in models/filter's schema, not the labelers and their store)"}},
+		{"infer into train", map[string][]string{m("infer/serve"): {m("train/filtertrain")}},
+			[]string{"infer/serve depends on train/filtertrain: infer may not depend on train (serving never depends on training)"}},
 		{"infer into label", map[string][]string{m("infer/web"): {m("label"), m("models/labelstore")}},
 			[]string{"infer/web depends on label: infer may not depend on label (serving reads labels through models/labelstore and language models through models/lm, never the labelers)"}},
 		{"models upward", map[string][]string{m("models/t5"): {m("label"), m("retrieval")}},

@@ -106,16 +106,16 @@ func TestTableViolations(t *testing.T) {
 		want    []string
 	}{
 		{"declared", map[string]Imports{
-			m("cmd/ragforge"):         {Prod: []string{m("train/filter"), m("infer/serve"), "fmt"}, Test: []string{m("internal/testutil")}},
-			m("infer/serve"):          {Prod: []string{m("models/t5"), m("internal/catch")}, Test: []string{m("train/filter"), m("models/testutil/tiny")}},
+			m("cmd/ragforge"):         {Prod: []string{m("train/filtertrain"), m("infer/serve"), "fmt"}, Test: []string{m("internal/testutil")}},
+			m("infer/serve"):          {Prod: []string{m("models/t5"), m("internal/catch")}, Test: []string{m("train/filtertrain"), m("models/testutil/tiny")}},
 			m("models/testutil/tiny"): {Prod: []string{m("internal/testutil"), m("models/t5")}},
 		}, nil},
 		{"undeclared floor", map[string]Imports{m("models/t5"): {Prod: []string{m("retrieval/encode")}}},
 			[]string{"models/t5 imports retrieval/encode: floor retrieval is not in its May import (models, data)"}},
 		{"undeclared in tests", map[string]Imports{m("infer/serve"): {Test: []string{m("label")}}},
 			[]string{"infer/serve (tests) imports label: floor label is not in its May import (infer, retrieval, models, data; tests: train)"}},
-		{"test-only floor in production", map[string]Imports{m("infer/serve"): {Prod: []string{m("train/filter")}}},
-			[]string{"infer/serve imports train/filter: floor train is not in its May import (infer, retrieval, models, data)"}},
+		{"test-only floor in production", map[string]Imports{m("infer/serve"): {Prod: []string{m("train/filtertrain")}}},
+			[]string{"infer/serve imports train/filtertrain: floor train is not in its May import (infer, retrieval, models, data)"}},
 		{"production imports a test helper", map[string]Imports{m("models/t5"): {Prod: []string{m("internal/testutil"), m("models/testutil/tiny")}}},
 			[]string{
 				"models/t5 imports internal/testutil: production code may not import a test helper",

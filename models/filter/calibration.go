@@ -42,7 +42,7 @@ const levelSumScale = 50
 // σ(Weights[0] + Σ Weights[i+1]·feature_i): logistic regression stacked on
 // the classifier (Platt, 1999, "Probabilistic outputs for support vector
 // machines", with features added as in Wolpert's stacking, 1992), fitted
-// on labeled examples the T5 was not trained on (train/filter.Calibrate).
+// on labeled examples the T5 was not trained on (train/filtertrain.Calibrate).
 // The word scores are DrQA's exact match (Chen et al., 2017) and the
 // question's IDF-weighted coverage: a random T5 trained on ICT examples
 // reads the first but not how much of its question an evidence covers

@@ -1,5 +1,5 @@
 // Package filter holds what the RAG² filter (Sohn et al., NAACL 2025) is at
-// inference time, shared by its trainer (train/filter), its server
+// inference time, shared by its trainer (train/filtertrain), its server
 // (infer/serve) and its labelers (label): the two label tokens a Flan-T5
 // emits, the cutting of an instruction into overflow windows, the rule that
 // aggregates window probabilities into one per snippet, and the filter's
@@ -7,9 +7,9 @@
 //
 // The schema lives here, not in label or data, because it is the model's
 // input and output format: the instruction is what the model reads and the
-// answer one of its label tokens. Every user of it (train/filter, label and
+// answer one of its label tokens. Every user of it (train/filtertrain, label and
 // its SQLite store, infer/serve) sits above models, so imports point down,
-// and train/filter needs nothing from the labelers.
+// and train/filtertrain needs nothing from the labelers.
 package filter
 
 import (

@@ -20,7 +20,7 @@ import (
 
 // Config sets how a Predictor cuts, scores and combines windows. RAG²'s
 // classifier/run_classifier.py uses max_seq_length 512, doc_stride 128 and
-// per_device_eval_batch_size 16; callers (train/filter.DefaultConfig, the
+// per_device_eval_batch_size 16; callers (train/filtertrain.DefaultConfig, the
 // serving manifest) fill and validate these, the Predictor only checks them.
 type Config struct {
 	MaxSeqLength int    // tokens per window, </s> included

@@ -17,7 +17,7 @@ import (
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
 
-// testBackend runs ops one at a time (see train/filter's tests), or
+// testBackend runs ops one at a time (see train/filtertrain's tests), or
 // $RAGFORGE_TEST_BACKEND.
 var testBackend = cmp.Or(os.Getenv(backend.TestEnvVar), "go:ops_sequential")
 

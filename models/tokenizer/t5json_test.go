@@ -24,7 +24,7 @@ func TestT5SaveWritesTokenizerJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	native.AddTokens([]string{"[HELPFUL]", "[NOT_HELPFUL]"}) // as train/filter does
+	native.AddTokens([]string{"[HELPFUL]", "[NOT_HELPFUL]"}) // as train/filtertrain does
 	dir := t.TempDir()
 	if err := native.Save(dir); err != nil {
 		t.Fatal(err)

@@ -112,7 +112,7 @@ func Retriever(c bert.Config, modelType string, tokensPerPass, l int) Estimate {
 	return e
 }
 
-// Filter estimates one micro-batch of the RAG² filter (train/filter): a T5
+// Filter estimates one micro-batch of the RAG² filter (train/filtertrain): a T5
 // of config c on batch windows of encLen tokens with decLen decoder tokens
 // ([label, </s>]: 2).
 func Filter(c t5.Config, batch, encLen, decLen int) Estimate {

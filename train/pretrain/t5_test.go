@@ -17,7 +17,7 @@ import (
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
 
-// testBackend is the pure-Go backend run one op at a time (as train/filter's
+// testBackend is the pure-Go backend run one op at a time (as train/filtertrain's
 // tests), or $RAGFORGE_TEST_BACKEND.
 var testBackend = cmp.Or(os.Getenv(backend.TestEnvVar), "go:ops_sequential")
 

@@ -1,5 +1,5 @@
 // Package trainer is the optimisation core shared by ragforge's model
-// trainers (the RAG² filter in train/filter, the SL-HyDE retriever): AdamW
+// trainers (the RAG² filter in train/filtertrain, the SL-HyDE retriever): AdamW
 // with decoupled weight decay and parameter groups, the linear learning-rate
 // schedule with warmup, global-norm gradient clipping and gradient
 // accumulation, written as GoMLX graphs over the trainable variables of a

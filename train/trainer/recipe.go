@@ -6,7 +6,7 @@ import "fmt"
 // papers' settings, meant for real checkpoints; RecipeScratch is for a
 // randomly initialised model (`ragforge models init`, marked
 // "ragforge_random_init" in config.json), which those settings barely move.
-// Each trainer (train/filter, train/selflearn) defines what a recipe sets.
+// Each trainer (train/filtertrain, train/selflearn) defines what a recipe sets.
 const (
 	RecipePretrained = "pretrained"
 	RecipeScratch    = "scratch"

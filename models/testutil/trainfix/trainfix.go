@@ -2,7 +2,7 @@
 // (../shared/fixtures/train-t5-filter, train-bert-infonce; their README,
 // section 8) and checks a trainer's per-update scalars, initial gradients
 // and weight snapshots against them with the tolerances the README states.
-// Tests only: the trainers themselves come from train/filter and
+// Tests only: the trainers themselves come from train/filtertrain and
 // train/retriever.
 package trainfix
 

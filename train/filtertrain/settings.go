@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"encoding/json"
@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // Where a filter's windows came from (CheckpointWindows).
 const (
-	WindowsFromModel    = "model"    // config.json's mfilter.WindowsKey (export, train calibration)
+	WindowsFromModel    = "model"    // config.json's filter.WindowsKey (export, train calibration)
 	WindowsFromTraining = "training" // the checkpoint's training_args.json (the windows it trained at)
 	WindowsFromDefault  = "default"  // neither: RAG²'s 512 / 128
 	WindowsFromFlag     = "flag"     // a command-line flag
@@ -20,14 +20,14 @@ const (
 
 // CheckpointWindows returns the windows a filter directory is read at and
 // where they came from: the windows its config.json records
-// (mfilter.WindowsKey, written by Export and Calibrate: those it was
+// (filter.WindowsKey, written by Export and Calibrate: those it was
 // evaluated or calibrated at), else those of the training run that saved
-// it (ArgsFile), else mfilter.DefaultWindows. Errors: a malformed
+// it (ArgsFile), else filter.DefaultWindows. Errors: a malformed
 // config.json or training_args.json, naming the file.
-func CheckpointWindows(dir string) (mfilter.WindowSettings, string, error) {
-	s, err := mfilter.DirSettings(dir)
+func CheckpointWindows(dir string) (filter.WindowSettings, string, error) {
+	s, err := filter.DirSettings(dir)
 	if err != nil {
-		return mfilter.WindowSettings{}, "", err
+		return filter.WindowSettings{}, "", err
 	}
 	if s.Windows != nil {
 		return *s.Windows, WindowsFromModel, nil
@@ -35,12 +35,12 @@ func CheckpointWindows(dir string) (mfilter.WindowSettings, string, error) {
 	path := filepath.Join(dir, ArgsFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return mfilter.DefaultWindows(), WindowsFromDefault, nil
+		return filter.DefaultWindows(), WindowsFromDefault, nil
 	}
 	if err != nil {
-		return mfilter.WindowSettings{}, "", fmt.Errorf("filter windows: %w", err)
+		return filter.WindowSettings{}, "", fmt.Errorf("filter windows: %w", err)
 	}
-	var w mfilter.WindowSettings
+	var w filter.WindowSettings
 	if err := json.Unmarshal(b, &w); err != nil {
 		return w, "", fmt.Errorf("filter windows: read %s: %w", path, err)
 	}

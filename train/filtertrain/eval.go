@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
 )
 
@@ -188,16 +188,16 @@ type EvalReport struct {
 }
 
 // Report computes an EvalReport from per-example probabilities.
-func Report(examples []mfilter.Example, p []float64, windows []int, threshold float64) *EvalReport {
+func Report(examples []filter.Example, p []float64, windows []int, threshold float64) *EvalReport {
 	gold := make([]bool, len(examples))
 	npos := 0
 	r := &EvalReport{N: len(examples), Threshold: threshold}
 	for i, ex := range examples {
-		gold[i] = ex.Answer == mfilter.Helpful
+		gold[i] = ex.Answer == filter.Helpful
 		if gold[i] {
 			npos++
 		}
-		pred := mfilter.LabelOf(p[i], threshold)
+		pred := filter.LabelOf(p[i], threshold)
 		w := 0
 		if windows != nil {
 			w = windows[i]
@@ -208,7 +208,7 @@ func Report(examples []mfilter.Example, p []float64, windows []int, threshold fl
 	c := Confuse(gold, p, threshold)
 	r.Confusion, r.Accuracy = c, c.Accuracy()
 	r.Precision, r.Recall, r.F1 = c.Precision(), c.Recall(), c.F1()
-	r.PerClass = map[string]float64{mfilter.Helpful: ratio(c.TP, c.TP+c.FN), mfilter.NotHelpful: ratio(c.TN, c.TN+c.FP)}
+	r.PerClass = map[string]float64{filter.Helpful: ratio(c.TP, c.TP+c.FN), filter.NotHelpful: ratio(c.TN, c.TN+c.FP)}
 	if auc, ok := ROCAUC(gold, p); ok {
 		r.ROCAUC = &auc
 	}
@@ -217,9 +217,9 @@ func Report(examples []mfilter.Example, p []float64, windows []int, threshold fl
 		cc := Confuse(gold, p, t)
 		r.Sweep = append(r.Sweep, ThresholdPoint{t, cc.Accuracy(), cc.Precision(), cc.Recall(), cc.F1()})
 	}
-	r.MajorityClass, r.MajorityBaseline = mfilter.Helpful, ratio(npos, len(examples))
+	r.MajorityClass, r.MajorityBaseline = filter.Helpful, ratio(npos, len(examples))
 	if len(examples)-npos > npos {
-		r.MajorityClass, r.MajorityBaseline = mfilter.NotHelpful, ratio(len(examples)-npos, len(examples))
+		r.MajorityClass, r.MajorityBaseline = filter.NotHelpful, ratio(len(examples)-npos, len(examples))
 	}
 	return r
 }
@@ -231,12 +231,12 @@ func Report(examples []mfilter.Example, p []float64, windows []int, threshold fl
 // aggregated per example (opt.Aggregate) and the example is [HELPFUL] when
 // P ≥ opt.Threshold. Errors: no examples, a checkpoint without the label
 // tokens (naming the directory and token), load or compute failures.
-func Evaluate(modelDir string, examples []mfilter.Example, opt EvalOptions) (*EvalReport, error) {
+func Evaluate(modelDir string, examples []filter.Example, opt EvalOptions) (*EvalReport, error) {
 	if len(examples) == 0 {
-		return nil, fmt.Errorf("evaluate %s: %w", modelDir, mfilter.ErrEmpty)
+		return nil, fmt.Errorf("evaluate %s: %w", modelDir, filter.ErrEmpty)
 	}
 	opt = opt.withDefaults()
-	if err := mfilter.CheckAggregate(opt.Aggregate); err != nil {
+	if err := filter.CheckAggregate(opt.Aggregate); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", modelDir, err)
 	}
 	p, err := loadForEval(opt.Backend, modelDir, opt.predictor())
@@ -252,14 +252,14 @@ func Evaluate(modelDir string, examples []mfilter.Example, opt EvalOptions) (*Ev
 }
 
 // predictor is the models/filter configuration of o (after withDefaults).
-func (o EvalOptions) predictor() mfilter.Config {
-	return mfilter.Config{MaxSeqLength: o.MaxSeqLength, DocStride: o.DocStride, Aggregate: o.Aggregate, BatchSize: o.BatchSize}
+func (o EvalOptions) predictor() filter.Config {
+	return filter.Config{MaxSeqLength: o.MaxSeqLength, DocStride: o.DocStride, Aggregate: o.Aggregate, BatchSize: o.BatchSize}
 }
 
 // evaluate scores examples with p (windows, ScoreRows reporting progress,
 // aggregation by p.Config.Aggregate) and reports at threshold. It runs to
 // the end once started, as a checkpoint's validation must.
-func evaluate(p *mfilter.Predictor, examples []mfilter.Example, threshold float64, progress func(done, total int)) (*EvalReport, error) {
+func evaluate(p *filter.Predictor, examples []filter.Example, threshold float64, progress func(done, total int)) (*EvalReport, error) {
 	instr := make([]string, len(examples))
 	for i, ex := range examples {
 		instr[i] = ex.Question
@@ -312,7 +312,7 @@ func (r *EvalReport) WriteRAG2Files(dir string) error {
 func (r *EvalReport) Metrics(prefix string) map[string]float64 {
 	m := map[string]float64{
 		prefix + "accuracy": r.Accuracy, prefix + "precision": r.Precision, prefix + "recall": r.Recall, prefix + "f1": r.F1,
-		prefix + "accuracy_helpful": r.PerClass[mfilter.Helpful], prefix + "accuracy_not_helpful": r.PerClass[mfilter.NotHelpful],
+		prefix + "accuracy_helpful": r.PerClass[filter.Helpful], prefix + "accuracy_not_helpful": r.PerClass[filter.NotHelpful],
 		prefix + "majority_baseline": r.MajorityBaseline,
 	}
 	if r.ROCAUC != nil && !math.IsNaN(*r.ROCAUC) {
@@ -329,7 +329,7 @@ func (r *EvalReport) Metrics(prefix string) map[string]float64 {
 // directory is Evaluate exactly. Report.Model lists the members, comma
 // separated; windows are the first member's (all share the settings).
 // Errors: no directory, and Evaluate's, naming the member.
-func EvaluateEnsemble(modelDirs []string, examples []mfilter.Example, opt EvalOptions) (*EvalReport, error) {
+func EvaluateEnsemble(modelDirs []string, examples []filter.Example, opt EvalOptions) (*EvalReport, error) {
 	if len(modelDirs) == 0 {
 		return nil, fmt.Errorf("evaluate: no filter checkpoint")
 	}

@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/t5"
 )
 
@@ -31,7 +31,7 @@ func TestFitLogisticGradientIsZero(t *testing.T) {
 			}
 			g := make([]float64, len(w))
 			for i, r := range tc.x {
-				s := mfilter.Sigmoid(mfilter.Logit(w, r))
+				s := filter.Sigmoid(filter.Logit(w, r))
 				if tc.y[i] {
 					s--
 				}
@@ -76,8 +76,8 @@ func TestCalibrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := append(toySet(4), ex("x", mfilter.Helpful, "fever falls with aspirin", "what reduces fever?"),
-		ex("y", mfilter.NotHelpful, "aspirin is a drug", "what reduces fever?"))
+	data := append(toySet(4), ex("x", filter.Helpful, "fever falls with aspirin", "what reduces fever?"),
+		ex("y", filter.NotHelpful, "aspirin is a drug", "what reduces fever?"))
 	opt := CalibrateOptions{EvalOptions: EvalOptions{MaxSeqLength: 128, DocStride: 16, Backend: testBackend}}
 	out := filepath.Join(t.TempDir(), "calibrated")
 	rep, err := Calibrate(res.LastCheckpoint, out, data, opt)
@@ -110,7 +110,7 @@ func TestCalibrate(t *testing.T) {
 	}
 	for i := range instr {
 		x, _ := cal.Calibration.FeatureValues(p0[i], instr[i])
-		if want := mfilter.Sigmoid(mfilter.Logit(rep.Weights, x)); math.Abs(p1[i]-want) > 1e-12 {
+		if want := filter.Sigmoid(filter.Logit(rep.Weights, x)); math.Abs(p1[i]-want) > 1e-12 {
 			t.Errorf("instruction %d: calibrated P %v, want σ(w·x) = %v (T5 %v, features %v)", i, p1[i], want, p0[i], x)
 		}
 	}
@@ -118,7 +118,7 @@ func TestCalibrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := lb.Model.Config.Extra(mfilter.CalibrationKey); ok || lb.Calibration != nil {
+	if _, ok := lb.Model.Config.Extra(filter.CalibrationKey); ok || lb.Calibration != nil {
 		t.Error("training from a calibrated checkpoint keeps its calibration")
 	}
 	if c, _ := t5.LoadConfig(out); c.ModelType != "t5" {
@@ -127,14 +127,14 @@ func TestCalibrate(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		data []mfilter.Example
+		data []filter.Example
 		opt  CalibrateOptions
 		out  string
 		want string
 	}{
 		{"one class", toySet(1), opt, filepath.Join(t.TempDir(), "a"), "both classes are needed"},
 		{"out exists", data, opt, out, "already exists"},
-		{"features out of order", data, CalibrateOptions{EvalOptions: opt.EvalOptions, Features: []string{mfilter.FeatureLevelSum, mfilter.FeatureLogOdds}},
+		{"features out of order", data, CalibrateOptions{EvalOptions: opt.EvalOptions, Features: []string{filter.FeatureLevelSum, filter.FeatureLogOdds}},
 			filepath.Join(t.TempDir(), "b"), "want each once in the order"},
 		{"negative penalty", data, CalibrateOptions{EvalOptions: opt.EvalOptions, L2: -1}, filepath.Join(t.TempDir(), "c"), "L2 penalty -1"},
 	} {

@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/models/backend"
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
@@ -19,7 +19,7 @@ import (
 // loss and the target batches. Validation scores through the Predictor, so
 // training and serving share one scoring path.
 type labeled struct {
-	*mfilter.Predictor
+	*filter.Predictor
 	smoothing float64 // Config.LabelSmoothing
 }
 
@@ -35,7 +35,7 @@ type labeled struct {
 // configures validation (Config.predictor). marks, when not nil, puts
 // match marks into the config (recordMarks). A calibration in the config
 // (calibrate filter) is dropped: it was fitted to the start weights.
-func loadForTraining(backendName, dir string, seed int64, dropout float64, marks *markPlan, pc mfilter.Config) (*labeled, error) {
+func loadForTraining(backendName, dir string, seed int64, dropout float64, marks *markPlan, pc filter.Config) (*labeled, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64, marks
 	if err != nil {
 		return nil, err
 	}
-	ids := tok.AddTokens([]string{mfilter.Helpful, mfilter.NotHelpful})
+	ids := tok.AddTokens([]string{filter.Helpful, filter.NotHelpful})
 	if tok.Len() != m.Config.VocabSize {
 		if err := m.ResizeTokenEmbeddings(tok.Len()); err != nil {
 			return nil, fmt.Errorf("load %s: %w", dir, err)
@@ -64,11 +64,11 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64, marks
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
 	// A calibration was fitted to the start weights, which training changes.
-	m.Config.DeleteExtra(mfilter.CalibrationKey)
+	m.Config.DeleteExtra(filter.CalibrationKey)
 	// The windows it was evaluated at are the start model's; the new
 	// checkpoints' are their training run's (CheckpointWindows).
-	m.Config.DeleteExtra(mfilter.WindowsKey)
-	p, err := mfilter.NewPredictor(m, tok, pc)
+	m.Config.DeleteExtra(filter.WindowsKey)
+	p, err := filter.NewPredictor(m, tok, pc)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
@@ -77,14 +77,14 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64, marks
 
 // loadForEval loads a trained checkpoint (models/filter.Load); the label
 // tokens must already be in its tokenizer and inside the model's vocabulary.
-func loadForEval(backendName, dir string, pc mfilter.Config) (*mfilter.Predictor, error) {
+func loadForEval(backendName, dir string, pc filter.Config) (*filter.Predictor, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, err
 	}
-	p, err := mfilter.Load(be, dir, pc)
-	if errors.Is(err, mfilter.ErrNotFilter) {
-		return nil, fmt.Errorf("%w (train one with `ragforge train filter`, which adds %s and %s)", err, mfilter.Helpful, mfilter.NotHelpful)
+	p, err := filter.Load(be, dir, pc)
+	if errors.Is(err, filter.ErrNotFilter) {
+		return nil, fmt.Errorf("%w (train one with `ragforge train filter`, which adds %s and %s)", err, filter.Helpful, filter.NotHelpful)
 	}
 	return p, err
 }
@@ -123,12 +123,12 @@ func recordMarks(m *t5.Model, plan *markPlan) error {
 	if plan == nil {
 		return nil
 	}
-	marks, err := mfilter.MatchMarksOf(m.Config.Extra(mfilter.MatchMarksKey))
+	marks, err := filter.MatchMarksOf(m.Config.Extra(filter.MatchMarksKey))
 	switch {
 	case err != nil:
 		return err
 	case marks == nil:
-		d := mfilter.DefaultMatchMarks()
+		d := filter.DefaultMatchMarks()
 		marks = &d
 	case len(plan.rare) == 0 || slices.Equal(marks.RareDocFractions, plan.rare):
 		return nil
@@ -140,5 +140,5 @@ func recordMarks(m *t5.Model, plan *markPlan) error {
 		marks.RareDocFractions = plan.rare
 		*marks = marks.WithDocFreq(plan.evidence)
 	}
-	return m.Config.SetExtra(mfilter.MatchMarksKey, *marks)
+	return m.Config.SetExtra(filter.MatchMarksKey, *marks)
 }

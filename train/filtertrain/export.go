@@ -1,11 +1,11 @@
-package filter
+package filtertrain
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
@@ -29,10 +29,10 @@ var trainerOnly = map[string]bool{trainer.OptimizerFile: true, trainer.StateFile
 func Export(checkpointDir, outDir string) error { return ExportAt(checkpointDir, outDir, nil) }
 
 // ExportAt is Export with the windows the filter is to be read at recorded
-// in config.json (mfilter.WindowsKey): w, or when nil the checkpoint's own
+// in config.json (filter.WindowsKey): w, or when nil the checkpoint's own
 // (CheckpointWindows), so eval filter, pipeline build and serve read the
 // export as it was evaluated. Errors: Export's, invalid windows.
-func ExportAt(checkpointDir, outDir string, w *mfilter.WindowSettings) error {
+func ExportAt(checkpointDir, outDir string, w *filter.WindowSettings) error {
 	if w == nil {
 		cw, _, err := CheckpointWindows(checkpointDir)
 		if err != nil {
@@ -43,7 +43,7 @@ func ExportAt(checkpointDir, outDir string, w *mfilter.WindowSettings) error {
 	if err := w.Check(); err != nil {
 		return fmt.Errorf("export %s: %w", checkpointDir, err)
 	}
-	return exportWith(checkpointDir, outDir, func(c *t5.Config) error { return c.SetExtra(mfilter.WindowsKey, *w) })
+	return exportWith(checkpointDir, outDir, func(c *t5.Config) error { return c.SetExtra(filter.WindowsKey, *w) })
 }
 
 // exportWith is Export with config.json rewritten after edit changes the

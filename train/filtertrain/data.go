@@ -1,11 +1,11 @@
-package filter
+package filtertrain
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // Data names the example files of a training run (RAG² filter schema, JSON
@@ -60,16 +60,16 @@ const (
 // refused (CheckOutputDir) before anything is written. Errors: no Train,
 // ValidFrac outside [0, 1), the files' (naming file, record and field), a
 // split needing two questions, write failures.
-func PrepareData(cfg Config, d Data) (train, valid []mfilter.Example, err error) {
+func PrepareData(cfg Config, d Data) (train, valid []filter.Example, err error) {
 	if err := d.Check(); err != nil {
 		return nil, nil, err
 	}
-	if train, err = mfilter.ReadExamples(d.Train); err != nil {
+	if train, err = filter.ReadExamples(d.Train); err != nil {
 		return nil, nil, err
 	}
 	switch {
 	case d.Valid != "":
-		if valid, err = mfilter.ReadExamples(d.Valid); err != nil {
+		if valid, err = filter.ReadExamples(d.Valid); err != nil {
 			return nil, nil, err
 		}
 	case d.ValidFrac > 0:
@@ -78,14 +78,14 @@ func PrepareData(cfg Config, d Data) (train, valid []mfilter.Example, err error)
 		}
 	}
 	if d.Augment != "" {
-		extra, err := mfilter.ReadExamples(d.Augment)
+		extra, err := filter.ReadExamples(d.Augment)
 		if err != nil {
 			return nil, nil, err
 		}
 		if d.AugmentOnly {
 			train = nil
 		}
-		train = append(append([]mfilter.Example{}, train...), extra...)
+		train = append(append([]filter.Example{}, train...), extra...)
 	}
 	if _, err := CheckOutputDir(cfg); err != nil {
 		return nil, nil, err
@@ -100,12 +100,12 @@ func PrepareData(cfg Config, d Data) (train, valid []mfilter.Example, err error)
 
 // writeSplit writes train and valid into dir (created if needed) as
 // TrainSplitFile and ValidSplitFile, each atomically.
-func writeSplit(dir string, train, valid []mfilter.Example) error {
+func writeSplit(dir string, train, valid []filter.Example) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("train filter data: %w", err)
 	}
-	for name, exs := range map[string][]mfilter.Example{TrainSplitFile: train, ValidSplitFile: valid} {
-		if err := mfilter.WriteExamples(filepath.Join(dir, name), mfilter.FormatJSONL, exs); err != nil {
+	for name, exs := range map[string][]filter.Example{TrainSplitFile: train, ValidSplitFile: valid} {
+		if err := filter.WriteExamples(filepath.Join(dir, name), filter.FormatJSONL, exs); err != nil {
 			return fmt.Errorf("train filter data: %w", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import "github.com/ragforge/ragforge/train/trainer"
 

@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/models/backend"
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/safetensors"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/testutil/tinyt5"
@@ -39,8 +39,8 @@ func fixtureModel(t testing.TB) string { return sharedDir(t, "fixtures/t5-flan-t
 // check runs the training fixtures through XLA with it).
 var testBackend = cmp.Or(os.Getenv(backend.TestEnvVar), "go:ops_sequential")
 
-func ex(id, answer, evidence, question string) mfilter.Example {
-	return mfilter.Example{ID: id, Answer: answer, Question: mfilter.Instruction(evidence, question), DatasetName: "toy"}
+func ex(id, answer, evidence, question string) filter.Example {
+	return filter.Example{ID: id, Answer: answer, Question: filter.Instruction(evidence, question), DatasetName: "toy"}
 }
 
 func TestWindowsFollowHFOverflow(t *testing.T) {
@@ -49,9 +49,9 @@ func TestWindowsFollowHFOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("the patient presents with fever and cough after travel ", 30)
-	exs := []mfilter.Example{ex("a", mfilter.Helpful, "short evidence", "Which drug?"), ex("b", mfilter.NotHelpful, long, "What is the diagnosis?")}
+	exs := []filter.Example{ex("a", filter.Helpful, "short evidence", "Which drug?"), ex("b", filter.NotHelpful, long, "What is the diagnosis?")}
 	const maxLen, stride = 128, 16
-	p := &mfilter.Predictor{Tokenizer: tok, Config: mfilter.Config{MaxSeqLength: maxLen, DocStride: stride}}
+	p := &filter.Predictor{Tokenizer: tok, Config: filter.Config{MaxSeqLength: maxLen, DocStride: stride}}
 	wins, err := Windows(p, exs)
 	if err != nil {
 		t.Fatal(err)
@@ -82,13 +82,13 @@ func TestWindowsFollowHFOverflow(t *testing.T) {
 }
 
 func TestSplitByQuestion(t *testing.T) {
-	var exs []mfilter.Example
+	var exs []filter.Example
 	for q, n := range []int{3, 2, 1, 2, 2} {
 		for i := range n {
-			exs = append(exs, ex(fmt.Sprintf("q%d-%d", q, i), mfilter.Helpful, fmt.Sprintf("evidence %d", i), fmt.Sprintf("question %d?", q)))
+			exs = append(exs, ex(fmt.Sprintf("q%d-%d", q, i), filter.Helpful, fmt.Sprintf("evidence %d", i), fmt.Sprintf("question %d?", q)))
 		}
 	}
-	question := func(e mfilter.Example) string { _, q, _ := mfilter.ParseInstruction(e.Question); return q }
+	question := func(e filter.Example) string { _, q, _ := filter.ParseInstruction(e.Question); return q }
 	tr, va, err := SplitByQuestion(exs, 0.3, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -106,10 +106,10 @@ func TestSplitByQuestion(t *testing.T) {
 		}
 	}
 	// Input order kept within each split.
-	for _, split := range [][]mfilter.Example{tr, va} {
+	for _, split := range [][]filter.Example{tr, va} {
 		last := -1
 		for _, e := range split {
-			i := slices.IndexFunc(exs, func(x mfilter.Example) bool { return x.ID == e.ID })
+			i := slices.IndexFunc(exs, func(x filter.Example) bool { return x.ID == e.ID })
 			if i <= last {
 				t.Fatalf("order not kept: %s", e.ID)
 			}
@@ -123,7 +123,7 @@ func TestSplitByQuestion(t *testing.T) {
 	if tr, va, err := SplitByQuestion(exs, 0, 7); err != nil || len(tr) != len(exs) || va != nil {
 		t.Fatalf("validFrac 0: %d/%d, %v", len(tr), len(va), err)
 	}
-	bad := append(slices.Clone(exs), mfilter.Example{ID: "broken", Question: "no header", Answer: mfilter.Helpful})
+	bad := append(slices.Clone(exs), filter.Example{ID: "broken", Question: "no header", Answer: filter.Helpful})
 	if _, _, err := SplitByQuestion(bad, 0.3, 7); err == nil || !strings.Contains(err.Error(), `"broken"`) {
 		t.Fatalf("bad instruction: error %v does not name the example", err)
 	}
@@ -136,9 +136,9 @@ func TestSplitByQuestion(t *testing.T) {
 // At 0.5: TP 2 (0.9, 0.7), FP 1 (0.8), FN 1 (0.4), TN 1 (0.4).
 // AUC by pairs: (0.9>0.8) (0.9>0.4) (0.4<0.8) (0.4=0.4 → ½) (0.7<0.8) (0.7>0.4) = 3.5/6.
 func TestReportHand(t *testing.T) {
-	labels := []string{mfilter.Helpful, mfilter.NotHelpful, mfilter.Helpful, mfilter.NotHelpful, mfilter.Helpful}
+	labels := []string{filter.Helpful, filter.NotHelpful, filter.Helpful, filter.NotHelpful, filter.Helpful}
 	p := []float64{0.9, 0.8, 0.4, 0.4, 0.7}
-	var exs []mfilter.Example
+	var exs []filter.Example
 	for i, l := range labels {
 		exs = append(exs, ex(fmt.Sprintf("e%d", i), l, "ev", "q?"))
 	}
@@ -155,14 +155,14 @@ func TestReportHand(t *testing.T) {
 	near("precision", r.Precision, 2.0/3)
 	near("recall", r.Recall, 2.0/3)
 	near("f1", r.F1, 2.0/3)
-	near("acc[HELPFUL]", r.PerClass[mfilter.Helpful], 2.0/3)
-	near("acc[NOT_HELPFUL]", r.PerClass[mfilter.NotHelpful], 1.0/2)
+	near("acc[HELPFUL]", r.PerClass[filter.Helpful], 2.0/3)
+	near("acc[NOT_HELPFUL]", r.PerClass[filter.NotHelpful], 1.0/2)
 	if r.ROCAUC == nil {
 		t.Fatal("roc_auc undefined")
 	}
 	near("roc_auc", *r.ROCAUC, 3.5/6)
 	near("majority baseline", r.MajorityBaseline, 3.0/5)
-	if r.MajorityClass != mfilter.Helpful || r.Windows != 8 {
+	if r.MajorityClass != filter.Helpful || r.Windows != 8 {
 		t.Errorf("majority %s, windows %d", r.MajorityClass, r.Windows)
 	}
 	// Sweep at 0.85: only 0.9 positive → TP 1, FP 0, FN 2, TN 2.
@@ -206,13 +206,13 @@ func TestReportHand(t *testing.T) {
 }
 
 // toySet is trivially separable: "aspirin" evidence is helpful, "granite" is not.
-func toySet(n int) []mfilter.Example {
-	var out []mfilter.Example
+func toySet(n int) []filter.Example {
+	var out []filter.Example
 	for i := range n {
 		if i%2 == 0 {
-			out = append(out, ex(fmt.Sprintf("h%d", i), mfilter.Helpful, "aspirin reduces fever in adults", fmt.Sprintf("what reduces fever number %d?", i)))
+			out = append(out, ex(fmt.Sprintf("h%d", i), filter.Helpful, "aspirin reduces fever in adults", fmt.Sprintf("what reduces fever number %d?", i)))
 		} else {
-			out = append(out, ex(fmt.Sprintf("n%d", i), mfilter.NotHelpful, "granite is an igneous rock", fmt.Sprintf("what reduces fever number %d?", i)))
+			out = append(out, ex(fmt.Sprintf("n%d", i), filter.NotHelpful, "granite is an igneous rock", fmt.Sprintf("what reduces fever number %d?", i)))
 		}
 	}
 	return out
@@ -328,7 +328,7 @@ func TestTrainLossDecreasesAndExport(t *testing.T) {
 	}
 	// The export records the windows it is to be read at: by default the
 	// checkpoint's training windows; ExportAt's when given.
-	trained := mfilter.WindowSettings{MaxSeqLength: cfg.MaxSeqLength, DocStride: cfg.DocStride}
+	trained := filter.WindowSettings{MaxSeqLength: cfg.MaxSeqLength, DocStride: cfg.DocStride}
 	if w, from, err := CheckpointWindows(res.LastCheckpoint); err != nil || w != trained || from != WindowsFromTraining {
 		t.Errorf("checkpoint windows %+v from %q (%v), want %+v from training", w, from, err, trained)
 	}
@@ -336,14 +336,14 @@ func TestTrainLossDecreasesAndExport(t *testing.T) {
 		t.Errorf("export windows %+v from %q (%v), want %+v from the model", w, from, err, trained)
 	}
 	at := filepath.Join(t.TempDir(), "export-at")
-	evaluated := mfilter.WindowSettings{MaxSeqLength: 96, DocStride: 8}
+	evaluated := filter.WindowSettings{MaxSeqLength: 96, DocStride: 8}
 	if err := ExportAt(res.LastCheckpoint, at, &evaluated); err != nil {
 		t.Fatal(err)
 	}
 	if w, from, err := CheckpointWindows(at); err != nil || w != evaluated || from != WindowsFromModel {
 		t.Errorf("ExportAt windows %+v from %q (%v), want %+v", w, from, err, evaluated)
 	}
-	if err := ExportAt(res.LastCheckpoint, filepath.Join(t.TempDir(), "bad"), &mfilter.WindowSettings{MaxSeqLength: 8, DocStride: 7}); err == nil || !strings.Contains(err.Error(), "doc_stride") {
+	if err := ExportAt(res.LastCheckpoint, filepath.Join(t.TempDir(), "bad"), &filter.WindowSettings{MaxSeqLength: 8, DocStride: 7}); err == nil || !strings.Contains(err.Error(), "doc_stride") {
 		t.Errorf("ExportAt with doc_stride 7 of 8: err %v", err)
 	}
 	if err := Export(filepath.Join(cfg.OutputDir, trainer.BestLink), out); err == nil {
@@ -433,22 +433,22 @@ func readWeights(t *testing.T, path string) map[string][]float32 {
 func TestErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(bad, []byte(`[{"id":"x1","answer":"[MAYBE]","question":"`+strings.ReplaceAll(mfilter.Instruction("e", "q"), "\n", `\n`)+`"}]`), 0o644)
-	if _, err := mfilter.ReadExamples(bad); err == nil || !strings.Contains(err.Error(), "record 1") || !strings.Contains(err.Error(), "[MAYBE]") {
+	os.WriteFile(bad, []byte(`[{"id":"x1","answer":"[MAYBE]","question":"`+strings.ReplaceAll(filter.Instruction("e", "q"), "\n", `\n`)+`"}]`), 0o644)
+	if _, err := filter.ReadExamples(bad); err == nil || !strings.Contains(err.Error(), "record 1") || !strings.Contains(err.Error(), "[MAYBE]") {
 		t.Errorf("other label: %v", err)
 	}
 	empty := filepath.Join(dir, "empty.json")
 	os.WriteFile(empty, nil, 0o644)
-	if _, err := mfilter.ReadExamples(empty); !errors.Is(err, mfilter.ErrEmpty) {
+	if _, err := filter.ReadExamples(empty); !errors.Is(err, filter.ErrEmpty) {
 		t.Errorf("empty file: %v", err)
 	}
 	cfg := tinyConfig(t, 0)
-	if _, err := Train(context.Background(), cfg, nil, nil, nil, nil); !errors.Is(err, mfilter.ErrEmpty) {
+	if _, err := Train(context.Background(), cfg, nil, nil, nil, nil); !errors.Is(err, filter.ErrEmpty) {
 		t.Errorf("no training examples: %v", err)
 	}
 	// The base fixture has no label tokens: evaluation refuses it, naming both.
 	_, err := Evaluate(fixtureModel(t), toySet(2), EvalOptions{})
-	if err == nil || !strings.Contains(err.Error(), mfilter.Helpful) || !strings.Contains(err.Error(), "t5-flan-tiny") {
+	if err == nil || !strings.Contains(err.Error(), filter.Helpful) || !strings.Contains(err.Error(), "t5-flan-tiny") {
 		t.Errorf("checkpoint without label tokens: %v", err)
 	}
 	if err := Export(fixtureModel(t), filepath.Join(dir, "x")); err == nil {
@@ -466,7 +466,7 @@ func TestRealRAG2File(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIP: one update on the real file")
 	}
-	exs, err := mfilter.ReadExamples(sharedDir(t, "data/rag2_filter/medqa_llama3_cot_5pct-train.json"))
+	exs, err := filter.ReadExamples(sharedDir(t, "data/rag2_filter/medqa_llama3_cot_5pct-train.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

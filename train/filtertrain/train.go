@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/data/tracker"
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -88,7 +88,7 @@ type Result struct {
 // kill would). Errors: invalid cfg, no training examples, an OutputDir that
 // already holds checkpoints without cfg.Resume, a checkpoint made with other
 // data or settings, load/compute/write failures.
-func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run *tracker.Run, progress func(Progress)) (*Result, error) {
+func Train(ctx context.Context, cfg Config, train, valid []filter.Example, run *tracker.Run, progress func(Progress)) (*Result, error) {
 	r, err := newTrainRun(cfg, train, valid, run, progress)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func Train(ctx context.Context, cfg Config, train, valid []mfilter.Example, run 
 // trainer and the state saved in every checkpoint.
 type trainRun struct {
 	cfg          Config
-	train, valid []mfilter.Example
+	train, valid []filter.Example
 	run          *tracker.Run
 	progress     func(Progress)
 
@@ -134,12 +134,12 @@ type logWindow struct {
 // newTrainRun validates cfg, loads the model (from the newest checkpoint
 // when resuming), cuts the windows, plans the steps and restores the state
 // of a resumed run.
-func newTrainRun(cfg Config, train, valid []mfilter.Example, run *tracker.Run, progress func(Progress)) (*trainRun, error) {
+func newTrainRun(cfg Config, train, valid []filter.Example, run *tracker.Run, progress func(Progress)) (*trainRun, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if len(train) == 0 {
-		return nil, fmt.Errorf("train filter: training set: %w", mfilter.ErrEmpty)
+		return nil, fmt.Errorf("train filter: training set: %w", filter.ErrEmpty)
 	}
 	latest, err := CheckOutputDir(cfg)
 	if err != nil {
@@ -166,7 +166,7 @@ func newTrainRun(cfg Config, train, valid []mfilter.Example, run *tracker.Run, p
 	r.target = make([]int, len(wins))
 	for i, w := range wins {
 		r.target[i] = lm.NotHelpful
-		if train[w.Example].Answer == mfilter.Helpful {
+		if train[w.Example].Answer == filter.Helpful {
 			r.target[i] = lm.Helpful
 		}
 	}
@@ -313,7 +313,7 @@ func (r *trainRun) microBatches(g int, perm []int) (micro [][]*tensors.Tensor, t
 			tokens += len(r.wins[i].IDs)
 		}
 		rows += len(idx)
-		idT, maskT := mfilter.EncoderBatch(ids, B, r.lm.Model.Config.PadTokenID)
+		idT, maskT := filter.EncoderBatch(ids, B, r.lm.Model.Config.PadTokenID)
 		decT, labT := r.lm.targetBatch(labels, B)
 		micro = append(micro, []*tensors.Tensor{idT, maskT, decT, labT})
 	}
@@ -468,7 +468,7 @@ func CheckOutputDir(cfg Config) (string, error) {
 }
 
 // dataHash fingerprints the training examples (id, answer, instruction) in order.
-func dataHash(examples []mfilter.Example) string {
+func dataHash(examples []filter.Example) string {
 	h := sha256.New()
 	for _, ex := range examples {
 		fmt.Fprintf(h, "%d:%s%d:%s%d:%s", len(ex.ID), ex.ID, len(ex.Answer), ex.Answer, len(ex.Question), ex.Question)

@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"errors"
@@ -6,22 +6,22 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 )
 
 // Window is one model input cut from an example (models/filter.Window).
-type Window = mfilter.Window
+type Window = filter.Window
 
 // Windows cuts each example's instruction (its Question) into model inputs
 // as p does at inference (Predictor.Windows: p's window length, stride and
 // match marks); Window.Example indexes examples. Errors name the example.
-func Windows(p *mfilter.Predictor, examples []mfilter.Example) ([]Window, error) {
+func Windows(p *filter.Predictor, examples []filter.Example) ([]Window, error) {
 	texts := make([]string, len(examples))
 	for i, ex := range examples {
 		texts[i] = ex.Question
 	}
 	wins, err := p.Windows(texts)
-	var ie *mfilter.InstructionError
+	var ie *filter.InstructionError
 	if errors.As(err, &ie) {
 		ex := examples[ie.Index]
 		return nil, fmt.Errorf("example %d (id %q): field %q: %w", ie.Index+1, ex.ID, "question", ie.Err)
@@ -31,20 +31,20 @@ func Windows(p *mfilter.Predictor, examples []mfilter.Example) ([]Window, error)
 
 // SplitByQuestion splits examples into train and validation sets so that no
 // question is in both: examples are grouped by the question parsed from
-// their instruction (mfilter.ParseInstruction), the groups are shuffled with
+// their instruction (filter.ParseInstruction), the groups are shuffled with
 // seed, and whole groups go to validation until it holds at least
 // round(validFrac·N) examples, never taking the last group. Both splits keep
 // the input order. validFrac 0 returns everything as train. Errors: validFrac
 // outside [0, 1), an instruction that does not parse (naming the example id),
 // or fewer than two questions when a validation set is asked for.
-func SplitByQuestion(examples []mfilter.Example, validFrac float64, seed int64) (train, valid []mfilter.Example, err error) {
+func SplitByQuestion(examples []filter.Example, validFrac float64, seed int64) (train, valid []filter.Example, err error) {
 	if validFrac < 0 || validFrac >= 1 {
 		return nil, nil, fmt.Errorf("split by question: validFrac %v outside [0, 1)", validFrac)
 	}
 	group := map[string]int{}
 	var members [][]int
 	for i, ex := range examples {
-		_, q, err := mfilter.ParseInstruction(strings.TrimSpace(ex.Question))
+		_, q, err := filter.ParseInstruction(strings.TrimSpace(ex.Question))
 		if err != nil {
 			return nil, nil, fmt.Errorf("split by question: example %d (id %q): field %q: %w", i+1, ex.ID, "question", err)
 		}
@@ -59,7 +59,7 @@ func SplitByQuestion(examples []mfilter.Example, validFrac float64, seed int64) 
 	}
 	target := int(validFrac*float64(len(examples)) + 0.5)
 	if target == 0 {
-		return append([]mfilter.Example(nil), examples...), nil, nil
+		return append([]filter.Example(nil), examples...), nil, nil
 	}
 	if len(members) < 2 {
 		return nil, nil, fmt.Errorf("split by question: %d distinct question(s); a validation split needs at least 2", len(members))

@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"errors"
@@ -9,27 +9,27 @@ import (
 	"strings"
 	"testing"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
 func TestPrepareData(t *testing.T) {
-	var base []mfilter.Example // 4 questions × 2 snippets
+	var base []filter.Example // 4 questions × 2 snippets
 	for q := range 4 {
 		for i := range 2 {
-			base = append(base, ex(fmt.Sprintf("q%d-%d", q, i), []string{mfilter.Helpful, mfilter.NotHelpful}[i], fmt.Sprintf("evidence %d", i), fmt.Sprintf("question %d?", q)))
+			base = append(base, ex(fmt.Sprintf("q%d-%d", q, i), []string{filter.Helpful, filter.NotHelpful}[i], fmt.Sprintf("evidence %d", i), fmt.Sprintf("question %d?", q)))
 		}
 	}
-	held := []mfilter.Example{ex("v-0", mfilter.Helpful, "held evidence", "held question?")}
-	extra := []mfilter.Example{ex("ict-0", mfilter.Helpful, "ict evidence", "question 0?")}
+	held := []filter.Example{ex("v-0", filter.Helpful, "held evidence", "held question?")}
+	extra := []filter.Example{ex("ict-0", filter.Helpful, "ict evidence", "question 0?")}
 	splitTrain, splitValid, err := SplitByQuestion(base, 0.5, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := t.TempDir()
-	for name, exs := range map[string][]mfilter.Example{"train.json": base, "valid.jsonl": held, "ict.jsonl": extra} {
-		f, _ := mfilter.FormatOf("", name)
-		if err := mfilter.WriteExamples(filepath.Join(src, name), f, exs); err != nil {
+	for name, exs := range map[string][]filter.Example{"train.json": base, "valid.jsonl": held, "ict.jsonl": extra} {
+		f, _ := filter.FormatOf("", name)
+		if err := filter.WriteExamples(filepath.Join(src, name), f, exs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestPrepareData(t *testing.T) {
 		data             Data
 		resume           bool
 		checkpoint       bool // the output directory already holds one
-		wantTrain, valid []mfilter.Example
+		wantTrain, valid []filter.Example
 		wantFiles        bool   // train.jsonl and valid.jsonl written
 		wantErr          string // "" = no error
 	}{
@@ -51,7 +51,7 @@ func TestPrepareData(t *testing.T) {
 		{name: "split by question", data: Data{Train: in("train.json"), ValidFrac: 0.5},
 			wantTrain: splitTrain, valid: splitValid, wantFiles: true},
 		{name: "augment after the split", data: Data{Train: in("train.json"), ValidFrac: 0.5, Augment: in("ict.jsonl")},
-			wantTrain: append(append([]mfilter.Example{}, splitTrain...), extra...), valid: splitValid, wantFiles: true},
+			wantTrain: append(append([]filter.Example{}, splitTrain...), extra...), valid: splitValid, wantFiles: true},
 		{name: "no validation writes no split", data: Data{Train: in("train.json")}, wantTrain: base},
 		{name: "resume writes no split", data: Data{Train: in("train.json"), ValidFrac: 0.5}, resume: true,
 			wantTrain: splitTrain, valid: splitValid},
@@ -84,8 +84,8 @@ func TestPrepareData(t *testing.T) {
 			if !reflect.DeepEqual(train, tc.wantTrain) || !reflect.DeepEqual(valid, tc.valid) {
 				t.Errorf("train %d examples, valid %d; want %d and %d", len(train), len(valid), len(tc.wantTrain), len(tc.valid))
 			}
-			for name, want := range map[string][]mfilter.Example{TrainSplitFile: tc.wantTrain, ValidSplitFile: tc.valid} {
-				got, err := mfilter.ReadExamples(filepath.Join(cfg.OutputDir, name))
+			for name, want := range map[string][]filter.Example{TrainSplitFile: tc.wantTrain, ValidSplitFile: tc.valid} {
+				got, err := filter.ReadExamples(filepath.Join(cfg.OutputDir, name))
 				switch {
 				case !tc.wantFiles && !errors.Is(err, os.ErrNotExist):
 					t.Errorf("%s written (%v)", name, err)

@@ -20,23 +20,23 @@
 //
 // Optimisation, schedule, state and checkpoint layout come from train/trainer.
 // The package prints nothing: progress goes through a callback.
-package filter
+package filtertrain
 
 import (
 	"fmt"
 	"math"
 	"strings"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
 // Aggregation rules of window probabilities into an example probability
 // (models/filter).
 const (
-	AggregateMax   = mfilter.AggregateMax   // highest P(helpful) over the windows (default)
-	AggregateMean  = mfilter.AggregateMean  // mean P(helpful)
-	AggregateFirst = mfilter.AggregateFirst // the first window only (plain truncation)
+	AggregateMax   = filter.AggregateMax   // highest P(helpful) over the windows (default)
+	AggregateMean  = filter.AggregateMean  // mean P(helpful)
+	AggregateFirst = filter.AggregateFirst // the first window only (plain truncation)
 )
 
 // Config is the training configuration. DefaultConfig gives RAG²'s launch
@@ -158,7 +158,7 @@ func (c Config) Validate() error {
 	case len(c.MatchMarksRare) > 0 && !c.MatchMarks:
 		return bad("MatchMarksRare", c.MatchMarksRare, "empty unless MatchMarks is set")
 	}
-	if err := mfilter.CheckRareDocFractions(c.MatchMarksRare); err != nil {
+	if err := filter.CheckRareDocFractions(c.MatchMarksRare); err != nil {
 		return fmt.Errorf("filter config: field %q: %w", "MatchMarksRare", err)
 	}
 	return c.optim(1).Validate()
@@ -183,7 +183,7 @@ type markPlan struct {
 // matchMarks returns the plan of the marks (nil without MatchMarks),
 // with the evidence of train when MatchMarksRare needs its document
 // frequencies. Errors: an instruction that is not RAG²'s, by example.
-func (c Config) matchMarks(train []mfilter.Example) (*markPlan, error) {
+func (c Config) matchMarks(train []filter.Example) (*markPlan, error) {
 	if !c.MatchMarks {
 		return nil, nil
 	}
@@ -193,7 +193,7 @@ func (c Config) matchMarks(train []mfilter.Example) (*markPlan, error) {
 	}
 	p.evidence = make([]string, len(train))
 	for i, ex := range train {
-		ev, _, err := mfilter.ParseInstruction(strings.TrimSpace(ex.Question))
+		ev, _, err := filter.ParseInstruction(strings.TrimSpace(ex.Question))
 		if err != nil {
 			return nil, fmt.Errorf("match marks: training example %d (id %q): field \"question\": %w", i+1, ex.ID, err)
 		}
@@ -204,6 +204,6 @@ func (c Config) matchMarks(train []mfilter.Example) (*markPlan, error) {
 
 // predictor is the models/filter configuration of validation: windows as
 // in training, EvalBatchSize windows per call, c.Aggregate.
-func (c Config) predictor() mfilter.Config {
-	return mfilter.Config{MaxSeqLength: c.MaxSeqLength, DocStride: c.DocStride, Aggregate: c.Aggregate, BatchSize: c.EvalBatchSize}
+func (c Config) predictor() filter.Config {
+	return filter.Config{MaxSeqLength: c.MaxSeqLength, DocStride: c.DocStride, Aggregate: c.Aggregate, BatchSize: c.EvalBatchSize}
 }

@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/backend"
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -52,7 +52,7 @@ func BenchTrainStep(backendName string, cfg t5.Config, batch, encLen, decLen, st
 	if err := m.Ctx.SetRNGStateFromSeed(1); err != nil {
 		return BenchResult{}, err
 	}
-	lm := &labeled{Predictor: &mfilter.Predictor{Model: m, Helpful: cfg.VocabSize - 2, NotHelpful: cfg.VocabSize - 1, Config: mfilter.Config{BatchSize: batch}}}
+	lm := &labeled{Predictor: &filter.Predictor{Model: m, Helpful: cfg.VocabSize - 2, NotHelpful: cfg.VocabSize - 1, Config: filter.Config{BatchSize: batch}}}
 	oc := trainer.DefaultConfig()
 	oc.TotalSteps = steps + 1
 	tr, err := trainer.New(be, m.Ctx, lm.lossFn, oc)
@@ -73,7 +73,7 @@ func BenchTrainStep(backendName string, cfg t5.Config, batch, encLen, decLen, st
 			lab[b][j] = 2 + rng.IntN(cfg.VocabSize-2)
 		}
 	}
-	idT, maskT := mfilter.EncoderBatch(ids, batch, cfg.PadTokenID)
+	idT, maskT := filter.EncoderBatch(ids, batch, cfg.PadTokenID)
 	dec := t5.ShiftRight(lab, cfg.DecoderStartTokenID, cfg.PadTokenID)
 	toT := func(x [][]int) *tensors.Tensor {
 		v := make([]int32, 0, batch*decLen)

@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/t5"
 )
 
@@ -15,7 +15,7 @@ import (
 // EvalOptions'; Progress counts the windows scored.
 type CalibrateOptions struct {
 	EvalOptions
-	// Features to combine (mfilter.CalibrationFeatures' names, in that
+	// Features to combine (filter.CalibrationFeatures' names, in that
 	// order); nil: all of them.
 	Features []string
 	// IDFEvidences are the texts coverage's document frequencies are
@@ -41,22 +41,22 @@ type CalibrationReport struct {
 
 // Calibrate fits a Calibration of the filter checkpoint modelDir to
 // labeled examples it was not trained on (logistic regression by Newton's
-// method on the features of mfilter.Calibration, each example's T5
+// method on the features of filter.Calibration, each example's T5
 // probability its windows' aggregate as in Evaluate) and writes the
-// checkpoint with it in config.json (mfilter.CalibrationKey) to outDir, as
+// checkpoint with it in config.json (filter.CalibrationKey) to outDir, as
 // Export does. A calibration modelDir already carries is ignored in the fit
 // and replaced. Errors: no examples or one class only, outDir exists, a
 // non-RAG² instruction (naming its id), a fit that does not converge.
-func Calibrate(modelDir, outDir string, examples []mfilter.Example, opt CalibrateOptions) (*CalibrationReport, error) {
+func Calibrate(modelDir, outDir string, examples []filter.Example, opt CalibrateOptions) (*CalibrationReport, error) {
 	if len(examples) == 0 {
-		return nil, fmt.Errorf("calibrate %s: %w", modelDir, mfilter.ErrEmpty)
+		return nil, fmt.Errorf("calibrate %s: %w", modelDir, filter.ErrEmpty)
 	}
 	opt.EvalOptions = opt.withDefaults()
-	cal := mfilter.DefaultCalibration()
+	cal := filter.DefaultCalibration()
 	if opt.Features != nil {
 		cal.Features = opt.Features
 	}
-	if err := mfilter.CheckCalibrationFeatures(cal.Features); err != nil {
+	if err := filter.CheckCalibrationFeatures(cal.Features); err != nil {
 		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
 	}
 	if opt.L2 == 0 {
@@ -74,12 +74,12 @@ func Calibrate(modelDir, outDir string, examples []mfilter.Example, opt Calibrat
 	evidence := opt.IDFEvidences
 	helpful := 0
 	for i, ex := range examples {
-		instr[i], gold[i] = ex.Question, ex.Answer == mfilter.Helpful
+		instr[i], gold[i] = ex.Question, ex.Answer == filter.Helpful
 		if gold[i] {
 			helpful++
 		}
 		if opt.IDFEvidences == nil {
-			ev, _, err := mfilter.ParseInstruction(strings.TrimSpace(ex.Question))
+			ev, _, err := filter.ParseInstruction(strings.TrimSpace(ex.Question))
 			if err != nil {
 				return nil, fmt.Errorf("calibrate %s: example %q: %w", modelDir, ex.ID, err)
 			}
@@ -87,14 +87,14 @@ func Calibrate(modelDir, outDir string, examples []mfilter.Example, opt Calibrat
 		}
 	}
 	if helpful == 0 || helpful == len(examples) {
-		return nil, fmt.Errorf("calibrate %s: %d examples, %d of them %s: both classes are needed", modelDir, len(examples), helpful, mfilter.Helpful)
+		return nil, fmt.Errorf("calibrate %s: %d examples, %d of them %s: both classes are needed", modelDir, len(examples), helpful, filter.Helpful)
 	}
-	if slices.Contains(cal.Features, mfilter.FeatureCoverage) {
+	if slices.Contains(cal.Features, filter.FeatureCoverage) {
 		cal.DocFreq = cal.CountDocFreq(evidence)
 	}
 	// Without log_odds the T5 is not read: its scores would be discarded.
 	probs := make([]float64, len(instr))
-	usesModel := slices.Contains(cal.Features, mfilter.FeatureLogOdds)
+	usesModel := slices.Contains(cal.Features, filter.FeatureLogOdds)
 	if usesModel {
 		score := func(ctx context.Context, rows [][]int) ([]float64, error) {
 			return p.ScoreRows(ctx, rows, opt.Progress)
@@ -119,7 +119,7 @@ func Calibrate(modelDir, outDir string, examples []mfilter.Example, opt Calibrat
 	}
 	fused := make([]float64, len(x))
 	for i := range x {
-		fused[i] = mfilter.Logit(w, x[i])
+		fused[i] = filter.Logit(w, x[i])
 	}
 	rep := &CalibrationReport{Model: modelDir, Out: outDir, N: len(examples), Helpful: helpful, Features: cal.Features, Weights: w, Iterations: iters}
 	if auc, ok := ROCAUC(gold, probs); ok && usesModel {
@@ -129,12 +129,12 @@ func Calibrate(modelDir, outDir string, examples []mfilter.Example, opt Calibrat
 		rep.ROCAUCCalibrated = &auc
 	}
 	// The calibration holds for the windows it was fitted at: recorded beside it.
-	win := mfilter.WindowSettings{MaxSeqLength: opt.MaxSeqLength, DocStride: opt.DocStride}
+	win := filter.WindowSettings{MaxSeqLength: opt.MaxSeqLength, DocStride: opt.DocStride}
 	err = exportWith(modelDir, outDir, func(c *t5.Config) error {
-		if err := c.SetExtra(mfilter.WindowsKey, win); err != nil {
+		if err := c.SetExtra(filter.WindowsKey, win); err != nil {
 			return err
 		}
-		return c.SetExtra(mfilter.CalibrationKey, cal)
+		return c.SetExtra(filter.CalibrationKey, cal)
 	})
 	if err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func FitLogistic(x [][]float64, y []bool, l2 float64) ([]float64, int, error) {
 		for i, r := range x {
 			z[0] = 1
 			copy(z[1:], r)
-			s := mfilter.Sigmoid(mfilter.Logit(w, r))
+			s := filter.Sigmoid(filter.Logit(w, r))
 			t := 0.0
 			if y[i] {
 				t = 1

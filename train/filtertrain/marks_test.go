@@ -1,4 +1,4 @@
-package filter
+package filtertrain
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	mfilter "github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/t5"
 )
 
@@ -37,8 +37,8 @@ func TestTrainMatchMarks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := mfilter.MatchMarksOf(c.Extra(mfilter.MatchMarksKey))
-		if err != nil || m == nil || !reflect.DeepEqual(*m, mfilter.DefaultMatchMarks()) {
+		m, err := filter.MatchMarksOf(c.Extra(filter.MatchMarksKey))
+		if err != nil || m == nil || !reflect.DeepEqual(*m, filter.DefaultMatchMarks()) {
 			t.Fatalf("%s: marks %v (%v), want the defaults", dir, m, err)
 		}
 	}
@@ -73,12 +73,12 @@ func TestTrainMatchMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	c2, _ := t5.LoadConfig(res2.LastCheckpoint)
-	if _, ok := c2.Extra(mfilter.MatchMarksKey); !ok {
+	if _, ok := c2.Extra(filter.MatchMarksKey); !ok {
 		t.Error("fine-tuning a marked checkpoint dropped its marks")
 	}
 
 	// An instruction that is not RAG²'s cannot be marked: its example is named.
-	bad := append(slices.Clone(train), mfilter.Example{ID: "odd", Answer: mfilter.Helpful, Question: "free text"})
+	bad := append(slices.Clone(train), filter.Example{ID: "odd", Answer: filter.Helpful, Question: "free text"})
 	cfg3 := cfg
 	cfg3.OutputDir = filepath.Join(t.TempDir(), "bad")
 	_, err = Train(context.Background(), cfg3, bad, nil, nil, nil)
@@ -97,7 +97,7 @@ func TestTrainMatchMarksRare(t *testing.T) {
 	}
 	cfg := tinyConfig(t, 0)
 	cfg.Epochs, cfg.MaxSteps, cfg.MatchMarks, cfg.MatchMarksRare = 1, 1, true, []float64{0.5}
-	train := append(toySet(6), ex("x", mfilter.NotHelpful, "fever is common", "what reduces fever?"))
+	train := append(toySet(6), ex("x", filter.NotHelpful, "fever is common", "what reduces fever?"))
 	res, err := Train(context.Background(), cfg, train, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -106,9 +106,9 @@ func TestTrainMatchMarksRare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := mfilter.MatchMarksOf(c.Extra(mfilter.MatchMarksKey))
+	m, err := filter.MatchMarksOf(c.Extra(filter.MatchMarksKey))
 	// 3 distinct evidence texts; only "fever" and "is" (2 of 3 > 0.5 × 3) are common enough to keep.
-	want := &mfilter.DocFreq{Docs: 3, Counts: map[string]int{"fever": 2, "is": 2}}
+	want := &filter.DocFreq{Docs: 3, Counts: map[string]int{"fever": 2, "is": 2}}
 	if err != nil || m == nil || !reflect.DeepEqual(m.DocFreq, want) || !slices.Equal(m.RareDocFractions, cfg.MatchMarksRare) {
 		t.Fatalf("marks %+v (%v), want rare_doc_fractions %v and doc_freq %+v", m, err, cfg.MatchMarksRare, want)
 	}
@@ -164,13 +164,13 @@ func TestTrainMatchMarksRare(t *testing.T) {
 }
 
 // marksOf returns the match marks recorded in dir's config.json.
-func marksOf(t *testing.T, dir string) mfilter.MatchMarks {
+func marksOf(t *testing.T, dir string) filter.MatchMarks {
 	t.Helper()
 	c, err := t5.LoadConfig(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := mfilter.MatchMarksOf(c.Extra(mfilter.MatchMarksKey))
+	m, err := filter.MatchMarksOf(c.Extra(filter.MatchMarksKey))
 	if err != nil || m == nil {
 		t.Fatalf("%s: marks %v (%v)", dir, m, err)
 	}
@@ -179,7 +179,7 @@ func marksOf(t *testing.T, dir string) mfilter.MatchMarks {
 
 // writeMarks exports checkpoint dir (Export: the model files, no trainer
 // state) with config.json's marks replaced by m, and returns the copy.
-func writeMarks(t *testing.T, dir string, m mfilter.MatchMarks) string {
+func writeMarks(t *testing.T, dir string, m filter.MatchMarks) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "marked")
 	if err := Export(dir, out); err != nil {
@@ -189,7 +189,7 @@ func writeMarks(t *testing.T, dir string, m mfilter.MatchMarks) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetExtra(mfilter.MatchMarksKey, m); err != nil {
+	if err := c.SetExtra(filter.MatchMarksKey, m); err != nil {
 		t.Fatal(err)
 	}
 	b, err := c.MarshalConfig()
