@@ -7,7 +7,7 @@ import (
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
-	"github.com/ragforge/ragforge/retrieval/pipeline"
+	"github.com/ragforge/ragforge/retrieval/search"
 )
 
 // buildDense loads the --encoder model and indexes the chunks it encodes
@@ -31,12 +31,12 @@ func buildDense(g *globals, r *retrieverFlags, chunks []data.Chunk) (*encode.BER
 		if err := r.Enc.matchInfo(enc, r.Encoder, r.pre.Info); err != nil {
 			return nil, nil, err
 		}
-		if idx, err = pipeline.IndexEncoded(enc, r.pre, r.Factory); err != nil {
+		if idx, err = search.IndexEncoded(enc, r.pre, r.Factory); err != nil {
 			return nil, nil, err
 		}
 	} else {
 		bar := progress.New(g.Err, len(chunks), "encode")
-		idx, err = pipeline.IndexChunks(enc, chunks, r.Factory, bar.Func())
+		idx, err = search.IndexChunks(enc, chunks, r.Factory, bar.Func())
 		bar.Finish()
 		if err != nil {
 			return nil, nil, err

@@ -16,7 +16,7 @@ import (
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/retrieval/eval"
-	"github.com/ragforge/ragforge/retrieval/pipeline"
+	"github.com/ragforge/ragforge/retrieval/search"
 )
 
 type evalRetrievalOptions struct {
@@ -193,7 +193,7 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 		Relevance: set.relevance, Ks: rep.Ks, Depth: o.Depth, Shortfall: len(fill.Short()), Qrels: set.check,
 		Metrics: rep.Mean, Files: files, Seconds: time.Since(start).Seconds(),
 	}
-	if o.Retriever.Mode == string(pipeline.Hybrid) {
+	if o.Retriever.Mode == string(search.Hybrid) {
 		res.DenseWeight, res.BM25Weight, res.WeightsFrom = o.Retriever.DenseWeight, o.Retriever.BM25Weight, o.Retriever.WeightsFrom
 		if err := run.LogMetrics(map[string]float64{"hybrid/dense_weight": res.DenseWeight, "hybrid/bm25_weight": res.BM25Weight}, 0); err != nil {
 			return nil, err
@@ -302,7 +302,7 @@ func (o *evalRetrievalOptions) querySet(ctx context.Context, g *globals, docs []
 func printEvalRetrieval(g *globals, res *evalRetrievalResult, rep *eval.Report) error {
 	fmt.Fprintf(g.Out, "run %s: %s over %d chunks, %d questions (%d without relevant chunks skipped), relevance %s\n",
 		res.RunID, res.Retriever, res.Chunks, len(rep.Queries), len(rep.Skipped), res.Relevance)
-	if res.Retriever == string(pipeline.Hybrid) {
+	if res.Retriever == string(search.Hybrid) {
 		from := "flags/defaults"
 		if res.WeightsFrom != "" {
 			from = res.WeightsFrom

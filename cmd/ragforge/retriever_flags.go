@@ -14,7 +14,7 @@ import (
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/fusion"
-	"github.com/ragforge/ragforge/retrieval/pipeline"
+	"github.com/ragforge/ragforge/retrieval/search"
 )
 
 // bm25Flags configure BM25: --bm25-preset, --bm25-k1, --bm25-b, --analyzer,
@@ -112,15 +112,15 @@ func (r retrieverFlags) MarshalJSON() ([]byte, error) {
 
 func (r *retrieverFlags) validate() error {
 	switch r.Mode {
-	case string(pipeline.BM25):
-	case string(pipeline.Dense), string(pipeline.Hybrid):
+	case string(search.BM25):
+	case string(search.Dense), string(search.Hybrid):
 		if r.Encoder == "" {
 			return fmt.Errorf("--retriever %s needs --encoder DIR (a BERT model in HF layout; `ragforge models init --arch bert` makes one)", r.Mode)
 		}
 	default:
 		return fmt.Errorf("--retriever %q: want bm25, dense or hybrid", r.Mode)
 	}
-	if (r.Nprobe != 0 || r.EfSearch != 0) && r.Mode == string(pipeline.BM25) {
+	if (r.Nprobe != 0 || r.EfSearch != 0) && r.Mode == string(search.BM25) {
 		return fmt.Errorf("--nprobe and --ef-search set the dense index's search; --retriever bm25 has none")
 	}
 	if err := r.searchParams().Validate(); err != nil {
@@ -129,7 +129,7 @@ func (r *retrieverFlags) validate() error {
 	if err := r.Enc.validate(); err != nil {
 		return err
 	}
-	if r.Mode == string(pipeline.BM25) {
+	if r.Mode == string(search.BM25) {
 		return nil
 	}
 	// Resolved here so that the run's config records the encoder's settings.
@@ -170,8 +170,8 @@ func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retri
 	}
 	closeFn := func() { idx.Close() }
 	// The AP paper's hybrid: RRF c 60, each side's top max(k, 100).
-	p := &pipeline.Pipeline{Config: pipeline.Config{Mode: pipeline.Mode(r.Mode), C: fusion.DefaultC, Depth: pipeline.DefaultDepth, Union: r.Union}, BM25: idx}
-	if r.Mode == string(pipeline.BM25) {
+	p := &search.Pipeline{Config: search.Config{Mode: search.Mode(r.Mode), C: fusion.DefaultC, Depth: search.DefaultDepth, Union: r.Union}, BM25: idx}
+	if r.Mode == string(search.BM25) {
 		return p, closeFn, nil
 	}
 	enc, dix, err := buildDense(g, r, chunks)
@@ -181,7 +181,7 @@ func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retri
 	}
 	p.Encoder, p.Index = enc, dix
 	closeAll := func() { dix.Close(); closeFn() }
-	if r.Mode == string(pipeline.Hybrid) {
+	if r.Mode == string(search.Hybrid) {
 		if err := r.encoderWeights(); err != nil {
 			closeAll()
 			return nil, nil, err

@@ -91,7 +91,7 @@ type Retrieval struct {
 	BM25Weight  float64 `json:"bm25_weight"`
 	RRFC        float64 `json:"rrf_c"`
 	// Depth is how many hits each retriever contributes to a fusion
-	// (≥ k; default 100, retrieval/pipeline.DefaultDepth).
+	// (≥ k; default 100, retrieval/search.DefaultDepth).
 	Depth int `json:"depth"`
 	// Pooling ("cls" or "mean"), Normalize and QueryInstruction configure
 	// the BERT bi-encoder as encode.BERTEncoder (BGE defaults: cls, true, "").

@@ -11,7 +11,7 @@ import (
 	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/retrieval/fusion"
 	"github.com/ragforge/ragforge/retrieval/hyde"
-	retpipe "github.com/ragforge/ragforge/retrieval/pipeline"
+	"github.com/ragforge/ragforge/retrieval/search"
 )
 
 // batchedEncoder is an encode.Encoder whose EncodeQueries and EncodeDocs
@@ -207,7 +207,7 @@ func (e *engine) Retrieve(ctx context.Context, req RetrieveRequest) (*RetrieveRe
 		return nil, err
 	}
 	cfg := e.config()
-	cfg.Mode = retpipe.Mode(req.Mode)
+	cfg.Mode = search.Mode(req.Mode)
 	var hypos []string
 	if req.Mode == pipeline.ModeHyDE {
 		var err error
@@ -216,8 +216,8 @@ func (e *engine) Retrieve(ctx context.Context, req RetrieveRequest) (*RetrieveRe
 		}
 	}
 	// The query is encoded once for every corpus.
-	qs := []retpipe.Query{{Text: req.Query, Hypos: hypos}}
-	vecs, err := (&retpipe.Pipeline{Config: cfg, Encoder: e.enc}).Encode(qs)
+	qs := []search.Query{{Text: req.Query, Hypos: hypos}}
+	vecs, err := (&search.Pipeline{Config: cfg, Encoder: e.enc}).Encode(qs)
 	if err != nil {
 		return nil, fmt.Errorf("retrieve: %w", err)
 	}
@@ -228,7 +228,7 @@ func (e *engine) Retrieve(ctx context.Context, req RetrieveRequest) (*RetrieveRe
 			return nil, err
 		}
 		c, _ := e.p.Corpus(name)
-		rp := &retpipe.Pipeline{Config: cfg, BM25: c.BM25, Encoder: e.enc}
+		rp := &search.Pipeline{Config: cfg, BM25: c.BM25, Encoder: e.enc}
 		if c.Dense != nil {
 			rp.Index = c.Dense
 		}
@@ -264,9 +264,9 @@ func (e *engine) Retrieve(ctx context.Context, req RetrieveRequest) (*RetrieveRe
 
 // config is the manifest's retrieval settings as a retrieval pipeline
 // configuration (the mode is the request's).
-func (e *engine) config() retpipe.Config {
+func (e *engine) config() search.Config {
 	d := e.p.Manifest.Retrieval
-	return retpipe.Config{DenseWeight: d.DenseWeight, BM25Weight: d.BM25Weight, C: d.RRFC, Depth: d.Depth,
+	return search.Config{DenseWeight: d.DenseWeight, BM25Weight: d.BM25Weight, C: d.RRFC, Depth: d.Depth,
 		HyDE: hyde.Config{Mode: hyde.Mode(d.HyDEMode), N: d.HyDEN, Normalize: d.Normalize}}
 }
 
@@ -293,7 +293,7 @@ func (e *engine) hypotheses(ctx context.Context, req RetrieveRequest) ([]string,
 }
 
 // searchCorpus searches one corpus with the query vectors shared by all.
-func searchCorpus(rp *retpipe.Pipeline, qs []retpipe.Query, vecs [][]float32, k int) ([]retrieval.Hit, error) {
+func searchCorpus(rp *search.Pipeline, qs []search.Query, vecs [][]float32, k int) ([]retrieval.Hit, error) {
 	if err := rp.Validate(); err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 // Package encode turns texts into dense vectors for retrieval: the Encoder
 // interface, a BERT bi-encoder (BGE / MedEmbed / MedCPT conventions) with
 // length-bucketed batching and its loader (LoadBERT), and corpus encoding.
-// Searching is retrieval/pipeline's.
+// Searching is retrieval/search's.
 //
 // Vectors are float32 [dim]. With Normalize (the BGE / MedEmbed convention)
 // they have unit L2 norm, so a FAISS inner-product index scores by cosine

@@ -8,7 +8,7 @@ import (
 	"github.com/ragforge/ragforge/retrieval/eval"
 	"github.com/ragforge/ragforge/retrieval/fusion"
 	"github.com/ragforge/ragforge/retrieval/hyde"
-	"github.com/ragforge/ragforge/retrieval/pipeline"
+	"github.com/ragforge/ragforge/retrieval/search"
 )
 
 type variantSpec struct {
@@ -78,7 +78,7 @@ func (s *state) evaluate(ctx context.Context, t int) error {
 // 0.3 / 0.7, each side's top EvalDepth; HyDE with G_<gen>'s documents).
 func (s *state) retrieve(ctx context.Context, sp variantSpec, rd *Round) (eval.Run, error) {
 	k := s.cfg.EvalDepth
-	p := &pipeline.Pipeline{Config: pipeline.Config{Mode: pipeline.Mode(sp.kind),
+	p := &search.Pipeline{Config: search.Config{Mode: search.Mode(sp.kind),
 		DenseWeight: fusion.DenseWeight, BM25Weight: fusion.BM25Weight, HyDE: s.hydeConfig()}}
 	if ch := s.fusion[sp.ret]; ch != nil {
 		p.DenseWeight, p.BM25Weight = ch.DenseWeight, ch.BM25Weight
@@ -100,9 +100,9 @@ func (s *state) retrieve(ctx context.Context, sp variantSpec, rd *Round) (eval.R
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	qs := make([]pipeline.Query, len(s.queries))
+	qs := make([]search.Query, len(s.queries))
 	for i, q := range s.queries {
-		qs[i] = pipeline.Query{Text: q.Text}
+		qs[i] = search.Query{Text: q.Text}
 	}
 	if sp.kind == "hyde" {
 		hypos, err := s.evalHypos(ctx, sp.gen, rd)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/retrieval/eval"
-	"github.com/ragforge/ragforge/retrieval/pipeline"
+	"github.com/ragforge/ragforge/retrieval/search"
 )
 
 // FusionGrid are the dense RRF weights tried when the hybrid's weight is
@@ -89,10 +89,10 @@ func (s *state) chooseFusion(ctx context.Context, t int, held []string, qs map[s
 	// One dense and one BM25 search of every held-out query (top EvalDepth),
 	// fused with each grid weight.
 	k := s.cfg.EvalDepth
-	p := &pipeline.Pipeline{Config: pipeline.Config{Mode: pipeline.Dense}, BM25: bm, Encoder: enc, Index: ix}
-	pq := make([]pipeline.Query, len(queries))
+	p := &search.Pipeline{Config: search.Config{Mode: search.Dense}, BM25: bm, Encoder: enc, Index: ix}
+	pq := make([]search.Query, len(queries))
 	for i, q := range queries {
-		pq[i] = pipeline.Query{Text: q}
+		pq[i] = search.Query{Text: q}
 	}
 	vecs, err := p.Encode(pq)
 	if err != nil {
@@ -105,7 +105,7 @@ func (s *state) chooseFusion(ctx context.Context, t int, held []string, qs map[s
 	if err != nil {
 		return nil, fmt.Errorf("fusion: search held-out queries: %w", err)
 	}
-	p.Mode = pipeline.BM25
+	p.Mode = search.BM25
 	bh, err := p.SearchVectors(pq, nil, k)
 	if err != nil {
 		return nil, fmt.Errorf("fusion: %w", err)
@@ -113,7 +113,7 @@ func (s *state) chooseFusion(ctx context.Context, t int, held []string, qs map[s
 	ch := &FusionChoice{HeldOut: len(held), NDCG: map[string]float64{}, DenseWeight: -1}
 	best := -1.0
 	for _, w := range FusionGrid {
-		p.Mode, p.DenseWeight, p.BM25Weight = pipeline.Hybrid, w, 1-w
+		p.Mode, p.DenseWeight, p.BM25Weight = search.Hybrid, w, 1-w
 		fused, err := p.Fuse(dh, bh, k)
 		if err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-// Package pipeline is ragforge's one retrieval pipeline: BM25, dense
+// Package search is ragforge's one retrieval pipeline: BM25, dense
 // (encoder + FAISS), their weighted-RRF hybrid (the AP paper's), HyDE /
 // SL-HyDE query fusion (Eq. 10–11) and optional reranking behind one type,
 // searched one query at a time (retrieval.Retriever) or in batches. `eval
@@ -10,7 +10,7 @@
 // searches one query. Encoders and FAISS give the same rankings either way
 // only up to float rounding, so callers that must reproduce earlier runs
 // keep their batch shape.
-package pipeline
+package search
 
 import (
 	"context"
