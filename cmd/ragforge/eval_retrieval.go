@@ -181,7 +181,7 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 			judged[q] = j
 		}
 	}
-	files, err := writeEvalFiles(g, run, o.Out, rep, runHits, judged, o.Retriever.Mode)
+	files, err := writeEvalFiles(g, run, o.Out, rep, runHits, judged, string(o.Retriever.Mode))
 	if err != nil {
 		return nil, err
 	}
@@ -189,11 +189,11 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 		return nil, err
 	}
 	res = &evalRetrievalResult{
-		RunID: run.ID, Retriever: o.Retriever.Mode, Chunks: len(chunks), Queries: len(rep.Queries), Skipped: len(rep.Skipped),
+		RunID: run.ID, Retriever: string(o.Retriever.Mode), Chunks: len(chunks), Queries: len(rep.Queries), Skipped: len(rep.Skipped),
 		Relevance: set.relevance, Ks: rep.Ks, Depth: o.Depth, Shortfall: len(fill.Short()), Qrels: set.check,
 		Metrics: rep.Mean, Files: files, Seconds: time.Since(start).Seconds(),
 	}
-	if o.Retriever.Mode == string(search.Hybrid) {
+	if o.Retriever.Mode == search.Hybrid {
 		res.DenseWeight, res.BM25Weight, res.WeightsFrom = o.Retriever.DenseWeight, o.Retriever.BM25Weight, o.Retriever.WeightsFrom
 		if err := run.LogMetrics(map[string]float64{"hybrid/dense_weight": res.DenseWeight, "hybrid/bm25_weight": res.BM25Weight}, 0); err != nil {
 			return nil, err

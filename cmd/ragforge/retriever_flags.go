@@ -62,7 +62,7 @@ func (b bm25Flags) config() (bm25.Config, error) {
 
 // retrieverFlags choose and configure a retriever.
 type retrieverFlags struct {
-	Mode string `json:"mode"`
+	Mode search.Mode `json:"mode"`
 	bm25Flags
 	IndexDir    string  `json:"index_dir,omitempty"`
 	Encoder     string  `json:"encoder,omitempty"`
@@ -86,7 +86,7 @@ type retrieverFlags struct {
 func (r *retrieverFlags) add(cmd *cobra.Command) {
 	r.cmd = cmd
 	f := cmd.Flags()
-	f.StringVar(&r.Mode, "retriever", "bm25", "retriever: bm25 | dense | hybrid (RRF of dense and BM25)")
+	f.StringVar((*string)(&r.Mode), "retriever", "bm25", "retriever: bm25 | dense | hybrid (RRF of dense and BM25)")
 	r.bm25Flags.add(cmd)
 	f.StringVar(&r.IndexDir, "bm25-index", "", "persistent BM25 index directory (built if missing; default: in memory)")
 	f.StringVar(&r.Encoder, "encoder", "", "dense encoder: a BERT model directory in HF layout (dense and hybrid)")
@@ -112,15 +112,15 @@ func (r retrieverFlags) MarshalJSON() ([]byte, error) {
 
 func (r *retrieverFlags) validate() error {
 	switch r.Mode {
-	case string(search.BM25):
-	case string(search.Dense), string(search.Hybrid):
+	case search.BM25:
+	case search.Dense, search.Hybrid:
 		if r.Encoder == "" {
 			return fmt.Errorf("--retriever %s needs --encoder DIR (a BERT model in HF layout; `ragforge models init --arch bert` makes one)", r.Mode)
 		}
 	default:
 		return fmt.Errorf("--retriever %q: want bm25, dense or hybrid", r.Mode)
 	}
-	if (r.Nprobe != 0 || r.EfSearch != 0) && r.Mode == string(search.BM25) {
+	if (r.Nprobe != 0 || r.EfSearch != 0) && r.Mode == search.BM25 {
 		return fmt.Errorf("--nprobe and --ef-search set the dense index's search; --retriever bm25 has none")
 	}
 	if err := r.searchParams().Validate(); err != nil {
@@ -129,7 +129,7 @@ func (r *retrieverFlags) validate() error {
 	if err := r.Enc.validate(); err != nil {
 		return err
 	}
-	if r.Mode == string(search.BM25) {
+	if r.Mode == search.BM25 {
 		return nil
 	}
 	// Resolved here so that the run's config records the encoder's settings.
@@ -170,8 +170,8 @@ func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retri
 	}
 	closeFn := func() { idx.Close() }
 	// The AP paper's hybrid: RRF c 60, each side's top max(k, 100).
-	p := &search.Pipeline{Config: search.Config{Mode: search.Mode(r.Mode), C: fusion.DefaultC, Depth: search.DefaultDepth, Union: r.Union}, BM25: idx}
-	if r.Mode == string(search.BM25) {
+	p := &search.Pipeline{Config: search.Config{Mode: r.Mode, C: fusion.DefaultC, Depth: search.DefaultDepth, Union: r.Union}, BM25: idx}
+	if r.Mode == search.BM25 {
 		return p, closeFn, nil
 	}
 	enc, dix, err := buildDense(g, r, chunks)
@@ -181,7 +181,7 @@ func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retri
 	}
 	p.Encoder, p.Index = enc, dix
 	closeAll := func() { dix.Close(); closeFn() }
-	if r.Mode == string(search.Hybrid) {
+	if r.Mode == search.Hybrid {
 		if err := r.encoderWeights(); err != nil {
 			closeAll()
 			return nil, nil, err

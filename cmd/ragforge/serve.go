@@ -24,6 +24,7 @@ import (
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
+	"github.com/ragforge/ragforge/retrieval/search"
 	"github.com/ragforge/ragforge/train/filtertrain"
 )
 
@@ -94,9 +95,9 @@ func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (er
 		return err
 	}
 	if o.Mode != "" {
-		man.Retrieval.Mode = o.Mode
+		man.Retrieval.Mode = search.Mode(o.Mode)
 	} else if o.Retriever == "" {
-		man.Retrieval.Mode = "bm25"
+		man.Retrieval.Mode = search.BM25
 	}
 	if o.K > 0 {
 		man.Retrieval.K = o.K

@@ -35,6 +35,7 @@ import (
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/fusion"
+	"github.com/ragforge/ragforge/retrieval/search"
 )
 
 // File and directory names of the layout (see the package doc).
@@ -55,17 +56,6 @@ const (
 	Version = 1
 )
 
-// Retrieval modes.
-const (
-	ModeBM25   = "bm25"
-	ModeDense  = "dense"
-	ModeHybrid = "hybrid"
-	ModeHyDE   = "hyde"
-)
-
-// Modes lists the retrieval modes in documentation order.
-var Modes = []string{ModeBM25, ModeDense, ModeHybrid, ModeHyDE}
-
 // ChunkInfo records how the chunks were made (provenance only; the chunks
 // themselves are stored). Size and Overlap are in Unit ("runes" for
 // LangChain's character splitter, "tokens", or "document" for unchunked
@@ -79,8 +69,8 @@ type ChunkInfo struct {
 
 // Retrieval holds the retrieval defaults a request may override.
 type Retrieval struct {
-	Mode string `json:"mode"` // one of Modes; default hybrid
-	K    int    `json:"k"`    // hits returned; default 5
+	Mode search.Mode `json:"mode"` // one of search.Modes; default hybrid
+	K    int         `json:"k"`    // hits returned; default 5
 	// Balanced applies RAG²'s balanced retrieval across corpora
 	// (fusion.Balanced: ⌊k/n⌋ hits per corpus); otherwise per-corpus lists
 	// are fused with equal-weight RRF. Default true.
@@ -181,7 +171,7 @@ func DefaultManifest() Manifest {
 		Version: Version,
 		BM25:    bm25.DefaultConfig(),
 		Retrieval: Retrieval{
-			Mode: ModeHybrid, K: 5, Balanced: true,
+			Mode: search.Hybrid, K: 5, Balanced: true,
 			DenseWeight: fusion.DenseWeight, BM25Weight: fusion.BM25Weight, RRFC: fusion.DefaultC, Depth: 100,
 			Pooling: "cls", Normalize: true, MaxLength: 512, HyDEMode: "fusion", HyDEN: 1,
 		},
@@ -219,8 +209,8 @@ func (m Manifest) Validate() error {
 		return fmt.Errorf("field %q: %w", "faiss_search", err)
 	}
 	r := m.Retrieval
-	if !ValidMode(r.Mode) {
-		return fmt.Errorf("field %q: unknown mode %q (want one of %v)", "retrieval.mode", r.Mode, Modes)
+	if err := r.Mode.Check(); err != nil {
+		return fmt.Errorf("field %q: %w", "retrieval.mode", err)
 	}
 	if r.K < 1 {
 		return fmt.Errorf("field %q: %d, want ≥ 1", "retrieval.k", r.K)
@@ -242,16 +232,6 @@ func (m Manifest) Validate() error {
 		return fmt.Errorf("field %q: %v outside [0, 1]", "filter.threshold", f.Threshold)
 	}
 	return nil
-}
-
-// ValidMode reports whether s is one of Modes.
-func ValidMode(s string) bool {
-	for _, m := range Modes {
-		if s == m {
-			return true
-		}
-	}
-	return false
 }
 
 // Corpus is one loaded corpus: its chunks in index order, the BM25 index

@@ -57,7 +57,7 @@ func (b *batchedEncoder) close() {
 type RetrieveRequest struct {
 	Query string `json:"query"`
 	// Mode is bm25, dense, hybrid or hyde; empty takes the pipeline default.
-	Mode string `json:"mode,omitempty"`
+	Mode search.Mode `json:"mode,omitempty"`
 	// K is the number of hits (1..Options.MaxK); 0 takes the default.
 	K int `json:"k,omitempty"`
 	// Corpora selects corpora by name; empty means all.
@@ -84,13 +84,13 @@ type Hit struct {
 
 // RetrieveResponse is the answer of POST /v1/retrieve.
 type RetrieveResponse struct {
-	Mode       string   `json:"mode"`
-	K          int      `json:"k"`
-	Corpora    []string `json:"corpora"`
-	Balanced   bool     `json:"balanced"`
-	Hypotheses []string `json:"hypothetical_documents,omitempty"`
-	Hits       []Hit    `json:"hits"`
-	TookMs     float64  `json:"took_ms"`
+	Mode       search.Mode `json:"mode"`
+	K          int         `json:"k"`
+	Corpora    []string    `json:"corpora"`
+	Balanced   bool        `json:"balanced"`
+	Hypotheses []string    `json:"hypothetical_documents,omitempty"`
+	Hits       []Hit       `json:"hits"`
+	TookMs     float64     `json:"took_ms"`
 }
 
 // requestError is a client error (4xx): the request is wrong, not the server.
@@ -155,17 +155,17 @@ func (e *engine) normalize(req *RetrieveRequest) error {
 	}
 	if req.Mode == "" {
 		req.Mode = d.Mode
-		if e.enc == nil && req.Mode != pipeline.ModeBM25 {
-			req.Mode = pipeline.ModeBM25 // a pipeline without retriever only has BM25
+		if e.enc == nil && req.Mode.Dense() {
+			req.Mode = search.BM25 // a pipeline without retriever only has BM25
 		}
 	}
-	if !pipeline.ValidMode(req.Mode) {
-		return badRequest("field %q: unknown mode %q (want one of %s)", "mode", req.Mode, strings.Join(pipeline.Modes, ", "))
+	if err := req.Mode.Check(); err != nil {
+		return badRequest("field %q: %v", "mode", err)
 	}
-	if req.Mode != pipeline.ModeBM25 && e.enc == nil {
+	if req.Mode.Dense() && e.enc == nil {
 		return badRequest("field %q: mode %q needs a dense retriever; this pipeline has none (use bm25)", "mode", req.Mode)
 	}
-	if req.Mode == pipeline.ModeHyDE && len(req.HypotheticalDocuments) == 0 && e.llm == nil {
+	if req.Mode == search.HyDE && len(req.HypotheticalDocuments) == 0 && e.llm == nil {
 		return badRequest("field %q: mode hyde needs hypothetical_documents or a server started with an LLM", "mode")
 	}
 	if req.K == 0 {
@@ -207,9 +207,9 @@ func (e *engine) Retrieve(ctx context.Context, req RetrieveRequest) (*RetrieveRe
 		return nil, err
 	}
 	cfg := e.config()
-	cfg.Mode = search.Mode(req.Mode)
+	cfg.Mode = req.Mode
 	var hypos []string
-	if req.Mode == pipeline.ModeHyDE {
+	if req.Mode == search.HyDE {
 		var err error
 		if hypos, err = e.hypotheses(ctx, req); err != nil {
 			return nil, err

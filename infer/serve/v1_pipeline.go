@@ -12,17 +12,18 @@ import (
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval"
+	"github.com/ragforge/ragforge/retrieval/search"
 )
 
 // PipelineRequest is the body of POST /v1/pipeline.
 type PipelineRequest struct {
 	Question string `json:"question"`
 	// Rationale, when given, is used instead of asking the LLM for one.
-	Rationale string   `json:"rationale,omitempty"`
-	Mode      string   `json:"mode,omitempty"`
-	K         int      `json:"k,omitempty"`
-	Corpora   []string `json:"corpora,omitempty"`
-	Balanced  *bool    `json:"balanced,omitempty"`
+	Rationale string      `json:"rationale,omitempty"`
+	Mode      search.Mode `json:"mode,omitempty"`
+	K         int         `json:"k,omitempty"`
+	Corpora   []string    `json:"corpora,omitempty"`
+	Balanced  *bool       `json:"balanced,omitempty"`
 	// Rerank and Filter turn those stages off when false (default on when
 	// the model exists); Answer turns answer generation off.
 	Rerank    *bool    `json:"rerank,omitempty"`

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -37,6 +38,27 @@ const (
 
 // Modes lists the modes in documentation order.
 var Modes = []Mode{BM25, Dense, Hybrid, HyDE}
+
+// Check returns an error naming the valid modes when m is not one of Modes;
+// the one validation of a mode name (flags, pipeline.json, requests).
+func (m Mode) Check() error {
+	for _, v := range Modes {
+		if m == v {
+			return nil
+		}
+	}
+	names := make([]string, len(Modes))
+	for i, v := range Modes {
+		names[i] = string(v)
+	}
+	return fmt.Errorf("unknown mode %q (want one of %s)", string(m), strings.Join(names, ", "))
+}
+
+// Dense reports whether the mode searches the dense index (all but bm25).
+func (m Mode) Dense() bool { return m != BM25 }
+
+// Lexical reports whether the mode searches the BM25 index (bm25, hybrid).
+func (m Mode) Lexical() bool { return m == BM25 || m == Hybrid }
 
 // DefaultDepth is how many hits each side of the hybrid contributes to the
 // fusion by default (at least k).
@@ -114,7 +136,7 @@ func (p *Pipeline) Validate() error {
 			return errors.New("retrieval pipeline: mode hybrid needs a BM25 index, an encoder and a dense index")
 		}
 	default:
-		return fmt.Errorf("retrieval pipeline: unknown mode %q (want bm25, dense, hybrid or hyde)", p.Mode)
+		return fmt.Errorf("retrieval pipeline: %w", p.Mode.Check())
 	}
 	for _, w := range []float64{p.DenseWeight, p.BM25Weight, p.C} {
 		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {

@@ -213,3 +213,26 @@ func TestIndexEncodedMatchesIndexChunks(t *testing.T) {
 		t.Errorf("dimension mismatch: err = %v", err)
 	}
 }
+
+func TestModeCheck(t *testing.T) {
+	for _, tc := range []struct {
+		mode           Mode
+		err            string
+		dense, lexical bool
+	}{
+		{BM25, "", false, true},
+		{Dense, "", true, false},
+		{Hybrid, "", true, true},
+		{HyDE, "", true, false},
+		{"", `unknown mode "" (want one of bm25, dense, hybrid, hyde)`, true, false},
+		{"BM25", `unknown mode "BM25" (want one of bm25, dense, hybrid, hyde)`, true, false},
+	} {
+		err := tc.mode.Check()
+		if (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+			t.Errorf("Mode(%q).Check() = %v, want %q", tc.mode, err, tc.err)
+		}
+		if err == nil && (tc.mode.Dense() != tc.dense || tc.mode.Lexical() != tc.lexical) {
+			t.Errorf("Mode(%q): Dense %v Lexical %v, want %v %v", tc.mode, tc.mode.Dense(), tc.mode.Lexical(), tc.dense, tc.lexical)
+		}
+	}
+}

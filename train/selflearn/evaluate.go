@@ -13,7 +13,7 @@ import (
 
 type variantSpec struct {
 	name string
-	kind string // "bm25", "hybrid", "dense", "hyde"
+	kind search.Mode
 	gen  int
 	ret  int
 }
@@ -28,12 +28,12 @@ func (s *state) evaluate(ctx context.Context, t int) error {
 	}
 	var specs []variantSpec
 	if t == 0 {
-		specs = []variantSpec{{VariantBM25, "bm25", 0, 0}, {VariantHybrid, "hybrid", 0, 0},
-			{VariantDense, "dense", 0, 0}, {VariantHyDE, "hyde", 0, 0}}
+		specs = []variantSpec{{VariantBM25, search.BM25, 0, 0}, {VariantHybrid, search.Hybrid, 0, 0},
+			{VariantDense, search.Dense, 0, 0}, {VariantHyDE, search.HyDE, 0, 0}}
 	} else {
 		g := s.genTag(t)
-		specs = []variantSpec{{VariantHybrid, "hybrid", 0, t}, {VariantDense, "dense", 0, t},
-			{VariantSLHyDE, "hyde", g, t}, {VariantNoGenTuning, "hyde", 0, t}, {VariantNoRetTuning, "hyde", g, 0}}
+		specs = []variantSpec{{VariantHybrid, search.Hybrid, 0, t}, {VariantDense, search.Dense, 0, t},
+			{VariantSLHyDE, search.HyDE, g, t}, {VariantNoGenTuning, search.HyDE, 0, t}, {VariantNoRetTuning, search.HyDE, g, 0}}
 	}
 	stage := roundKey(t, "eval")
 	for i, sp := range specs {
@@ -78,19 +78,19 @@ func (s *state) evaluate(ctx context.Context, t int) error {
 // 0.3 / 0.7, each side's top EvalDepth; HyDE with G_<gen>'s documents).
 func (s *state) retrieve(ctx context.Context, sp variantSpec, rd *Round) (eval.Run, error) {
 	k := s.cfg.EvalDepth
-	p := &search.Pipeline{Config: search.Config{Mode: search.Mode(sp.kind),
+	p := &search.Pipeline{Config: search.Config{Mode: sp.kind,
 		DenseWeight: fusion.DenseWeight, BM25Weight: fusion.BM25Weight, HyDE: s.hydeConfig()}}
 	if ch := s.fusion[sp.ret]; ch != nil {
 		p.DenseWeight, p.BM25Weight = ch.DenseWeight, ch.BM25Weight
 	}
-	if sp.kind == "bm25" || sp.kind == "hybrid" {
+	if sp.kind.Lexical() {
 		bm, err := s.bm25()
 		if err != nil {
 			return nil, err
 		}
 		p.BM25 = bm
 	}
-	if sp.kind != "bm25" {
+	if sp.kind.Dense() {
 		ix, enc, err := s.index(sp.ret)
 		if err != nil {
 			return nil, err
@@ -104,7 +104,7 @@ func (s *state) retrieve(ctx context.Context, sp variantSpec, rd *Round) (eval.R
 	for i, q := range s.queries {
 		qs[i] = search.Query{Text: q.Text}
 	}
-	if sp.kind == "hyde" {
+	if sp.kind == search.HyDE {
 		hypos, err := s.evalHypos(ctx, sp.gen, rd)
 		if err != nil {
 			return nil, err
@@ -117,11 +117,11 @@ func (s *state) retrieve(ctx context.Context, sp variantSpec, rd *Round) (eval.R
 	// (generator, retriever) (HyDE), for all queries in one encoder call,
 	// and shared by the variants that use them.
 	key := fmt.Sprintf("r%d", sp.ret)
-	if sp.kind == "hyde" {
+	if sp.kind == search.HyDE {
 		key = fmt.Sprintf("g%d/r%d", sp.gen, sp.ret)
 	}
 	vecs, ok := s.qvecs[key]
-	if !ok && sp.kind != "bm25" {
+	if !ok && sp.kind.Dense() {
 		var err error
 		if vecs, err = p.Encode(qs); err != nil {
 			return nil, fmt.Errorf("encode %d queries (%s): %w", len(qs), key, err)
