@@ -34,8 +34,8 @@ func (w *filterWindows) add(cmd *cobra.Command) {
 	w.changed = f.Changed
 }
 
-func (w *filterWindows) set() filter.WindowSettings {
-	return filter.WindowSettings{MaxSeqLength: w.MaxSeqLength, DocStride: w.DocStride}
+func (w *filterWindows) set() filter.Windowing {
+	return filter.Windowing{MaxSeqLength: w.MaxSeqLength, DocStride: w.DocStride}
 }
 
 // resolve takes the windows of the filter directories dirs (an ensemble's
@@ -43,7 +43,7 @@ func (w *filterWindows) set() filter.WindowSettings {
 // flag that overrides them. Errors: members read at different windows
 // with no flags to settle them, malformed files, invalid windows.
 func (w *filterWindows) resolve(dirs []string, errOut io.Writer) error {
-	var own filter.WindowSettings
+	var own filter.Windowing
 	var from string
 	for i, d := range dirs {
 		cw, src, err := filtertrain.CheckpointWindows(d)

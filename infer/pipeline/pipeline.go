@@ -32,6 +32,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/fusion"
@@ -105,10 +106,9 @@ type Retrieval struct {
 
 // Filter holds the RAG² filter settings (train/filtertrain defaults).
 type Filter struct {
-	MaxSeqLength int     `json:"max_seq_length"` // tokens per window, </s> included; 512
-	DocStride    int     `json:"doc_stride"`     // 128
-	Aggregate    string  `json:"aggregate"`      // window → snippet rule: max (default), mean, first
-	Threshold    float64 `json:"threshold"`      // [HELPFUL] when P ≥ Threshold; 0.5
+	// Windowing: 512 tokens sharing 128, aggregated by max (RAG²).
+	filter.Windowing
+	Threshold float64 `json:"threshold"` // [HELPFUL] when P ≥ Threshold; 0.5
 	// WindowsFrom says where MaxSeqLength and DocStride came from: "model"
 	// (the filter's config.json ragforge_filter_windows: what it was
 	// evaluated at), "training" (its training_args.json) or "default".
@@ -175,7 +175,7 @@ func DefaultManifest() Manifest {
 			DenseWeight: fusion.DenseWeight, BM25Weight: fusion.BM25Weight, RRFC: fusion.DefaultC, Depth: 100,
 			Pooling: "cls", Normalize: true, MaxLength: 512, HyDEMode: "fusion", HyDEN: 1,
 		},
-		Filter:       Filter{MaxSeqLength: 512, DocStride: 128, Aggregate: "max", Threshold: 0.5},
+		Filter:       Filter{Windowing: filter.Windowing{MaxSeqLength: 512, DocStride: 128, Aggregate: filter.AggregateMax}, Threshold: 0.5},
 		Rerank:       Rerank{TopN: 20, K: 3},
 		Prompts:      Prompts{Rationale: DefaultRationalePrompt, Answer: DefaultAnswerPrompt, HyDE: DefaultHyDEPrompt},
 		FAISSFactory: "Flat",
@@ -222,11 +222,8 @@ func (m Manifest) Validate() error {
 		return fmt.Errorf("field %q: %q, want cls or mean", "retrieval.pooling", r.Pooling)
 	}
 	f := m.Filter
-	if f.MaxSeqLength < 2 || f.DocStride < 0 || f.DocStride >= f.MaxSeqLength-1 {
-		return fmt.Errorf("field %q: max_seq_length %d, doc_stride %d (want 0 ≤ stride < max_seq_length-1)", "filter", f.MaxSeqLength, f.DocStride)
-	}
-	if f.Aggregate != "max" && f.Aggregate != "mean" && f.Aggregate != "first" {
-		return fmt.Errorf("field %q: %q, want max, mean or first", "filter.aggregate", f.Aggregate)
+	if err := f.Windowing.Check(); err != nil {
+		return fmt.Errorf("field %q: %w", "filter", err)
 	}
 	if f.Threshold < 0 || f.Threshold > 1 {
 		return fmt.Errorf("field %q: %v outside [0, 1]", "filter.threshold", f.Threshold)

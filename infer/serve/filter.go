@@ -46,7 +46,7 @@ func LoadT5Filter(dir, backendName string, cfg pipeline.Filter) (*T5Filter, erro
 	if err != nil {
 		return nil, err
 	}
-	p, err := filter.Load(be, dir, filter.Config{MaxSeqLength: cfg.MaxSeqLength, DocStride: cfg.DocStride, Aggregate: cfg.Aggregate, BatchSize: unbatchedWindows})
+	p, err := filter.Load(be, dir, filter.Config{Windowing: cfg.Windowing, BatchSize: unbatchedWindows})
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func TestFilterMatchesTrainEvaluate(t *testing.T) {
 	for i, s := range snips {
 		exs = append(exs, filter.Example{ID: fmt.Sprint(i), Question: filter.Instruction(s, q), Answer: filter.Helpful})
 	}
-	rep, err := filtertrain.Evaluate(f.filterDir, exs, filtertrain.EvalOptions{MaxSeqLength: 64, DocStride: 16, BatchSize: 4})
+	rep, err := filtertrain.Evaluate(f.filterDir, exs, filtertrain.EvalOptions{Windowing: filter.Windowing{MaxSeqLength: 64, DocStride: 16}, BatchSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

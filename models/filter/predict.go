@@ -23,10 +23,8 @@ import (
 // per_device_eval_batch_size 16; callers (train/filtertrain.DefaultConfig, the
 // serving manifest) fill and validate these, the Predictor only checks them.
 type Config struct {
-	MaxSeqLength int    // tokens per window, </s> included
-	DocStride    int    // tokens shared by consecutive windows
-	Aggregate    string // window → instruction rule (CheckAggregate); "" is max
-	BatchSize    int    // windows per model call in ScoreRows, ≥ 1
+	Windowing     // windows and their aggregation
+	BatchSize int // windows per model call in ScoreRows, ≥ 1
 }
 
 // Check returns an error naming the first field that makes no sense.
@@ -34,14 +32,10 @@ func (c Config) Check() error {
 	if c.BatchSize < 1 {
 		return fmt.Errorf("filter config: batch size %d, want ≥ 1", c.BatchSize)
 	}
-	if c.MaxSeqLength < 2 {
-		return fmt.Errorf("filter config: max seq length %d, want ≥ 2 (content and </s>)", c.MaxSeqLength)
-	}
-	// T5 appends one special token (</s>) to each window.
-	if err := (tokenizer.EncodeOptions{MaxLength: c.MaxSeqLength, Stride: c.DocStride, Truncation: true, ReturnOverflowing: true}).Validate(1); err != nil {
+	if err := c.Windowing.Check(); err != nil {
 		return fmt.Errorf("filter config: %w", err)
 	}
-	return CheckAggregate(c.Aggregate)
+	return nil
 }
 
 // ErrNotFilter reports a checkpoint without the two label tokens.

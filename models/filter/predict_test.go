@@ -69,7 +69,7 @@ func forwardP(t *testing.T, p *Predictor, rows [][]int) []float64 {
 }
 
 func TestPredictorScoresAgree(t *testing.T) {
-	p := tinyPredictor(t, Config{MaxSeqLength: 24, DocStride: 4, Aggregate: AggregateMean, BatchSize: 3})
+	p := tinyPredictor(t, Config{Windowing: Windowing{MaxSeqLength: 24, DocStride: 4, Aggregate: AggregateMean}, BatchSize: 3})
 	instr := []string{
 		Instruction("Stain sections with hematoxylin for 5 minutes.", "How long is the hematoxylin step?"),
 		Instruction(strings.Repeat("Rinse in running tap water. ", 8), "How long is the hematoxylin step?"),
@@ -127,7 +127,7 @@ func TestPredictorScoresAgree(t *testing.T) {
 }
 
 func TestPredictorErrors(t *testing.T) {
-	p := tinyPredictor(t, Config{MaxSeqLength: 24, DocStride: 4, BatchSize: 2})
+	p := tinyPredictor(t, Config{Windowing: Windowing{MaxSeqLength: 24, DocStride: 4}, BatchSize: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := p.ScoreRows(ctx, [][]int{{5, 1}}, nil); !errors.Is(err, context.Canceled) {
@@ -151,13 +151,13 @@ func TestConfigCheck(t *testing.T) {
 		cfg  Config
 		want string // "" = valid
 	}{
-		{Config{MaxSeqLength: 512, DocStride: 128, BatchSize: 16}, ""},
-		{Config{MaxSeqLength: 512, DocStride: 128, Aggregate: AggregateFirst, BatchSize: 1}, ""},
-		{Config{MaxSeqLength: 512, DocStride: 128, BatchSize: 0}, "batch size 0"},
-		{Config{MaxSeqLength: 1, BatchSize: 4}, "max seq length 1"},
-		{Config{MaxSeqLength: 8, DocStride: 7, BatchSize: 4}, "Stride"},
-		{Config{MaxSeqLength: 8, DocStride: -1, BatchSize: 4}, "Stride"},
-		{Config{MaxSeqLength: 8, Aggregate: "median", BatchSize: 4}, "median"},
+		{Config{Windowing: Windowing{MaxSeqLength: 512, DocStride: 128}, BatchSize: 16}, ""},
+		{Config{Windowing: Windowing{MaxSeqLength: 512, DocStride: 128, Aggregate: AggregateFirst}, BatchSize: 1}, ""},
+		{Config{Windowing: Windowing{MaxSeqLength: 512, DocStride: 128}, BatchSize: 0}, "batch size 0"},
+		{Config{Windowing: Windowing{MaxSeqLength: 1}, BatchSize: 4}, "max_seq_length 1"},
+		{Config{Windowing: Windowing{MaxSeqLength: 8, DocStride: 7}, BatchSize: 4}, "doc_stride"},
+		{Config{Windowing: Windowing{MaxSeqLength: 8, DocStride: -1}, BatchSize: 4}, "doc_stride"},
+		{Config{Windowing: Windowing{MaxSeqLength: 8, Aggregate: "median"}, BatchSize: 4}, "median"},
 	} {
 		err := tc.cfg.Check()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

@@ -129,7 +129,7 @@ func Calibrate(modelDir, outDir string, examples []filter.Example, opt Calibrate
 		rep.ROCAUCCalibrated = &auc
 	}
 	// The calibration holds for the windows it was fitted at: recorded beside it.
-	win := filter.WindowSettings{MaxSeqLength: opt.MaxSeqLength, DocStride: opt.DocStride}
+	win := filter.Windowing{MaxSeqLength: opt.MaxSeqLength, DocStride: opt.DocStride}
 	err = exportWith(modelDir, outDir, func(c *t5.Config) error {
 		if err := c.SetExtra(filter.WindowsKey, win); err != nil {
 			return err

@@ -78,7 +78,7 @@ func TestCalibrate(t *testing.T) {
 	}
 	data := append(toySet(4), ex("x", filter.Helpful, "fever falls with aspirin", "what reduces fever?"),
 		ex("y", filter.NotHelpful, "aspirin is a drug", "what reduces fever?"))
-	opt := CalibrateOptions{EvalOptions: EvalOptions{MaxSeqLength: 128, DocStride: 16, Backend: testBackend}}
+	opt := CalibrateOptions{EvalOptions: EvalOptions{Windowing: filter.Windowing{MaxSeqLength: 128, DocStride: 16}, Backend: testBackend}}
 	out := filepath.Join(t.TempDir(), "calibrated")
 	rep, err := Calibrate(res.LastCheckpoint, out, data, opt)
 	if err != nil {

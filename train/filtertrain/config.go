@@ -49,9 +49,9 @@ type Config struct {
 	ModelDir  string `json:"model_dir"`  // starting HF T5 checkpoint (config.json, model.safetensors, tokenizer files)
 	OutputDir string `json:"output_dir"` // checkpoint-<step>/, best → checkpoint-<step>
 
-	MaxSeqLength int    `json:"max_seq_length"` // tokens per window, </s> included
-	DocStride    int    `json:"doc_stride"`     // tokens shared by consecutive windows (HF stride)
-	Aggregate    string `json:"aggregate"`      // window → example rule for validation (AggregateMax, …)
+	// Windowing: tokens per window (</s> included), tokens shared by
+	// consecutive windows (HF stride), window → example rule for validation.
+	filter.Windowing
 
 	BatchSize        int     `json:"batch_size"`      // windows per micro-batch (per_device_train_batch_size)
 	EvalBatchSize    int     `json:"eval_batch_size"` // windows per validation batch
@@ -115,7 +115,7 @@ type Config struct {
 // DefaultConfig returns the RAG² defaults documented on Config.
 func DefaultConfig() Config {
 	return Config{
-		MaxSeqLength: 512, DocStride: 128, Aggregate: AggregateMax,
+		Windowing: filter.Windowing{MaxSeqLength: 512, DocStride: 128, Aggregate: AggregateMax},
 		BatchSize: 16, EvalBatchSize: 16, GradAccumulation: 1, Epochs: 40,
 		LearningRate: 3e-5, LRScheduler: trainer.SchedulerLinear, Seed: 42, LoggingSteps: 10, Dropout: -1,
 	}
@@ -131,12 +131,8 @@ func (c Config) Validate() error {
 		return bad("ModelDir", `""`, "a T5 checkpoint directory")
 	case c.OutputDir == "":
 		return bad("OutputDir", `""`, "a directory")
-	case c.MaxSeqLength < 2:
-		return bad("MaxSeqLength", c.MaxSeqLength, ">= 2")
-	case c.DocStride < 0 || c.DocStride >= c.MaxSeqLength-1:
-		return bad("DocStride", c.DocStride, fmt.Sprintf("in [0, MaxSeqLength-1 = %d)", c.MaxSeqLength-1))
-	case c.Aggregate != AggregateMax && c.Aggregate != AggregateMean && c.Aggregate != AggregateFirst:
-		return bad("Aggregate", c.Aggregate, "max, mean or first")
+	case c.Windowing.Check() != nil:
+		return fmt.Errorf("filter config: %w", c.Windowing.Check())
 	case c.BatchSize < 1:
 		return bad("BatchSize", c.BatchSize, ">= 1")
 	case c.EvalBatchSize < 1:
@@ -205,5 +201,5 @@ func (c Config) matchMarks(train []filter.Example) (*markPlan, error) {
 // predictor is the models/filter configuration of validation: windows as
 // in training, EvalBatchSize windows per call, c.Aggregate.
 func (c Config) predictor() filter.Config {
-	return filter.Config{MaxSeqLength: c.MaxSeqLength, DocStride: c.DocStride, Aggregate: c.Aggregate, BatchSize: c.EvalBatchSize}
+	return filter.Config{Windowing: c.Windowing, BatchSize: c.EvalBatchSize}
 }

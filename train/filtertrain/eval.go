@@ -23,12 +23,11 @@ const (
 // EvalOptions configures Evaluate; zero fields take DefaultConfig's values
 // (MaxSeqLength 512, DocStride 128, Aggregate max, batch 16) and Threshold 0.5.
 type EvalOptions struct {
-	MaxSeqLength, DocStride int
-	BatchSize               int
-	Aggregate               string
-	Threshold               float64 // predict [HELPFUL] when P(helpful) ≥ Threshold
-	Backend                 string
-	Progress                func(done, total int) // windows scored
+	filter.Windowing
+	BatchSize int
+	Threshold float64 // predict [HELPFUL] when P(helpful) ≥ Threshold
+	Backend   string
+	Progress  func(done, total int) // windows scored
 }
 
 func (o EvalOptions) withDefaults() EvalOptions {
@@ -236,7 +235,7 @@ func Evaluate(modelDir string, examples []filter.Example, opt EvalOptions) (*Eva
 		return nil, fmt.Errorf("evaluate %s: %w", modelDir, filter.ErrEmpty)
 	}
 	opt = opt.withDefaults()
-	if err := filter.CheckAggregate(opt.Aggregate); err != nil {
+	if err := opt.Windowing.Check(); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", modelDir, err)
 	}
 	p, err := loadForEval(opt.Backend, modelDir, opt.predictor())
@@ -253,7 +252,7 @@ func Evaluate(modelDir string, examples []filter.Example, opt EvalOptions) (*Eva
 
 // predictor is the models/filter configuration of o (after withDefaults).
 func (o EvalOptions) predictor() filter.Config {
-	return filter.Config{MaxSeqLength: o.MaxSeqLength, DocStride: o.DocStride, Aggregate: o.Aggregate, BatchSize: o.BatchSize}
+	return filter.Config{Windowing: o.Windowing, BatchSize: o.BatchSize}
 }
 
 // evaluate scores examples with p (windows, ScoreRows reporting progress,

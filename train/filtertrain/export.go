@@ -32,7 +32,7 @@ func Export(checkpointDir, outDir string) error { return ExportAt(checkpointDir,
 // in config.json (filter.WindowsKey): w, or when nil the checkpoint's own
 // (CheckpointWindows), so eval filter, pipeline build and serve read the
 // export as it was evaluated. Errors: Export's, invalid windows.
-func ExportAt(checkpointDir, outDir string, w *filter.WindowSettings) error {
+func ExportAt(checkpointDir, outDir string, w *filter.Windowing) error {
 	if w == nil {
 		cw, _, err := CheckpointWindows(checkpointDir)
 		if err != nil {

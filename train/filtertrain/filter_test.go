@@ -51,7 +51,7 @@ func TestWindowsFollowHFOverflow(t *testing.T) {
 	long := strings.Repeat("the patient presents with fever and cough after travel ", 30)
 	exs := []filter.Example{ex("a", filter.Helpful, "short evidence", "Which drug?"), ex("b", filter.NotHelpful, long, "What is the diagnosis?")}
 	const maxLen, stride = 128, 16
-	p := &filter.Predictor{Tokenizer: tok, Config: filter.Config{MaxSeqLength: maxLen, DocStride: stride}}
+	p := &filter.Predictor{Tokenizer: tok, Config: filter.Config{Windowing: filter.Windowing{MaxSeqLength: maxLen, DocStride: stride}}}
 	wins, err := Windows(p, exs)
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +292,7 @@ func TestTrainLossDecreasesAndExport(t *testing.T) {
 			t.Errorf("export lacks %s: %v", f, err)
 		}
 	}
-	r, err := Evaluate(out, valid, EvalOptions{MaxSeqLength: 128, DocStride: 16, Backend: testBackend})
+	r, err := Evaluate(out, valid, EvalOptions{Windowing: filter.Windowing{MaxSeqLength: 128, DocStride: 16}, Backend: testBackend})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestTrainLossDecreasesAndExport(t *testing.T) {
 	}
 	// An ensemble of one is Evaluate; of two, each example's P(helpful) is
 	// the mean of the members'.
-	opt := EvalOptions{MaxSeqLength: 128, DocStride: 16, Backend: testBackend}
+	opt := EvalOptions{Windowing: filter.Windowing{MaxSeqLength: 128, DocStride: 16}, Backend: testBackend}
 	one, err := EvaluateEnsemble([]string{out}, valid, opt)
 	if err != nil || one.Model != out || one.Predictions[0].PHelpful != r.Predictions[0].PHelpful {
 		t.Fatalf("ensemble of one: %+v, %v", one, err)
@@ -328,7 +328,7 @@ func TestTrainLossDecreasesAndExport(t *testing.T) {
 	}
 	// The export records the windows it is to be read at: by default the
 	// checkpoint's training windows; ExportAt's when given.
-	trained := filter.WindowSettings{MaxSeqLength: cfg.MaxSeqLength, DocStride: cfg.DocStride}
+	trained := filter.Windowing{MaxSeqLength: cfg.MaxSeqLength, DocStride: cfg.DocStride}
 	if w, from, err := CheckpointWindows(res.LastCheckpoint); err != nil || w != trained || from != WindowsFromTraining {
 		t.Errorf("checkpoint windows %+v from %q (%v), want %+v from training", w, from, err, trained)
 	}
@@ -336,14 +336,14 @@ func TestTrainLossDecreasesAndExport(t *testing.T) {
 		t.Errorf("export windows %+v from %q (%v), want %+v from the model", w, from, err, trained)
 	}
 	at := filepath.Join(t.TempDir(), "export-at")
-	evaluated := filter.WindowSettings{MaxSeqLength: 96, DocStride: 8}
+	evaluated := filter.Windowing{MaxSeqLength: 96, DocStride: 8}
 	if err := ExportAt(res.LastCheckpoint, at, &evaluated); err != nil {
 		t.Fatal(err)
 	}
 	if w, from, err := CheckpointWindows(at); err != nil || w != evaluated || from != WindowsFromModel {
 		t.Errorf("ExportAt windows %+v from %q (%v), want %+v", w, from, err, evaluated)
 	}
-	if err := ExportAt(res.LastCheckpoint, filepath.Join(t.TempDir(), "bad"), &filter.WindowSettings{MaxSeqLength: 8, DocStride: 7}); err == nil || !strings.Contains(err.Error(), "doc_stride") {
+	if err := ExportAt(res.LastCheckpoint, filepath.Join(t.TempDir(), "bad"), &filter.Windowing{MaxSeqLength: 8, DocStride: 7}); err == nil || !strings.Contains(err.Error(), "doc_stride") {
 		t.Errorf("ExportAt with doc_stride 7 of 8: err %v", err)
 	}
 	if err := Export(filepath.Join(cfg.OutputDir, trainer.BestLink), out); err == nil {
@@ -456,7 +456,7 @@ func TestErrors(t *testing.T) {
 	}
 	c := DefaultConfig()
 	c.ModelDir, c.OutputDir, c.DocStride = "m", "o", 600
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "DocStride") {
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "doc_stride 600") {
 		t.Errorf("DocStride 600 with MaxSeqLength 512: %v", err)
 	}
 }

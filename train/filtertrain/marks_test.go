@@ -60,7 +60,7 @@ func TestTrainMatchMarks(t *testing.T) {
 	if want := p.Tokenizer.Encode(marked, true); !slices.Equal(wins[0].IDs, want) {
 		t.Fatalf("window %v, want the marked instruction's tokens %v", wins[0].IDs, want)
 	}
-	r, err := Evaluate(out, valid, EvalOptions{MaxSeqLength: cfg.MaxSeqLength, DocStride: cfg.DocStride, Backend: testBackend})
+	r, err := Evaluate(out, valid, EvalOptions{Windowing: filter.Windowing{MaxSeqLength: cfg.MaxSeqLength, DocStride: cfg.DocStride}, Backend: testBackend})
 	if err != nil || len(r.Predictions) != len(valid) {
 		t.Fatalf("eval of the marked export: %v", err)
 	}

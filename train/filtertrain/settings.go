@@ -24,10 +24,10 @@ const (
 // evaluated or calibrated at), else those of the training run that saved
 // it (ArgsFile), else filter.DefaultWindows. Errors: a malformed
 // config.json or training_args.json, naming the file.
-func CheckpointWindows(dir string) (filter.WindowSettings, string, error) {
+func CheckpointWindows(dir string) (filter.Windowing, string, error) {
 	s, err := filter.DirSettings(dir)
 	if err != nil {
-		return filter.WindowSettings{}, "", err
+		return filter.Windowing{}, "", err
 	}
 	if s.Windows != nil {
 		return *s.Windows, WindowsFromModel, nil
@@ -38,14 +38,17 @@ func CheckpointWindows(dir string) (filter.WindowSettings, string, error) {
 		return filter.DefaultWindows(), WindowsFromDefault, nil
 	}
 	if err != nil {
-		return filter.WindowSettings{}, "", fmt.Errorf("filter windows: %w", err)
+		return filter.Windowing{}, "", fmt.Errorf("filter windows: %w", err)
 	}
-	var w filter.WindowSettings
+	var w filter.Windowing
 	if err := json.Unmarshal(b, &w); err != nil {
 		return w, "", fmt.Errorf("filter windows: read %s: %w", path, err)
 	}
 	if err := w.Check(); err != nil {
 		return w, "", fmt.Errorf("filter windows: read %s: %w", path, err)
 	}
+	// The checkpoint records where it cuts windows; the aggregate rule the
+	// run validated with stays the reader's choice (as in filter.WindowsKey).
+	w.Aggregate = ""
 	return w, WindowsFromTraining, nil
 }
