@@ -22,6 +22,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/ragforge/ragforge/models/decoder"
 )
 
 // TargetModules are the projections LoRA may adapt in a Llama / Qwen2 /
@@ -39,69 +41,59 @@ const AllLinear = "all-linear"
 // and qwen3: the targets LoraConfig uses when target_modules is None.
 var PEFTDefaultTargets = []string{"q_proj", "v_proj"}
 
-// Adapter holds the LoRA settings, named as peft's LoraConfig fields.
-type Adapter struct {
-	R             int      // rank r (LoraConfig.r)
-	Alpha         float64  // lora_alpha; the update is scaled by Alpha/R
-	Dropout       float64  // lora_dropout on the input of A, training only
-	TargetModules []string // module names from TargetModules (or AllLinear alone)
-}
-
-// Scaling is PEFT's lora_alpha / r (use_rslora false).
-func (a Adapter) Scaling() float64 { return a.Alpha / float64(a.R) }
-
-// DefaultAdapter is SL-HyDE's LoRA: r 8 (AutoMIR, implementation details).
+// DefaultLoRA is SL-HyDE's LoRA: r 8 (AutoMIR, implementation details).
 // The paper states nothing else; the other values are peft 0.15 LoraConfig
 // defaults: lora_alpha 8, lora_dropout 0.0, target_modules None → q_proj and
 // v_proj for llama/qwen2/qwen3 (PEFTDefaultTargets). LLaMA-Factory, whose
 // Alpaca format the SFT export uses, would take lora_alpha 2·r and
 // lora_target "all"; pass --lora-alpha 16 --target-modules all-linear for
 // that.
-func DefaultAdapter() Adapter {
-	return Adapter{R: 8, Alpha: 8, Dropout: 0, TargetModules: slices.Clone(PEFTDefaultTargets)}
+func DefaultLoRA() decoder.LoRA {
+	return decoder.LoRA{R: 8, Alpha: 8, Dropout: 0, TargetModules: slices.Clone(PEFTDefaultTargets)}
 }
 
-// Normalize returns the adapter with AllLinear expanded and the target
-// modules sorted (PEFT writes target_modules as a sorted list), after
-// Validate.
-func (a Adapter) Normalize() (Adapter, error) {
-	if err := a.Validate(); err != nil {
-		return a, err
+// NormalizeLoRA validates l for training (ValidateLoRA) and returns it with
+// AllLinear expanded and the target modules sorted, as PEFT writes
+// target_modules.
+func NormalizeLoRA(l decoder.LoRA) (decoder.LoRA, error) {
+	if err := ValidateLoRA(l); err != nil {
+		return l, err
 	}
-	if len(a.TargetModules) == 1 && a.TargetModules[0] == AllLinear {
-		a.TargetModules = slices.Clone(TargetModules)
+	if len(l.TargetModules) == 1 && l.TargetModules[0] == AllLinear {
+		l.TargetModules = slices.Clone(TargetModules)
 	} else {
-		a.TargetModules = slices.Clone(a.TargetModules)
+		l.TargetModules = slices.Clone(l.TargetModules)
 	}
-	slices.Sort(a.TargetModules)
-	return a, nil
+	slices.Sort(l.TargetModules)
+	return l, nil
 }
 
-// Validate checks ranges and module names; errors name the field.
-func (a Adapter) Validate() error {
-	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("lora config: field %q: %v, want %s", field, v, want)
+// ValidateLoRA checks l's ranges (decoder.LoRA.Validate) and, beyond what
+// the forward needs, that every target module is a decoder projection
+// named in TargetModules (or AllLinear alone), each once: a typo or another
+// architecture's name ("c_attn", T5's "q") is refused by name instead of
+// adapting fewer modules than asked.
+func ValidateLoRA(l decoder.LoRA) error {
+	// NaN passes decoder.LoRA.Validate's comparisons.
+	if math.IsNaN(l.Alpha) || math.IsInf(l.Alpha, 0) || math.IsNaN(l.Dropout) {
+		return fmt.Errorf("lora config: lora_alpha %v, lora_dropout %v: want finite numbers", l.Alpha, l.Dropout)
 	}
-	switch {
-	case a.R < 1:
-		return bad("r", a.R, ">= 1")
-	case !(a.Alpha > 0) || math.IsInf(a.Alpha, 0):
-		return bad("lora_alpha", a.Alpha, "> 0")
-	case !(a.Dropout >= 0 && a.Dropout < 1):
-		return bad("lora_dropout", a.Dropout, "in [0,1)")
-	case len(a.TargetModules) == 0:
-		return bad("target_modules", "[]", "at least one of "+strings.Join(TargetModules, ", ")+" or "+AllLinear)
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	bad := func(v any, want string) error {
+		return fmt.Errorf("lora config: field %q: %v, want %s", "target_modules", v, want)
 	}
 	seen := map[string]bool{}
-	for _, m := range a.TargetModules {
+	for _, m := range l.TargetModules {
 		switch {
-		case m == AllLinear && len(a.TargetModules) > 1:
-			return bad("target_modules", a.TargetModules, AllLinear+" alone")
+		case m == AllLinear && len(l.TargetModules) > 1:
+			return bad(l.TargetModules, AllLinear+" alone")
 		case m == AllLinear:
 		case !slices.Contains(TargetModules, m):
-			return bad("target_modules", fmt.Sprintf("%q", m), "one of "+strings.Join(TargetModules, ", ")+" or "+AllLinear+" (unknown module)")
+			return bad(fmt.Sprintf("%q", m), "one of "+strings.Join(TargetModules, ", ")+" or "+AllLinear+" (unknown module)")
 		case seen[m]:
-			return bad("target_modules", fmt.Sprintf("%q", m), "each module once")
+			return bad(fmt.Sprintf("%q", m), "each module once")
 		}
 		seen[m] = true
 	}
@@ -110,7 +102,7 @@ func (a Adapter) Validate() error {
 
 // Config holds a LoRA SFT run's settings; start from DefaultConfig.
 type Config struct {
-	Adapter Adapter
+	LoRA decoder.LoRA
 
 	// Optimisation (torch AdamW β 0.9/0.999, ε 1e-8 as train/trainer).
 	LearningRate     float64 // peak learning rate (AutoMIR: 1e-5)
@@ -133,11 +125,11 @@ type Config struct {
 
 // DefaultConfig is SL-HyDE's generator fine-tuning (AutoMIR, implementation details: LoRA rank 8,
 // AdamW, cosine schedule with 200 warmup steps, learning rate 1e-5, batch 2,
-// 1 epoch) with transformers' max_grad_norm 1.0 and DefaultAdapter's
+// 1 epoch) with transformers' max_grad_norm 1.0 and DefaultLoRA's
 // values for what the paper leaves open.
 func DefaultConfig() Config {
 	return Config{
-		Adapter:      DefaultAdapter(),
+		LoRA:         DefaultLoRA(),
 		LearningRate: 1e-5, WarmupSteps: 200, Epochs: 1, BatchSize: 2, GradAccumulation: 1,
 		MaxGradNorm: 1.0, MaxLength: 1024, Seed: 42,
 	}
@@ -145,7 +137,7 @@ func DefaultConfig() Config {
 
 // Validate checks every field; errors name it.
 func (c Config) Validate() error {
-	if err := c.Adapter.Validate(); err != nil {
+	if err := ValidateLoRA(c.LoRA); err != nil {
 		return err
 	}
 	bad := func(field string, v any, want string) error {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/ragforge/ragforge/models/tokenizer"
 )
 
 // Pair is one SFT record as text: the user turn and the answer to learn.
@@ -81,6 +83,24 @@ func ReadSFT(path string) ([]Pair, error) {
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("read %s: no records", path)
+	}
+	return out, nil
+}
+
+// Tokenize loads the tokenizer of the model directory dir and encodes
+// pairs as Examples (EncodeExample: response + eos, cut to maxLength). The
+// prompt is the user text as is, without special tokens. Errors name the
+// record.
+func Tokenize(dir string, pairs []Pair, maxLength int) ([]Example, error) {
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tokenize sft: %w", err)
+	}
+	out := make([]Example, len(pairs))
+	for i, p := range pairs {
+		if out[i], err = EncodeExample(tok.Encode(p.Prompt, false), tok.Encode(p.Response, false), tok.EOSID(), maxLength); err != nil {
+			return nil, fmt.Errorf("tokenize sft: record %d: %w", i+1, err)
+		}
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package lora
 import (
 	"fmt"
 
-	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/models/t5"
@@ -92,19 +91,8 @@ func NewBatch(examples []Example, rows, pad int) Batch {
 }
 
 // Tensors returns input_ids, attention_mask, position_ids and labels as
-// [Rows, Len] int32 tensors, the order LossGraph's caller feeds them.
+// [Rows, Len] int32 tensors, the order of decoder.Model.LossGraph's arguments.
 func (b Batch) Tensors() []*tensors.Tensor {
 	t := func(v []int32) *tensors.Tensor { return tensors.FromFlatDataAndDimensions(v, b.Rows, b.Len) }
 	return []*tensors.Tensor{t(b.IDs), t(b.Mask), t(b.Positions), t(b.Labels)}
-}
-
-// LossGraph is the causal-LM loss of transformers' ForCausalLMLoss:
-// cross_entropy(logits[:, :-1], labels[:, 1:], ignore_index=-100), the
-// natural-log NLL summed over the scored tokens of the whole batch divided
-// by their count. logits [B, L, V] float32, labels [B, L] int → scalar
-// float32 (0 for a batch with no scored token, where torch gives NaN).
-func LossGraph(logits, labels *graph.Node) *graph.Node {
-	L := logits.Shape().Dimensions[1]
-	return t5.LossGraph(graph.Slice(logits, graph.AxisRange(), graph.AxisRange(0, L-1)),
-		graph.Slice(labels, graph.AxisRange(), graph.AxisRange(1, L)))
 }

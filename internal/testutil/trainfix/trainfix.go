@@ -276,3 +276,26 @@ func (fx *Fixture) CheckWeights(t testing.TB, c string, s int, got Getter, exclu
 		}
 	}
 }
+
+// CheckClose compares got with want element-wise by the fixtures' rule
+// |got − want| ≤ atol + rtol·|want| and reports the worst element of a
+// failing tensor. It returns max|got − want| (NaN on a length mismatch).
+func CheckClose(t testing.TB, what string, got, want []float32, atol, rtol float64) float64 {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d elements, want %d", what, len(got), len(want))
+		return math.NaN()
+	}
+	worst, at, maxDiff := 0.0, -1, 0.0
+	for i := range want {
+		d := math.Abs(float64(got[i]) - float64(want[i]))
+		maxDiff = math.Max(maxDiff, d)
+		if r := d / (atol + rtol*math.Abs(float64(want[i]))); r > worst || math.IsNaN(d) {
+			worst, at = r, i
+		}
+	}
+	if at >= 0 && !(worst <= 1) {
+		t.Errorf("%s: element %d = %.9g, want %.9g: %.3g × (atol %g + rtol %g·|want|)", what, at, got[at], want[at], worst, atol, rtol)
+	}
+	return maxDiff
+}
