@@ -88,15 +88,18 @@ func paramCounts(m *decoder.Model) (trainable, frozen int64) {
 	return trainable, frozen
 }
 
-// tokenizerFiles are the files of a model directory that describe its
-// tokenizer and generation, copied into a merged checkpoint.
-var tokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-	"vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json", "generation_config.json", "chat_template.jinja"}
+// baseOnly reports the files of a base model directory a merged
+// checkpoint must not copy: its weights (written merged by Save, any
+// shard or index) and config.json (written by Save).
+func baseOnly(name string) bool {
+	return name == hf.ConfigName || strings.HasSuffix(name, ".safetensors") || strings.HasSuffix(name, ".safetensors.index.json") ||
+		strings.HasSuffix(name, ".bin") || strings.HasSuffix(name, ".bin.index.json") || strings.HasSuffix(name, ".pth")
+}
 
 // Merge writes outDir, the HF checkpoint of baseDir with the PEFT adapter
 // at adapterDir merged in (decoder.Model.Merge: W ← W + scaling·B·A, PEFT
-// merge_and_unload): config.json, model.safetensors and baseDir's tokenizer
-// and generation files. outDir is written through a temporary sibling and
+// merge_and_unload): config.json, model.safetensors and every other file
+// of baseDir (tokenizer, generation config, chat template). outDir is written through a temporary sibling and
 // renamed, so it is complete or absent. Errors: outDir exists, load or
 // write failures.
 func Merge(backendName, baseDir, adapterDir, outDir string) error {
@@ -132,12 +135,15 @@ func Merge(backendName, baseDir, adapterDir, outDir string) error {
 	if err := m.Save(tmp); err != nil {
 		return fmt.Errorf("merge lora: %w", err)
 	}
-	for _, f := range tokenizerFiles {
-		src := filepath.Join(baseDir, f)
-		if _, err := os.Stat(src); err != nil {
+	ents, err := os.ReadDir(baseDir)
+	if err != nil {
+		return fmt.Errorf("merge lora: %w", err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || baseOnly(e.Name()) {
 			continue
 		}
-		if err := hf.CopyFile(src, filepath.Join(tmp, f)); err != nil {
+		if err := hf.CopyFile(filepath.Join(baseDir, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
 			return fmt.Errorf("merge lora: %w", err)
 		}
 	}
