@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -278,7 +279,9 @@ func newModelsInspectCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "inspect DIR",
 		Short: "Show a model directory's architecture, parameter count, dtypes, tokenizer and added tokens",
-		Args:  cobra.ExactArgs(1),
+		Example: `  ragforge models inspect ./flan-t5-base
+  ragforge models inspect ./Qwen2.5-0.5B-Instruct   # llama / qwen2 / qwen3: layers, heads, context, whether it loads`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runModelsInspect(cmd.Context(), g, modelsInspectOptions{Dir: args[0]})
 		},
@@ -305,6 +308,9 @@ func runModelsInspect(_ context.Context, g *globals, o modelsInspectOptions) err
 		fmt.Fprintf(g.Out, " %s×%d", d, info.DTypes[d])
 	}
 	fmt.Fprintf(g.Out, "\ntokenizer     %s (len %d)\n", orDash(info.Tokenizer), info.TokenizerLen)
+	if d := info.Decoder; d != nil {
+		printDecoderInfo(g.Out, d)
+	}
 	if len(info.AddedTokens) > 0 {
 		toks := make([]string, 0, len(info.AddedTokens))
 		for t := range info.AddedTokens {
@@ -333,4 +339,19 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printDecoderInfo prints the decoder-only summary of `models inspect`.
+func printDecoderInfo(w io.Writer, d *inspect.Decoder) {
+	if d.Layers > 0 {
+		fmt.Fprintf(w, "decoder       %d layers, hidden %d, intermediate %d, %d heads / %d kv heads × head_dim %d, vocab %d\n",
+			d.Layers, d.Hidden, d.Intermediate, d.Heads, d.KVHeads, d.HeadDim, d.Vocab)
+		fmt.Fprintf(w, "context       %d positions, rope_theta %g, tied embeddings %v, eos %v (generation_config.json %v)\n",
+			d.Context, d.RopeTheta, d.Tied, d.EOSTokenIDs, d.GenerationConfig)
+	}
+	if d.Unsupported != "" {
+		fmt.Fprintf(w, "unsupported   %s\n", d.Unsupported)
+	} else {
+		fmt.Fprintln(w, "loads         yes (models/decoder)")
+	}
 }

@@ -193,24 +193,39 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 	if _, err := os.Stat(file); err != nil {
 		file += ".index.json"
 	}
+	if err := cfg.CheckTensors(ts, file); err != nil {
+		return nil, err
+	}
 	m := newModel(backend, cfg)
 	m.Generation = gc
-	used := map[string]bool{}
 	for _, p := range cfg.paramSpecs() {
-		t, ok := ts[p.name]
-		if !ok {
-			return nil, fmt.Errorf("load %s: tensor %q missing (config.json wants shape %v)", file, p.name, p.shape)
-		}
-		used[p.name] = true
-		if !equalInts(t.Shape, p.shape) {
-			return nil, fmt.Errorf("load %s: tensor %q: shape %v, config.json wants %v", file, p.name, t.Shape, p.shape)
-		}
-		v, err := t.FiniteFloat32()
+		v, err := ts[p.name].FiniteFloat32()
 		if err != nil {
 			return nil, fmt.Errorf("load %s: tensor %q: %w", file, p.name, err)
 		}
 		if err := m.setParam(p.name, p.shape, v, true); err != nil {
 			return nil, fmt.Errorf("load %s: tensor %q: %w", file, p.name, err)
+		}
+	}
+	return m, nil
+}
+
+// CheckTensors checks a checkpoint's tensors (safetensors.LoadDir of the
+// directory; file names it in errors) against the config: every tensor the
+// config implies present with exactly that shape, no other tensor except
+// HF's ignored rotary inv_freq buffers and, when tie_word_embeddings, an
+// lm_head.weight equal to embed_tokens. Errors name the tensor and both
+// shapes.
+func (c Config) CheckTensors(ts map[string]*safetensors.Tensor, file string) error {
+	used := map[string]bool{}
+	for _, p := range c.paramSpecs() {
+		t, ok := ts[p.name]
+		if !ok {
+			return fmt.Errorf("load %s: tensor %q missing (config.json wants shape %v)", file, p.name, p.shape)
+		}
+		used[p.name] = true
+		if !equalInts(t.Shape, p.shape) {
+			return fmt.Errorf("load %s: tensor %q: shape %v, config.json wants %v", file, p.name, t.Shape, p.shape)
 		}
 	}
 	names := make([]string, 0, len(ts))
@@ -223,14 +238,14 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		if used[n] || ignoredTensor.MatchString(n) {
 			continue
 		}
-		if e := ts["model.embed_tokens.weight"]; n == "lm_head.weight" && cfg.TieWordEmbeddings &&
+		if e := ts["model.embed_tokens.weight"]; n == "lm_head.weight" && c.TieWordEmbeddings &&
 			e.DType == t.DType && equalInts(e.Shape, t.Shape) && bytes.Equal(e.Data, t.Data) {
 			continue
 		}
-		return nil, fmt.Errorf("load %s: unexpected tensor %q shape %v (not used by config.json: model_type %q, num_hidden_layers %d, tie_word_embeddings %v, attention_bias %v)",
-			file, n, t.Shape, cfg.ModelType, cfg.NumHiddenLayers, cfg.TieWordEmbeddings, cfg.AttentionBias)
+		return fmt.Errorf("load %s: unexpected tensor %q shape %v (not used by config.json: model_type %q, num_hidden_layers %d, tie_word_embeddings %v, attention_bias %v)",
+			file, n, t.Shape, c.ModelType, c.NumHiddenLayers, c.TieWordEmbeddings, c.AttentionBias)
 	}
-	return m, nil
+	return nil
 }
 
 func equalInts(a, b []int) bool {
@@ -281,8 +296,8 @@ func NewRandom(backend backends.Backend, cfg Config, seed int64) (*Model, error)
 
 // Save writes dir/config.json (as loaded, or built from Config) and
 // dir/model.safetensors (HF names, sorted, F32, {"format":"pt"}); a tied
-// model writes no lm_head.weight. LoRA variables are not written (see
-// SaveAdapter-style exports in train/; Merge first for a merged checkpoint).
+// model writes no lm_head.weight. LoRA variables are not written: Merge
+// first for a merged checkpoint.
 func (m *Model) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save %s: %w", m.Config.ModelType, err)
