@@ -1,0 +1,113 @@
+package lora
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/decoder"
+	"github.com/ragforge/ragforge/train/trainer"
+)
+
+// Qwen25HalfBConfig is the config.json of Qwen/Qwen2.5-0.5B-Instruct (HF
+// hub): hidden 896, 24 layers, 14 heads / 2 KV heads (head_dim 64),
+// intermediate 4864, vocab 151,936, tied embeddings, rope_theta 1e6. The
+// real-size shape of the issue's LoRA step; weights come from NewRandom.
+const Qwen25HalfBConfig = `{
+  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+  "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 21,
+  "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
+  "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.43.1",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936
+}`
+
+// BenchResult is one LoRA training-step measurement.
+type BenchResult struct {
+	Batch, SeqLen     int
+	CompileMs         float64 // first update: compile + run
+	MsPerStepMin      float64
+	MsPerStepMedian   float64
+	TokensPerSec      float64 // Batch·SeqLen / median step
+	TrainableParams   int64   // LoRA A and B
+	FrozenParams      int64   // base weights
+	OptimizerFloats   int64   // AdamW moments held by the trainer (2 × trainable when only LoRA has state)
+	OptimizerOnFrozen int     // trainer state variables of a frozen weight (0)
+}
+
+// BenchStep measures LoRA SFT updates (forward, backward to the LoRA
+// weights, clipping, AdamW) of a randomly initialised decoder of shape cfg
+// with adapter l, on batch rows of seqLen random tokens (first half prompt,
+// second half scored response), on the backend backendName: one update to
+// compile, then steps timed updates. Errors: invalid sizes, config or
+// adapter, compute failures.
+func BenchStep(backendName string, cfg decoder.Config, l decoder.LoRA, batch, seqLen, steps int) (BenchResult, error) {
+	if batch < 1 || seqLen < 2 || steps < 1 {
+		return BenchResult{}, fmt.Errorf("bench lora step: batch %d, seqLen %d, steps %d: want ≥ 1, ≥ 2, ≥ 1", batch, seqLen, steps)
+	}
+	l, err := NormalizeLoRA(l)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	be, err := backend.New(backendName)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	m, err := decoder.NewRandom(be, cfg, 1)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	if err := m.AddLoRA(l, 1); err != nil {
+		return BenchResult{}, err
+	}
+	res := BenchResult{Batch: batch, SeqLen: seqLen}
+	res.TrainableParams, res.FrozenParams = paramCounts(m)
+	tcfg := trainer.DefaultConfig()
+	tcfg.TotalSteps, tcfg.Scheduler, tcfg.MaxGradNorm, tcfg.LearningRate = steps+1, trainer.SchedulerCosine, 1, 1e-5
+	tr, err := trainer.New(be, m.Ctx, lossFn(m), tcfg)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	ex := make([]Example, batch)
+	for b := range ex {
+		ids := make([]int, seqLen)
+		for j := range ids {
+			ids[j] = 3 + rng.IntN(cfg.VocabSize-3)
+		}
+		ex[b] = Example{Prompt: ids[:seqLen/2], Response: ids[seqLen/2:]}
+	}
+	in := [][]*tensors.Tensor{NewBatch(ex, batch, 0).Tensors()}
+	t0 := time.Now()
+	if _, err := tr.Step(in); err != nil {
+		return BenchResult{}, err
+	}
+	res.CompileMs = float64(time.Since(t0).Microseconds()) / 1e3
+	ms := make([]float64, steps)
+	for i := range ms {
+		t0 := time.Now()
+		if _, err := tr.Step(in); err != nil {
+			return BenchResult{}, err
+		}
+		ms[i] = float64(time.Since(t0).Microseconds()) / 1e3
+	}
+	slices.Sort(ms)
+	res.MsPerStepMin, res.MsPerStepMedian = ms[0], ms[len(ms)/2]
+	res.TokensPerSec = float64(batch*seqLen) / (res.MsPerStepMedian / 1e3)
+	for v := range m.Ctx.IterVariables() {
+		if !strings.HasPrefix(v.Scope(), trainer.StateScope+"/m/") && !strings.HasPrefix(v.Scope(), trainer.StateScope+"/v/") {
+			continue
+		}
+		res.OptimizerFloats += int64(v.Shape().Size())
+		if !strings.Contains(v.Scope(), "/lora_") {
+			res.OptimizerOnFrozen++
+		}
+	}
+	return res, nil
+}
