@@ -89,8 +89,9 @@ func ReadSFT(path string) ([]Pair, error) {
 
 // Tokenize loads the tokenizer of the model directory dir and encodes
 // pairs as Examples (EncodeExample: response + eos, cut to maxLength). The
-// prompt is the user text as is, without special tokens. Errors name the
-// record.
+// prompt is encoded with the tokenizer's special tokens (a Llama bos), as a
+// decoder LM encodes a raw-text prompt for generation; the response without
+// them. Errors name the record.
 func Tokenize(dir string, pairs []Pair, maxLength int) ([]Example, error) {
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
@@ -98,7 +99,7 @@ func Tokenize(dir string, pairs []Pair, maxLength int) ([]Example, error) {
 	}
 	out := make([]Example, len(pairs))
 	for i, p := range pairs {
-		if out[i], err = EncodeExample(tok.Encode(p.Prompt, false), tok.Encode(p.Response, false), tok.EOSID(), maxLength); err != nil {
+		if out[i], err = EncodeExample(tok.Encode(p.Prompt, true), tok.Encode(p.Response, false), tok.EOSID(), maxLength); err != nil {
 			return nil, fmt.Errorf("tokenize sft: record %d: %w", i+1, err)
 		}
 	}

@@ -263,56 +263,94 @@ func TestParityGradInit(t *testing.T) {
 	}
 }
 
-// TestResumeEqualsUninterrupted stops the fixture's run after 3 updates
+// TestResumeEqualsUninterrupted stops a run after 3 of 8 updates
 // (checkpoint every update), resumes it and compares the final adapter
-// with an uninterrupted run's, bit for bit.
+// with an uninterrupted run's, bit for bit: from the fixture's init, and
+// from a fresh init with LoRA dropout (the dropout stream is restored too).
 func TestResumeEqualsUninterrupted(t *testing.T) {
 	if testing.Short() {
-		t.Skip("two 8-update runs")
+		t.Skip("two 8-update runs per case")
 	}
 	f := openLoRAFixture(t)
-	full := t.TempDir()
-	o := f.options(full)
-	o.Merge, o.SaveSteps = false, 1
-	if _, err := Train(context.Background(), o, f.examples, nil, nil); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name    string
+		dropout float64
+		init    bool
+	}{{"fixture init", 0, true}, {"fresh init, dropout 0.1", 0.1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := f.options("")
+			o.Merge, o.SaveSteps, o.LoRA.Dropout = false, 1, tc.dropout
+			if !tc.init {
+				o.InitAdapter = ""
+			}
+			full, part := t.TempDir(), t.TempDir()
+			o.OutputDir = full
+			if _, err := Train(context.Background(), o, f.examples, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			o.OutputDir = part
+			ctx, cancel := context.WithCancel(context.Background())
+			_, err := Train(ctx, o, f.examples, nil, func(p Progress) {
+				if p.Phase == "checkpoint" && p.Step == 3 {
+					cancel()
+				}
+			})
+			if err == nil || !strings.Contains(err.Error(), "stopped at step 3") {
+				t.Fatalf("interrupted run: error %v, want one stopping at step 3", err)
+			}
+			if _, err := Train(context.Background(), o, f.examples, nil, nil); err == nil || !strings.Contains(err.Error(), "already holds checkpoints") {
+				t.Fatalf("rerun without resume: error %v, want a refusal", err)
+			}
+			o.Resume = true
+			res, err := Train(context.Background(), o, f.examples, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(res.ResumedFrom, "checkpoint-3") || res.GlobalStep != 8 {
+				t.Fatalf("resumed from %q to step %d, want checkpoint-3 to 8", res.ResumedFrom, res.GlobalStep)
+			}
+			a, err := os.ReadFile(filepath.Join(full, AdapterDir, decoder.AdapterWeightsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(part, AdapterDir, decoder.AdapterWeightsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(a) != string(b) {
+				t.Fatal("resumed run's adapter differs from the uninterrupted run's")
+			}
+			// Other settings are refused on resume.
+			o.LearningRate = 1e-3
+			if _, err := Train(context.Background(), o, f.examples, nil, nil); err == nil || !strings.Contains(err.Error(), "settings differ") {
+				t.Fatalf("resume with another lr: error %v, want a refusal", err)
+			}
+		})
 	}
-	part := t.TempDir()
-	o.OutputDir = part
-	ctx, cancel := context.WithCancel(context.Background())
-	_, err := Train(ctx, o, f.examples, nil, func(p Progress) {
-		if p.Phase == "checkpoint" && p.Step == 3 {
-			cancel()
+}
+
+// Dropout on the LoRA input changes the trajectory (it is applied while
+// training), and the same seed gives the same adapter.
+func TestLoRADropoutSeeded(t *testing.T) {
+	f := openLoRAFixture(t)
+	adapter := func(dropout float64, seed int64) string {
+		o := f.options(t.TempDir())
+		o.Merge, o.InitAdapter, o.LoRA.Dropout, o.Seed, o.Epochs = false, "", dropout, seed, 3
+		res, err := Train(context.Background(), o, f.examples, nil, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	if err == nil || !strings.Contains(err.Error(), "stopped at step 3") {
-		t.Fatalf("interrupted run: error %v, want one stopping at step 3", err)
+		b, err := os.ReadFile(filepath.Join(res.AdapterDir, decoder.AdapterWeightsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
 	}
-	if _, err := Train(context.Background(), o, f.examples, nil, nil); err == nil || !strings.Contains(err.Error(), "already holds checkpoints") {
-		t.Fatalf("rerun without resume: error %v, want a refusal", err)
+	a, b, c := adapter(0.3, 5), adapter(0.3, 5), adapter(0, 5)
+	if a != b {
+		t.Error("same seed, different adapters")
 	}
-	o.Resume = true
-	res, err := Train(context.Background(), o, f.examples, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasSuffix(res.ResumedFrom, "checkpoint-3") || res.GlobalStep != 8 {
-		t.Fatalf("resumed from %q to step %d, want checkpoint-3 to 8", res.ResumedFrom, res.GlobalStep)
-	}
-	a, err := os.ReadFile(filepath.Join(full, AdapterDir, decoder.AdapterWeightsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(part, AdapterDir, decoder.AdapterWeightsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(a) != string(b) {
-		t.Fatal("resumed run's adapter differs from the uninterrupted run's")
-	}
-	// Other settings are refused on resume.
-	o.LearningRate = 1e-3
-	if _, err := Train(context.Background(), o, f.examples, nil, nil); err == nil || !strings.Contains(err.Error(), "settings differ") {
-		t.Fatalf("resume with another lr: error %v, want a refusal", err)
+	if a == c {
+		t.Error("dropout 0.3 gave the adapter of dropout 0")
 	}
 }
