@@ -87,21 +87,34 @@ func ReadSFT(path string) ([]Pair, error) {
 	return out, nil
 }
 
+// EncodePairs encodes pairs as Examples with the caller's prompt encoding
+// (promptIDs: the generator's own rendering of a user prompt, e.g. its
+// chat template with the assistant turn opened) and response encoding,
+// then EncodeExample (response + eos, cut to maxLength). Errors name the
+// record.
+func EncodePairs(pairs []Pair, promptIDs func(string) ([]int, error), responseIDs func(string) []int, eos, maxLength int) ([]Example, error) {
+	out := make([]Example, len(pairs))
+	for i, p := range pairs {
+		prompt, err := promptIDs(p.Prompt)
+		if err != nil {
+			return nil, fmt.Errorf("encode sft: record %d: prompt: %w", i+1, err)
+		}
+		if out[i], err = EncodeExample(prompt, responseIDs(p.Response), eos, maxLength); err != nil {
+			return nil, fmt.Errorf("encode sft: record %d: %w", i+1, err)
+		}
+	}
+	return out, nil
+}
+
 // Tokenize loads the tokenizer of the model directory dir and encodes
-// pairs as Examples (EncodeExample: response + eos, cut to maxLength). The
-// prompt is encoded with the tokenizer's special tokens (a Llama bos), as a
-// decoder LM encodes a raw-text prompt for generation; the response without
-// them. Errors name the record.
+// pairs with EncodePairs: the prompt with the tokenizer's special tokens
+// (a Llama bos), as a decoder LM encodes a raw-text prompt for generation,
+// the response without them, eos the tokenizer's.
 func Tokenize(dir string, pairs []Pair, maxLength int) ([]Example, error) {
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, fmt.Errorf("tokenize sft: %w", err)
 	}
-	out := make([]Example, len(pairs))
-	for i, p := range pairs {
-		if out[i], err = EncodeExample(tok.Encode(p.Prompt, true), tok.Encode(p.Response, false), tok.EOSID(), maxLength); err != nil {
-			return nil, fmt.Errorf("tokenize sft: record %d: %w", i+1, err)
-		}
-	}
-	return out, nil
+	return EncodePairs(pairs, func(s string) ([]int, error) { return tok.Encode(s, true), nil },
+		func(s string) []int { return tok.Encode(s, false) }, tok.EOSID(), maxLength)
 }

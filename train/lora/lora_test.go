@@ -2,6 +2,7 @@ package lora
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -249,5 +250,32 @@ func TestReadSFT(t *testing.T) {
 		if _, err := ReadSFT(p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %s", tc.body, err, tc.want)
 		}
+	}
+}
+
+func TestEncodePairs(t *testing.T) {
+	ids := func(s string) []int {
+		var out []int
+		for _, r := range s {
+			out = append(out, int(r-'a')+3)
+		}
+		return out
+	}
+	prompt := func(s string) ([]int, error) {
+		if s == "bad" {
+			return nil, errors.New("template error")
+		}
+		return append([]int{1}, ids(s)...), nil
+	}
+	got, err := EncodePairs([]Pair{{"ab", "c"}, {"a", "bcd"}}, prompt, ids, 2, 5)
+	want := []Example{{[]int{1, 3, 4}, []int{5, 2}}, {[]int{1, 3}, []int{4, 5, 2}}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v %v, want %v", got, err, want)
+	}
+	if _, err := EncodePairs([]Pair{{"a", "b"}, {"bad", "b"}}, prompt, ids, 2, 5); err == nil || !strings.Contains(err.Error(), "record 2: prompt: template error") {
+		t.Fatalf("error %v, want one naming record 2", err)
+	}
+	if _, err := EncodePairs([]Pair{{"abcd", "b"}}, prompt, ids, 2, 5); err == nil || !strings.Contains(err.Error(), "record 1") {
+		t.Fatalf("error %v, want one naming record 1", err)
 	}
 }
