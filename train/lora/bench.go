@@ -30,15 +30,16 @@ const Qwen25HalfBConfig = `{
 
 // BenchResult is one LoRA training-step measurement.
 type BenchResult struct {
-	Batch, SeqLen     int
-	CompileMs         float64 // first update: compile + run
-	MsPerStepMin      float64
-	MsPerStepMedian   float64
-	TokensPerSec      float64 // Batch·SeqLen / median step
-	TrainableParams   int64   // LoRA A and B
-	FrozenParams      int64   // base weights
-	OptimizerFloats   int64   // AdamW moments held by the trainer (2 × trainable when only LoRA has state)
-	OptimizerOnFrozen int     // trainer state variables of a frozen weight (0)
+	Batch             int     `json:"batch_size"`
+	SeqLen            int     `json:"seq_length"`
+	CompileMs         float64 `json:"compile_ms"` // first update: compile + run
+	MsPerStepMin      float64 `json:"ms_per_step_min"`
+	MsPerStepMedian   float64 `json:"ms_per_step_median"`
+	TokensPerSec      float64 `json:"train_tokens_per_sec"`     // Batch·SeqLen / median step
+	TrainableParams   int64   `json:"trainable_params"`         // LoRA A and B
+	FrozenParams      int64   `json:"frozen_params"`            // base weights
+	OptimizerFloats   int64   `json:"optimizer_floats"`         // AdamW moments held by the trainer (2 × trainable when only LoRA has state)
+	OptimizerOnFrozen int     `json:"optimizer_vars_on_frozen"` // trainer state variables of a frozen weight (0)
 }
 
 // BenchStep measures LoRA SFT updates (forward, backward to the LoRA
