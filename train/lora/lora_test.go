@@ -279,3 +279,24 @@ func TestEncodePairs(t *testing.T) {
 		t.Fatalf("error %v, want one naming record 1", err)
 	}
 }
+
+func TestOptionsValidate(t *testing.T) {
+	ok := Options{Config: DefaultConfig(), ModelDir: "m", OutputDir: "o"}
+	for _, tc := range []struct {
+		name string
+		edit func(*Options)
+		want string
+	}{
+		{"ok", func(*Options) {}, ""},
+		{"no model", func(o *Options) { o.ModelDir = "" }, `"ModelDir"`},
+		{"no output", func(o *Options) { o.OutputDir = "" }, `"OutputDir"`},
+		{"config", func(o *Options) { o.Epochs = 0 }, `"Epochs"`},
+	} {
+		o := ok
+		tc.edit(&o)
+		err := o.Validate()
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

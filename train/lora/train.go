@@ -47,6 +47,17 @@ type Options struct {
 	InitAdapter string
 }
 
+// Validate checks the settings (Config.Validate) and the directories.
+func (o Options) Validate() error {
+	switch {
+	case o.ModelDir == "":
+		return fmt.Errorf("lora options: field %q: empty, want the base model directory", "ModelDir")
+	case o.OutputDir == "":
+		return fmt.Errorf("lora options: field %q: empty, want the output directory", "OutputDir")
+	}
+	return o.Config.Validate()
+}
+
 // Progress is reported after every update ("train") and checkpoint
 // ("checkpoint").
 type Progress struct {
