@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/internal/testutil"
+	"github.com/ragforge/ragforge/internal/xlatest"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
@@ -229,4 +230,10 @@ func TestContinuationLogProbs(t *testing.T) {
 			allClose(t, "ppl.perplexity", ppl, fx.floats(t, "outputs.ppl.perplexity"), nllAtol, nllRtol, nil)
 		})
 	}
+}
+
+// TestXLAFixtureParity runs the fixture checks through XLA when a PJRT
+// plugin is installed (skipped otherwise).
+func TestXLAFixtureParity(t *testing.T) {
+	xlatest.RunXLAParity(t, "^(TestForwardRightPadding|TestForwardLeftPadding|TestContinuationLogProbs|TestGenerateGreedy|TestGenerateKVCacheEqualsRecompute|TestLoRAForwardLoss)$")
 }

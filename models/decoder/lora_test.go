@@ -1,6 +1,8 @@
 package decoder
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -181,5 +183,106 @@ func TestAddLoRAStartsAtBase(t *testing.T) {
 	}
 	if err := (&Model{Config: m.Config}).AddLoRA(LoRA{R: 4, Alpha: 8, TargetModules: []string{"qkv"}}, 1); err == nil || !strings.Contains(err.Error(), "match no linear module") {
 		t.Fatalf("unknown target: err %v", err)
+	}
+}
+
+// adapterCopy copies train-qwen2-lora's adapter into a temp dir with its
+// config edited by edit and its tensors by editW.
+func adapterCopy(t *testing.T, edit func(map[string]any), editW func(map[string]*safetensors.Tensor)) string {
+	t.Helper()
+	src := testutil.SharedPath(t, "fixtures/train-qwen2-lora")
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(src, AdapterConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(cfg)
+	}
+	b, _ = json.Marshal(cfg)
+	if err := os.WriteFile(filepath.Join(dir, AdapterConfigFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.ReadFile(filepath.Join(src, AdapterWeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if editW != nil {
+		editW(f.Tensors)
+	}
+	var ts []*safetensors.Tensor
+	for _, x := range f.Tensors {
+		ts = append(ts, x)
+	}
+	if err := safetensors.WriteFile(filepath.Join(dir, AdapterWeightsFile), ts, safetensors.DefaultMetadata()); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestLoadAdapterRefusals(t *testing.T) {
+	q := PEFTPrefix + "model.layers.1.self_attn.q_proj."
+	cases := []struct {
+		name  string
+		edit  func(map[string]any)
+		editW func(map[string]*safetensors.Tensor)
+		want  string
+	}{
+		{"dora", func(c map[string]any) { c["use_dora"] = true }, nil, `"use_dora": true is not supported`},
+		{"rslora", func(c map[string]any) { c["use_rslora"] = true }, nil, `"use_rslora": true is not supported`},
+		{"bias", func(c map[string]any) { c["bias"] = "lora_only" }, nil, `"bias": lora_only is not supported`},
+		{"peft type", func(c map[string]any) { c["peft_type"] = "IA3" }, nil, `"peft_type": IA3 is not supported`},
+		{"modules_to_save", func(c map[string]any) { c["modules_to_save"] = []string{"lm_head"} }, nil, `"modules_to_save"`},
+		{"regex targets", func(c map[string]any) { c["target_modules"] = ".*proj" }, nil, "a regular expression is not supported"},
+		{"rank mismatch", func(c map[string]any) { c["r"] = 4 }, nil, `down_proj.lora_A.weight": shape [8 160], adapter_config.json and config.json want [4 160]`},
+		{"missing tensor", nil, func(ts map[string]*safetensors.Tensor) { delete(ts, q+"lora_B.weight") },
+			`tensor "base_model.model.model.layers.1.self_attn.q_proj.lora_B.weight" missing (adapter_config.json wants shape [64 8])`},
+		{"fewer targets than tensors", func(c map[string]any) { c["target_modules"] = []string{"q_proj"} }, nil, `unexpected tensor "base_model.model.model.layers.0.mlp.down_proj.lora_A.weight"`},
+		{"no match", func(c map[string]any) { c["target_modules"] = []string{"c_attn"} }, nil, "match no linear module"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Load(testBackend(t), testutil.SharedPath(t, "fixtures/qwen2-tiny"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = m.LoadAdapter(adapterCopy(t, tc.edit, tc.editW))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("LoadAdapter: err %v\nwant it to contain %q", err, tc.want)
+			}
+			if m.LoRA != nil {
+				t.Fatal("a refused adapter stayed attached")
+			}
+		})
+	}
+}
+
+func TestSaveRoundTrip(t *testing.T) {
+	for _, name := range fixtureNames {
+		t.Run(name, func(t *testing.T) {
+			fx, m := loadFixture(t, name)
+			dir := t.TempDir()
+			if err := m.Save(dir); err != nil {
+				t.Fatal(err)
+			}
+			back, err := Load(testBackend(t), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, mask := fx.ints(t, "inputs.input_ids"), fx.ints(t, "inputs.attention_mask")
+			a, err := m.Logits(ids, mask, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := back.Logits(ids, mask, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			allClose(t, "logits after Save/Load", flat(t, b), flat(t, a), 0, 0, nil)
+		})
 	}
 }

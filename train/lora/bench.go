@@ -14,20 +14,6 @@ import (
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
-// Qwen25HalfBConfig is the config.json of Qwen/Qwen2.5-0.5B-Instruct (HF
-// hub): hidden 896, 24 layers, 14 heads / 2 KV heads (head_dim 64),
-// intermediate 4864, vocab 151,936, tied embeddings, rope_theta 1e6. The
-// real-size shape of the issue's LoRA step; weights come from NewRandom.
-const Qwen25HalfBConfig = `{
-  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
-  "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
-  "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 21,
-  "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
-  "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
-  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.43.1",
-  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936
-}`
-
 // BenchResult is one LoRA training-step measurement.
 type BenchResult struct {
 	Batch             int     `json:"batch_size"`
