@@ -104,6 +104,11 @@ func Train(ctx context.Context, opt Options, examples []Example, run *tracker.Ru
 	if len(examples) == 0 {
 		return nil, fmt.Errorf("train lora: no examples")
 	}
+	for i, e := range examples {
+		if len(e.Prompt)+len(e.Response) > opt.MaxLength {
+			return nil, fmt.Errorf("train lora: example %d: %d tokens > max length %d", i, len(e.Prompt)+len(e.Response), opt.MaxLength)
+		}
+	}
 	l, err := NormalizeLoRA(opt.LoRA)
 	if err != nil {
 		return nil, err
@@ -131,11 +136,6 @@ func Train(ctx context.Context, opt Options, examples []Example, run *tracker.Ru
 		if err != nil || !reflect.DeepEqual(got, opt.LoRA) {
 			return nil, fmt.Errorf("train lora: adapter %s has r %d, lora_alpha %g, lora_dropout %g, target_modules %v (%v); the run asks for r %d, lora_alpha %g, lora_dropout %g, target_modules %v",
 				from, m.LoRA.R, m.LoRA.Alpha, m.LoRA.Dropout, m.LoRA.TargetModules, err, opt.LoRA.R, opt.LoRA.Alpha, opt.LoRA.Dropout, opt.LoRA.TargetModules)
-		}
-	}
-	for i, e := range examples {
-		if len(e.Prompt)+len(e.Response) > opt.MaxLength {
-			return nil, fmt.Errorf("train lora: example %d: %d tokens > max length %d", i, len(e.Prompt)+len(e.Response), opt.MaxLength)
 		}
 	}
 	B, A := opt.BatchSize, opt.GradAccumulation
