@@ -12,9 +12,9 @@ import (
 
 // trainLoRAOptions are the flags of `train lora`.
 type trainLoRAOptions struct {
-	Model, Data, Out, Targets string
-	Resume, Merge             bool
-	Config                    lora.Config
+	Model, Data, Out, Targets, InitAdapter string
+	Resume, Merge                          bool
+	Config                                 lora.Config
 }
 
 const trainLoRALong = `LoRA supervised fine-tuning (PEFT semantics) of a decoder-only LM (Llama,
@@ -65,6 +65,7 @@ func newTrainLoRACmd(g *globals) *cobra.Command {
 	f.IntVar(&c.SaveSteps, "save-steps", c.SaveSteps, "write a resumable checkpoint every N updates (0 = at the end only)")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed of the LoRA init, data order and dropout")
 	f.BoolVar(&o.Resume, "resume", false, "continue from the newest checkpoint in --out")
+	f.StringVar(&o.InitAdapter, "init-adapter", "", "start from this PEFT adapter folder instead of a fresh LoRA init (its r, lora_alpha, lora_dropout and target modules must equal the flags')")
 	f.BoolVar(&o.Merge, "merge", false, "also write --out/merged: the base checkpoint with the adapter merged in")
 	return cmd
 }
@@ -91,7 +92,7 @@ func runTrainLoRA(cmd *cobra.Command, g *globals, o trainLoRAOptions) (err error
 	if err != nil {
 		return err
 	}
-	opt := lora.Options{Config: o.Config, ModelDir: o.Model, OutputDir: o.Out, Backend: g.Backend, Resume: o.Resume, Merge: o.Merge}
+	opt := lora.Options{Config: o.Config, ModelDir: o.Model, OutputDir: o.Out, Backend: g.Backend, Resume: o.Resume, Merge: o.Merge, InitAdapter: o.InitAdapter}
 	st, run, err := startOrResumeRun(g, "train-lora", map[string]any{"options": opt, "data": o.Data, "examples": len(examples)}, o.Out, o.Resume)
 	if err != nil {
 		return err

@@ -79,6 +79,14 @@ func TestTrainLoRA(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(res.Result.MergedDir, "vocab.txt")); err != nil {
 		t.Errorf("merged checkpoint lacks the tokenizer: %v", err)
 	}
+	// Continuing the adapter in a new run: the same settings, or an error
+	// naming both.
+	more := []string{"--db", filepath.Join(dir, "runs.db"), "--backend", "go", "train", "lora", "--model", base, "--data", data,
+		"--init-adapter", res.Result.AdapterDir, "--lora-alpha", "8", "--target-modules", "all-linear", "--epochs", "1"}
+	run(t, append(more, "--out", filepath.Join(dir, "more"), "--r", "4")...)
+	if code, stderr := runErr(append(more, "--out", filepath.Join(dir, "other"), "--r", "8")...); code == 0 || !strings.Contains(stderr, "the run asks for r 8") {
+		t.Errorf("--init-adapter with another r: exit %d, stderr %q; want an error naming both", code, stderr)
+	}
 	// A second run into the same --out without --resume is refused.
 	code, stderr := runErr("--db", filepath.Join(dir, "runs.db"), "--backend", "go", "train", "lora", "--model", base, "--data", data, "--out", out)
 	if code == 0 || !strings.Contains(stderr, "resume") {

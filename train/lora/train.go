@@ -324,10 +324,19 @@ func (r *loraRun) finish() (*Result, error) {
 	r.res.GlobalStep = r.tr.GlobalStep()
 	r.res.History = r.st.LogHistory
 	r.res.AdapterDir = filepath.Join(r.opt.OutputDir, AdapterDir)
+	// Through a temporary sibling, so adapter/ is a complete folder or the
+	// previous one.
+	tmp := r.res.AdapterDir + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return r.res, fmt.Errorf("train lora: %w", err)
+	}
+	if err := r.writeAdapter(tmp); err != nil {
+		return r.res, fmt.Errorf("train lora: %w", err)
+	}
 	if err := os.RemoveAll(r.res.AdapterDir); err != nil {
 		return r.res, fmt.Errorf("train lora: %w", err)
 	}
-	if err := r.writeAdapter(r.res.AdapterDir); err != nil {
+	if err := os.Rename(tmp, r.res.AdapterDir); err != nil {
 		return r.res, fmt.Errorf("train lora: %w", err)
 	}
 	if r.opt.Merge {
