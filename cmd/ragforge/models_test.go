@@ -194,3 +194,23 @@ func TestModelsInitBERTPooling(t *testing.T) {
 		}
 	}
 }
+
+// inspect on a decoder-only checkpoint prints its shape and that it loads;
+// bench refuses an unknown configuration by listing the known ones.
+func TestModelsInspectDecoder(t *testing.T) {
+	dir := sharedDir(t, "fixtures/qwen3-tiny")
+	text := run(t, "models", "inspect", dir)
+	for _, want := range []string{
+		"model_type    qwen3\n",
+		"decoder       2 layers, hidden 64, intermediate 160, 4 heads / 2 kv heads × head_dim 32, vocab 512\n",
+		"context       128 positions, rope_theta 10000, tied embeddings false, eos [2]",
+		"loads         yes (models/decoder)\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, text)
+		}
+	}
+	if code, stderr := runErr("bench", "models", "--only", "qwen"); code == 0 || !strings.Contains(stderr, "want mini, small or qwen2.5-0.5b") {
+		t.Errorf("bench models --only qwen: exit %d, stderr %s", code, stderr)
+	}
+}

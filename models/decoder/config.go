@@ -44,18 +44,14 @@ type Family struct {
 	// QKNorm: per-head RMSNorm of q and k over head_dim before RoPE
 	// (Qwen3Attention q_norm / k_norm).
 	QKNorm bool
-	// HeadDimKey: config.json's head_dim is read (LlamaConfig,
-	// Qwen3Config); otherwise head_dim is hidden_size / num_attention_heads
-	// (Qwen2Config has no such key).
-	HeadDimKey bool
 }
 
 // Families is the registry of supported model_type values. A new Llama-like
 // family is one line here (plus, if its math differs, a flag in Family).
 var Families = map[string]Family{
-	"llama": {Architecture: "LlamaForCausalLM", Defaults: llamaDefaults, HeadDimKey: true},
+	"llama": {Architecture: "LlamaForCausalLM", Defaults: llamaDefaults},
 	"qwen2": {Architecture: "Qwen2ForCausalLM", Defaults: qwen2Defaults, QKVBias: true},
-	"qwen3": {Architecture: "Qwen3ForCausalLM", Defaults: qwen3Defaults, QKNorm: true, HeadDimKey: true},
+	"qwen3": {Architecture: "Qwen3ForCausalLM", Defaults: qwen3Defaults, QKNorm: true},
 }
 
 // ModelTypes returns the registered model_type values, sorted.
@@ -79,7 +75,7 @@ type Config struct {
 	NumHiddenLayers       int      `json:"num_hidden_layers"`
 	NumAttentionHeads     int      `json:"num_attention_heads"`
 	NumKeyValueHeads      int      `json:"num_key_value_heads"` // 0 in the file (missing/null) → NumAttentionHeads (HF)
-	HeadDim               int      `json:"head_dim"`            // 0 (missing/null) → HiddenSize / NumAttentionHeads (HF)
+	HeadDim               int      `json:"head_dim"`            // missing/null → the family default (Qwen3 128), else HiddenSize / NumAttentionHeads (HF getattr(config, "head_dim", ...))
 	HiddenAct             string   `json:"hidden_act"`          // only "silu" (SwiGLU) is supported
 	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
 	RMSNormEps            float64  `json:"rms_norm_eps"`
@@ -269,10 +265,11 @@ func ParseConfig(path string, b []byte) (Config, error) {
 		}
 		return wrap(err)
 	}
-	if !fam.HeadDimKey || c.HeadDim == 0 {
-		// Qwen3Config's head_dim default is 128 when the key is absent; the
-		// others derive it (Llama: hidden/heads when head_dim is null).
-		if _, present := probe["head_dim"]; fam.HeadDimKey && !present && hfDefaultHeadDim > 0 {
+	if c.HeadDim == 0 {
+		// HF 4.51 attention reads getattr(config, "head_dim", hidden //
+		// heads): the key when config.json has it (any family), else
+		// Qwen3Config's default 128, else hidden / heads.
+		if _, present := probe["head_dim"]; !present && hfDefaultHeadDim > 0 {
 			c.HeadDim = hfDefaultHeadDim
 		} else if c.NumAttentionHeads > 0 {
 			c.HeadDim = c.HiddenSize / c.NumAttentionHeads
@@ -356,9 +353,7 @@ func (c Config) MarshalConfig() ([]byte, error) {
 		"tie_word_embeddings": c.TieWordEmbeddings, "use_sliding_window": c.UseSlidingWindow,
 		"torch_dtype": "float32", "rope_scaling": nil,
 	}
-	if c.Family().HeadDimKey {
-		m["head_dim"] = c.HeadDim
-	}
+	m["head_dim"] = c.HeadDim
 	if !c.Family().QKVBias {
 		m["attention_bias"] = c.AttentionBias
 	}

@@ -1,9 +1,11 @@
 package decoder
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -236,4 +238,89 @@ func TestContinuationLogProbs(t *testing.T) {
 // plugin is installed (skipped otherwise).
 func TestXLAFixtureParity(t *testing.T) {
 	xlatest.RunXLAParity(t, "^(TestForwardRightPadding|TestForwardLeftPadding|TestContinuationLogProbs|TestGenerateGreedy|TestGenerateKVCacheEqualsRecompute|TestLoRAForwardLoss)$")
+}
+
+func TestInputRefusals(t *testing.T) {
+	_, m := loadFixture(t, "qwen2-tiny")
+	long := make([]int, 129)
+	cases := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"ragged ids", func() error { _, err := m.Logits([][]int{{1, 2}, {3}}, nil, nil); return err }, "input_ids row 1 has length 1, row 0 has 2"},
+		{"id outside vocab", func() error { _, err := m.Logits([][]int{{1, 512}}, nil, nil); return err }, "id 512 outside [0,512)"},
+		{"mask rows", func() error { _, err := m.Logits([][]int{{1, 2}}, [][]int{{1, 1}, {1, 1}}, nil); return err }, "attention_mask has 2 rows"},
+		{"position beyond context", func() error { _, err := m.Logits([][]int{{1, 2}}, nil, [][]int{{0, 128}}); return err }, "max_position_embeddings 128"},
+		{"empty prompt", func() error {
+			_, err := m.ContinuationLogProbs([]Pair{{Prompt: nil, Continuation: []int{1}}})
+			return err
+		}, "pair 0: empty prompt"},
+		{"empty continuation", func() error {
+			_, err := m.ContinuationLogProbs([]Pair{{Prompt: []int{1}}})
+			return err
+		}, "pair 0: empty continuation"},
+		{"pair beyond context", func() error {
+			_, err := m.ContinuationLogProbs([]Pair{{Prompt: long, Continuation: []int{1}}})
+			return err
+		}, "130 tokens exceed max_position_embeddings 128"},
+		{"loss label", func() error { _, err := m.Loss([][]int{{1, 2}}, nil, [][]int{{-100, 600}}); return err }, "600 outside [0,512) and not -100"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.run(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Many pairs are scored in batches of at most ScoreBatchTokens tokens, each
+// pair as it scores alone.
+func TestContinuationLogProbsBatches(t *testing.T) {
+	fx, _ := loadFixture(t, "qwen2-tiny")
+	m, err := Load(testBackend(t), fx.dir) // own model: the test counts its compiled batches
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := pairsOf(t, fx)
+	alone, err := m.ContinuationLogProbs(pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var many []Pair
+	for range 300 { // 900 pairs of ≤ 12 tokens (PadLen 16): 256 per batch
+		many = append(many, pairs...)
+	}
+	got, err := m.ContinuationLogProbs(many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(many) {
+		t.Fatalf("%d scores for %d pairs", len(got), len(many))
+	}
+	for i, s := range got {
+		allCloseQuiet(t, fmt.Sprintf("pair %d", i), s.LogProbs, alone[i%3].LogProbs, 1e-6, 1e-6)
+	}
+	batches := 0
+	for k := range m.execs {
+		if strings.HasPrefix(k, "logprobs/") {
+			batches++
+		}
+	}
+	if batches != 3 { // 3×… (first call), 256×… and 132×…
+		t.Fatalf("%d compiled batch shapes, want 3 (keys %v)", batches, m.execs)
+	}
+}
+
+func allCloseQuiet(t *testing.T, what string, got, want []float32, atol, rtol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= atol+rtol*math.Abs(float64(want[i]))) {
+			t.Fatalf("%s: element %d = %g, want %g", what, i, got[i], want[i])
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/internal/catch"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/t5"
 )
 
@@ -69,23 +70,6 @@ func (m *Model) checkBatch(what string, ids, mask, pos [][]int) (_, _ [][]int, B
 	return mask, pos, B, L, nil
 }
 
-// intTensor packs v [B, ≤Lp] into an int32 tensor [B, Lp]; missing
-// trailing entries are fill.
-func intTensor(v [][]int, Lp, fill int) *tensors.Tensor {
-	B := len(v)
-	out := make([]int32, B*Lp)
-	for r, row := range v {
-		for c := range Lp {
-			x := fill
-			if c < len(row) {
-				x = row[c]
-			}
-			out[r*Lp+c] = int32(x)
-		}
-	}
-	return tensors.FromFlatDataAndDimensions(out, B, Lp)
-}
-
 // padID is the id written into padding slots (pad_token_id, else 0).
 func (m *Model) padID() int { return max(m.Config.PadTokenID, 0) }
 
@@ -117,28 +101,6 @@ func (m *Model) run(key string, fn any, args ...any) ([]*tensors.Tensor, error) 
 	return out, nil
 }
 
-// cropAxis1 returns t [B, Lp, rest...] cut to [B, L, rest...] (float32).
-func cropAxis1(t *tensors.Tensor, L int) (*tensors.Tensor, error) {
-	dims := t.Shape().Dimensions
-	if dims[1] == L {
-		return t, nil
-	}
-	flat, err := tensors.CopyFlatData[float32](t)
-	if err != nil {
-		return nil, err
-	}
-	inner := 1
-	for _, d := range dims[2:] {
-		inner *= d
-	}
-	out := make([]float32, 0, dims[0]*L*inner)
-	for b := range dims[0] {
-		off := b * dims[1] * inner
-		out = append(out, flat[off:off+L*inner]...)
-	}
-	return tensors.FromFlatDataAndDimensions(out, append([]int{dims[0], L}, dims[2:]...)...), nil
-}
-
 // Output is what Forward returns, all float32.
 type Output struct {
 	Logits          *tensors.Tensor   // [B, L, vocab]
@@ -165,19 +127,19 @@ func (m *Model) Forward(ids, mask, pos [][]int) (*Output, error) {
 		return append([]*graph.Node{m.Linear(ctx, "lm_head", h), h}, keep...)
 	}
 	out, err := m.run(fmt.Sprintf("forward/%dx%d", B, Lp), fn,
-		intTensor(ids, Lp, m.padID()), intTensor(mask, Lp, 0), intTensor(pos, Lp, 0))
+		nn.IntTensor(ids, Lp, m.padID()), nn.IntTensor(mask, Lp, 0), nn.IntTensor(pos, Lp, 0))
 	if err != nil {
 		return nil, err
 	}
 	res := &Output{HiddenStates: make([]*tensors.Tensor, N)}
-	if res.Logits, err = cropAxis1(out[0], L); err != nil {
+	if res.Logits, err = nn.CropAxis1(out[0], L); err != nil {
 		return nil, err
 	}
-	if res.LastHiddenState, err = cropAxis1(out[1], L); err != nil {
+	if res.LastHiddenState, err = nn.CropAxis1(out[1], L); err != nil {
 		return nil, err
 	}
 	for i := range N {
-		if res.HiddenStates[i], err = cropAxis1(out[2+i], L); err != nil {
+		if res.HiddenStates[i], err = nn.CropAxis1(out[2+i], L); err != nil {
 			return nil, err
 		}
 	}
@@ -225,20 +187,27 @@ type Score struct {
 	MeanNLL, Perplexity float64
 }
 
+// ScoreBatchTokens bounds one ContinuationLogProbs batch: consecutive pairs
+// are packed while rows × padded length stays within it (a single longer
+// pair gets a batch of its own), so memory stays flat however many pairs
+// a caller scores. 4096 is the Qwen2.5-0.5B bench batch (8 × 512 tokens,
+// 4.3 GiB peak RSS).
+const ScoreBatchTokens = 4096
+
 // ContinuationLogProbs scores each pair's continuation tokens given its
-// prompt: the pairs are packed into one right-padded batch (position ids
-// arange), run once, and for continuation token i the graph gathers
-// log_softmax(logits at the token before it)[token]. Only continuation
-// positions go through lm_head, and the log-sum-exp is taken in the graph.
-// Errors: an empty prompt (no bos is added, so the first token has no
-// context), an empty continuation, ids outside the vocabulary, a pair longer
-// than max_position_embeddings.
+// prompt. Consecutive pairs are packed into right-padded batches of at most
+// ScoreBatchTokens tokens (position ids arange), and for continuation token
+// i the graph gathers log_softmax(logits at the token before it)[token]:
+// only continuation positions go through lm_head, and the log-sum-exp is
+// taken in the graph (the host never holds [B, L, vocab] logits). Rows are
+// independent, so the batching never changes a score. Errors: an empty
+// prompt (no bos is added, so the first token has no context), an empty
+// continuation, ids outside the vocabulary, a pair longer than
+// max_position_embeddings.
 func (m *Model) ContinuationLogProbs(pairs []Pair) ([]Score, error) {
 	if len(pairs) == 0 {
 		return nil, fmt.Errorf("decoder.ContinuationLogProbs: no pairs")
 	}
-	B := len(pairs)
-	L, T := 0, 0
 	for i, p := range pairs {
 		if len(p.Prompt) == 0 {
 			return nil, fmt.Errorf("decoder.ContinuationLogProbs: pair %d: empty prompt (the first continuation token needs a context; prepend bos)", i)
@@ -250,7 +219,35 @@ func (m *Model) ContinuationLogProbs(pairs []Pair) ([]Score, error) {
 		if n > m.Config.MaxPositionEmbeddings {
 			return nil, fmt.Errorf("decoder.ContinuationLogProbs: pair %d: %d tokens exceed max_position_embeddings %d", i, n, m.Config.MaxPositionEmbeddings)
 		}
-		L, T = max(L, n), max(T, len(p.Continuation))
+	}
+	var out []Score
+	for lo := 0; lo < len(pairs); {
+		hi, L := lo, 0
+		for hi < len(pairs) {
+			n := t5.PadLen(max(L, len(pairs[hi].Prompt)+len(pairs[hi].Continuation)))
+			if hi > lo && (hi-lo+1)*n > ScoreBatchTokens {
+				break
+			}
+			L = n
+			hi++
+		}
+		s, err := m.scoreBatch(pairs[lo:hi], lo)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s...)
+		lo = hi
+	}
+	return out, nil
+}
+
+// scoreBatch is ContinuationLogProbs on one batch of validated pairs;
+// offset is the first pair's index in the caller's list (for errors).
+func (m *Model) scoreBatch(pairs []Pair, offset int) ([]Score, error) {
+	B := len(pairs)
+	L, T := 0, 0
+	for _, p := range pairs {
+		L, T = max(L, len(p.Prompt)+len(p.Continuation)), max(T, len(p.Continuation))
 	}
 	ids := make([][]int, B)
 	mask := make([][]int, B)
@@ -264,7 +261,7 @@ func (m *Model) ContinuationLogProbs(pairs []Pair) ([]Score, error) {
 			mask[i][c] = 1
 		}
 	}
-	mask, pos, _, _, err := m.checkBatch("decoder.ContinuationLogProbs", ids, mask, nil)
+	mask, pos, _, _, err := m.checkBatch(fmt.Sprintf("decoder.ContinuationLogProbs: pairs %d-%d", offset, offset+B-1), ids, mask, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +280,7 @@ func (m *Model) ContinuationLogProbs(pairs []Pair) ([]Score, error) {
 		return m.targetLogProbsGraph(ctx, m.HiddenGraph(ctx, ids, mask, pos, nil), sel, tgt, valid)
 	}
 	out, err := m.run(fmt.Sprintf("logprobs/%dx%dx%d", B, Lp, Tp), fn,
-		intTensor(ids, Lp, m.padID()), intTensor(mask, Lp, 0), intTensor(pos, Lp, 0),
+		nn.IntTensor(ids, Lp, m.padID()), nn.IntTensor(mask, Lp, 0), nn.IntTensor(pos, Lp, 0),
 		tensors.FromFlatDataAndDimensions(sel, B, Tp), tensors.FromFlatDataAndDimensions(tgt, B, Tp),
 		tensors.FromFlatDataAndDimensions(valid, B, Tp))
 	if err != nil {
@@ -332,8 +329,8 @@ func (m *Model) Loss(ids, mask, labels [][]int) (float32, error) {
 	fn := func(ctx *context.Context, ids, mask, pos, labels *graph.Node) *graph.Node {
 		return m.LossGraph(ctx, ids, mask, pos, labels)
 	}
-	out, err := m.run(fmt.Sprintf("loss/%dx%d", B, Lp), fn, intTensor(ids, Lp, m.padID()), intTensor(mask, Lp, 0),
-		intTensor(pos, Lp, 0), intTensor(labels, Lp, t5.IgnoreIndex))
+	out, err := m.run(fmt.Sprintf("loss/%dx%d", B, Lp), fn, nn.IntTensor(ids, Lp, m.padID()), nn.IntTensor(mask, Lp, 0),
+		nn.IntTensor(pos, Lp, 0), nn.IntTensor(labels, Lp, t5.IgnoreIndex))
 	if err != nil {
 		return 0, err
 	}

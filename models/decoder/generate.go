@@ -2,10 +2,8 @@ package decoder
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -14,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/t5"
 )
 
@@ -69,8 +68,8 @@ func (m *Model) GenerateOptions() GenerateOptions {
 
 // Generation is the result of Generate.
 type Generation struct {
-	// Sequences are HF generate's output: each prompt left-padded (pad id)
-	// to the longest, then one token per step, pad after a row finished;
+	// Sequences are HF generate's output: each prompt left-padded (pad id:
+	// pad_token_id, else the first eos id, as HF) to the longest, then one token per step, pad after a row finished;
 	// all rows have the same length.
 	Sequences [][]int
 	// NewTokens are each row's generated ids up to and including the token
@@ -125,7 +124,7 @@ func (m *Model) Generate(prompts [][]int, opt GenerateOptions) (*Generation, err
 	}
 	Lp := t5.PadLen(L)
 	S := Lp + opt.MaxNewTokens
-	pad := m.padID()
+	pad := m.genPadID(opt.EOSTokenIDs)
 	ids := make([][]int, B)
 	mask := make([][]int, B)
 	for r, p := range prompts {
@@ -146,7 +145,7 @@ func (m *Model) Generate(prompts [][]int, opt GenerateOptions) (*Generation, err
 		return m.prefillGraph(ctx, ids, mask, pos, S)
 	}
 	out, err := m.run(fmt.Sprintf("generate-prefill/%dx%dx%d", B, Lp, S), prefill,
-		intTensor(ids, Lp, pad), intTensor(mask, Lp, 0), intTensor(pos, Lp, 0))
+		nn.IntTensor(ids, Lp, pad), nn.IntTensor(mask, Lp, 0), nn.IntTensor(pos, Lp, 0))
 	if err != nil {
 		return nil, fmt.Errorf("decoder.Generate: %w", err)
 	}
@@ -188,9 +187,9 @@ func (m *Model) Generate(prompts [][]int, opt GenerateOptions) (*Generation, err
 			if !finished[r] {
 				row := rows[r*V : (r+1)*V]
 				if opt.DoSample {
-					next = sampleToken(row, opt, rng)
+					next = nn.SampleToken(row, opt.Temperature, opt.TopK, opt.TopP, rng)
 				} else {
-					next = argmax(row)
+					next = nn.Argmax(row)
 				}
 				gen.NewTokens[r] = append(gen.NewTokens[r], next)
 				switch {
@@ -239,6 +238,22 @@ func (m *Model) Generate(prompts [][]int, opt GenerateOptions) (*Generation, err
 	return gen, nil
 }
 
+// genPadID is the id HF generate writes after a row finished (and into
+// the left padding): generation_config.json's pad_token_id, else
+// config.json's, else the first eos id ("Setting pad_token_id to
+// eos_token_id"), else 0.
+func (m *Model) genPadID(eos []int) int {
+	switch {
+	case m.Generation.PadTokenID >= 0:
+		return m.Generation.PadTokenID
+	case m.Config.PadTokenID >= 0:
+		return m.Config.PadTokenID
+	case len(eos) > 0:
+		return eos[0]
+	}
+	return 0
+}
+
 func containsAny(s string, subs []string) bool {
 	for _, x := range subs {
 		if x != "" && strings.Contains(s, x) {
@@ -264,16 +279,16 @@ func (m *Model) prefillGraph(ctx *context.Context, ids, mask, pos *graph.Node, S
 	vs := make([]*graph.Node, c.NumHiddenLayers)
 	for i := range c.NumHiddenLayers {
 		p := fmt.Sprintf("model.layers.%d.", i)
-		x := rmsNorm(h, weight(ctx, g, p+"input_layernorm.weight"), c.RMSNormEps)
+		x := nn.RMSNorm(h, nn.Param(ctx, g, p+"input_layernorm.weight"), c.RMSNormEps)
 		q, k, v := m.qkv(ctx, p, x, cos, sin)
 		h = graph.Add(h, m.Linear(ctx, p+"self_attn.o_proj", m.attend(ctx, q, k, v, bias)))
-		x = rmsNorm(h, weight(ctx, g, p+"post_attention_layernorm.weight"), c.RMSNormEps)
+		x = nn.RMSNorm(h, nn.Param(ctx, g, p+"post_attention_layernorm.weight"), c.RMSNormEps)
 		h = graph.Add(h, m.mlp(ctx, p, x))
 		ks[i] = graph.Concatenate([]*graph.Node{k, zeros}, 2)
 		vs[i] = graph.Concatenate([]*graph.Node{v, zeros}, 2)
 	}
 	last := graph.Slice(h, graph.AxisRange(), graph.AxisRange(Lp-1, Lp), graph.AxisRange()) // [B, 1, hidden]
-	last = rmsNorm(last, weight(ctx, g, "model.norm.weight"), c.RMSNormEps)
+	last = nn.RMSNorm(last, nn.Param(ctx, g, "model.norm.weight"), c.RMSNormEps)
 	logits := graph.Reshape(m.Linear(ctx, "lm_head", last), B, c.VocabSize)
 	return append(append([]*graph.Node{logits}, ks...), vs...)
 }
@@ -309,78 +324,15 @@ func (m *Model) stepGraph(ctx *context.Context, in []*graph.Node) []*graph.Node 
 	cos, sin := m.rope(pos)
 	for i := range N {
 		p := fmt.Sprintf("model.layers.%d.", i)
-		x := rmsNorm(h, weight(ctx, g, p+"input_layernorm.weight"), c.RMSNormEps)
+		x := nn.RMSNorm(h, nn.Param(ctx, g, p+"input_layernorm.weight"), c.RMSNormEps)
 		q, k, v := m.qkv(ctx, p, x, cos, sin)
 		ks[i] = write(ks[i], k)
 		vs[i] = write(vs[i], v)
 		h = graph.Add(h, m.Linear(ctx, p+"self_attn.o_proj", m.attend(ctx, q, ks[i], vs[i], bias)))
-		x = rmsNorm(h, weight(ctx, g, p+"post_attention_layernorm.weight"), c.RMSNormEps)
+		x = nn.RMSNorm(h, nn.Param(ctx, g, p+"post_attention_layernorm.weight"), c.RMSNormEps)
 		h = graph.Add(h, m.mlp(ctx, p, x))
 	}
-	h = rmsNorm(h, weight(ctx, g, "model.norm.weight"), c.RMSNormEps)
+	h = nn.RMSNorm(h, nn.Param(ctx, g, "model.norm.weight"), c.RMSNormEps)
 	logits := graph.Reshape(m.Linear(ctx, "lm_head", h), B, c.VocabSize)
 	return append(append([]*graph.Node{logits}, ks...), vs...)
-}
-
-func argmax(row []float32) int {
-	best := 0
-	for i, x := range row {
-		if x > row[best] {
-			best = i
-		}
-	}
-	return best
-}
-
-// sampleToken applies HF's warpers in order (TemperatureLogitsWarper,
-// TopKLogitsWarper, TopPLogitsWarper, each keeping at least one token) to
-// one row of logits and draws a token from the renormalised distribution.
-func sampleToken(row []float32, opt GenerateOptions, rng *rand.Rand) int {
-	temp := opt.Temperature
-	if temp <= 0 {
-		temp = 1
-	}
-	order := make([]int, len(row))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return row[order[a]] > row[order[b]] })
-	keep := len(order)
-	if opt.TopK > 0 && opt.TopK < keep {
-		// HF keeps every token whose logit is ≥ the k-th largest.
-		kth := row[order[opt.TopK-1]]
-		keep = opt.TopK
-		for keep < len(order) && row[order[keep]] >= kth {
-			keep++
-		}
-	}
-	mx := float64(row[order[0]]) / temp
-	probs := make([]float64, keep)
-	sum := 0.0
-	for j := range keep {
-		probs[j] = math.Exp(float64(row[order[j]])/temp - mx)
-		sum += probs[j]
-	}
-	if opt.TopP > 0 && opt.TopP < 1 {
-		mass := 0.0
-		for j := range keep {
-			mass += probs[j] / sum
-			if mass >= opt.TopP {
-				keep = j + 1
-				break
-			}
-		}
-	}
-	total := 0.0
-	for j := range keep {
-		total += probs[j]
-	}
-	u := rng.Float64() * total
-	for j := range keep {
-		u -= probs[j]
-		if u < 0 {
-			return order[j]
-		}
-	}
-	return order[keep-1]
 }

@@ -2,10 +2,11 @@ package decoder
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/models/nn"
 )
 
 // promptsOf strips the left padding of inputs.generate.*.
@@ -85,7 +86,7 @@ func recompute(t *testing.T, m *Model, prompts [][]int, steps int) ([][]int, [][
 		for r := range ids {
 			row := v[(r*n+n-1)*V : (r*n+n)*V]
 			step = append(step, row)
-			ids[r] = append(ids[r], argmax(row))
+			ids[r] = append(ids[r], nn.Argmax(row))
 			mask[r] = append(mask[r], 1)
 		}
 		logits = append(logits, step)
@@ -199,37 +200,6 @@ func TestGenerateSampling(t *testing.T) {
 	}
 }
 
-func TestSampleTokenWarpers(t *testing.T) {
-	row := []float32{0, 3, 1, 3, 2}
-	cases := []struct {
-		name  string
-		opt   GenerateOptions
-		allow []int
-	}{
-		{"top_k 2 keeps ties", GenerateOptions{TopK: 2}, []int{1, 3}},
-		{"top_k 3", GenerateOptions{TopK: 3}, []int{1, 3, 4}},
-		{"top_p 0.5", GenerateOptions{TopP: 0.5}, []int{1, 3}},
-		{"cold temperature", GenerateOptions{Temperature: 1e-3, TopK: 3}, []int{1, 3}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			seen := map[int]bool{}
-			rng := newTestRNG()
-			for range 2000 {
-				seen[sampleToken(row, tc.opt, rng)] = true
-			}
-			for id := range seen {
-				if !slices.Contains(tc.allow, id) {
-					t.Fatalf("sampled %d, allowed %v", id, tc.allow)
-				}
-			}
-			if len(seen) != len(tc.allow) {
-				t.Fatalf("sampled %v, want every one of %v", seen, tc.allow)
-			}
-		})
-	}
-}
-
 func TestGenerateRefusals(t *testing.T) {
 	_, m := loadFixture(t, "llama-tiny")
 	long := make([]int, 120)
@@ -255,4 +225,20 @@ func TestGenerateRefusals(t *testing.T) {
 	}
 }
 
-func newTestRNG() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }
+// Llama has no pad_token_id: like HF, a finished row continues with the
+// first eos id.
+func TestGeneratePadFallsBackToEOS(t *testing.T) {
+	dir := fixtureCopy(t, "llama-tiny", func(c map[string]any) { delete(c, "pad_token_id") }, nil)
+	m, err := Load(testBackend(t), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := m.Generate([][]int{{346, 200, 362, 202, 345}, {7}}, GenerateOptions{MaxNewTokens: 3, EOSTokenIDs: []int{345, 9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// llama-tiny repeats 345 after this prompt (fixture new_tokens), so row 0 ends at once.
+	if gen.FinishReasons[0] != "eos" || !slices.Equal(gen.Sequences[0][5:], []int{345, 345, 345}) || !slices.Equal(gen.Sequences[1][:4], []int{345, 345, 345, 345}) {
+		t.Fatalf("sequences %v, reasons %v", gen.Sequences, gen.FinishReasons)
+	}
+}

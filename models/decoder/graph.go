@@ -10,37 +10,13 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/layers"
 
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/t5"
 )
 
 // maskValue is the additive bias of a blocked key: torch.finfo(float32).min,
 // as HF's causal mask (applied once, so a fully masked row stays finite).
 const maskValue = -math.MaxFloat32
-
-// weight returns the value of the variable for an HF parameter name, looked
-// up relative to ctx. It panics (graph-building time) if it is missing.
-func weight(ctx *context.Context, g *graph.Graph, hfName string) *graph.Node {
-	c, vn := scopeOf(ctx, hfName)
-	v := c.GetVariable(vn)
-	if v == nil {
-		panic(fmt.Errorf("decoder: variable %q missing in scope %q", vn, c.Scope()))
-	}
-	return v.ValueGraph(g)
-}
-
-// matmulT is x [..., in] · wᵀ with w [out, in] → [..., out], as one 2-D
-// DotGeneral [N, in]×[out, in] (the layout the pure-Go backend multiplies
-// without re-laying out either operand).
-func matmulT(x, w *graph.Node) *graph.Node {
-	d := x.Shape().Dimensions
-	n := 1
-	for _, v := range d[:len(d)-1] {
-		n *= v
-	}
-	y := graph.DotGeneral(graph.Reshape(x, n, d[len(d)-1]), []int{1}, nil, w, []int{1}, nil)
-	out := append(append([]int(nil), d[:len(d)-1]...), w.Shape().Dimensions[0])
-	return graph.Reshape(y, out...)
-}
 
 // Linear is every projection of the model, nn.Linear by HF module name
 // ("model.layers.0.self_attn.q_proj", "lm_head"): x [..., in] → [..., out] =
@@ -55,28 +31,20 @@ func (m *Model) Linear(ctx *context.Context, module string, x *graph.Node) *grap
 	if module == "lm_head" && m.Config.TieWordEmbeddings {
 		wName = "model.embed_tokens.weight"
 	}
-	y := matmulT(x, weight(ctx, g, wName))
+	y := nn.MatmulT(x, nn.Param(ctx, g, wName))
 	if m.Config.hasBias(module) {
-		y = graph.Add(y, graph.ExpandLeftToRank(weight(ctx, g, module+".bias"), y.Rank()))
+		y = graph.Add(y, graph.ExpandLeftToRank(nn.Param(ctx, g, module+".bias"), y.Rank()))
 	}
 	if l := m.LoRA; l != nil && l.Targets(module) {
 		in := x
 		if l.Dropout > 0 {
 			in = layers.DropoutStatic(ctx, x, l.Dropout)
 		}
-		a := weight(ctx, g, module+".lora_A.weight")
-		b := weight(ctx, g, module+".lora_B.weight")
-		y = graph.Add(y, graph.MulScalar(matmulT(matmulT(in, a), b), l.Scaling()))
+		a := nn.Param(ctx, g, module+".lora_A.weight")
+		b := nn.Param(ctx, g, module+".lora_B.weight")
+		y = graph.Add(y, graph.MulScalar(nn.MatmulT(nn.MatmulT(in, a), b), l.Scaling()))
 	}
 	return y
-}
-
-// rmsNorm is LlamaRMSNorm (also Qwen2/Qwen3): w · x / sqrt(mean(x²) + eps)
-// over the last axis, in float32. x [..., d], w [d].
-func rmsNorm(x, w *graph.Node, eps float64) *graph.Node {
-	variance := graph.ReduceAndKeep(graph.Square(x), graph.ReduceMean, -1)
-	y := graph.Div(x, graph.Sqrt(graph.AddScalar(variance, eps)))
-	return graph.Mul(graph.ExpandLeftToRank(w, x.Rank()), y)
 }
 
 // invFreq is LlamaRotaryEmbedding's inv_freq buffer (default rope type),
@@ -125,8 +93,8 @@ func (m *Model) qkv(ctx *context.Context, p string, x, cos, sin *graph.Node) (q,
 	k = graph.Reshape(m.Linear(ctx, p+"self_attn.k_proj", x), B, L, c.NumKeyValueHeads, c.HeadDim)
 	v = graph.Reshape(m.Linear(ctx, p+"self_attn.v_proj", x), B, L, c.NumKeyValueHeads, c.HeadDim)
 	if c.Family().QKNorm {
-		q = rmsNorm(q, weight(ctx, g, p+"self_attn.q_norm.weight"), c.RMSNormEps)
-		k = rmsNorm(k, weight(ctx, g, p+"self_attn.k_norm.weight"), c.RMSNormEps)
+		q = nn.RMSNorm(q, nn.Param(ctx, g, p+"self_attn.q_norm.weight"), c.RMSNormEps)
+		k = nn.RMSNorm(k, nn.Param(ctx, g, p+"self_attn.k_norm.weight"), c.RMSNormEps)
 	}
 	q = applyRope(q, cos, sin)
 	k = applyRope(k, cos, sin)
@@ -161,7 +129,7 @@ func (m *Model) mlp(ctx *context.Context, p string, x *graph.Node) *graph.Node {
 
 // embed looks up model.embed_tokens.weight rows (no scaling): ids [B, L] → [B, L, hidden].
 func embed(ctx *context.Context, ids *graph.Node) *graph.Node {
-	table := weight(ctx, ids.Graph(), "model.embed_tokens.weight")
+	table := nn.Param(ctx, ids.Graph(), "model.embed_tokens.weight")
 	return graph.Gather(table, graph.ExpandAxes(graph.ConvertDType(ids, dtypes.Int32), -1))
 }
 
@@ -195,13 +163,13 @@ func (m *Model) HiddenGraph(ctx *context.Context, ids, mask, pos *graph.Node, ke
 			*keep = append(*keep, h)
 		}
 		p := fmt.Sprintf("model.layers.%d.", i)
-		x := rmsNorm(h, weight(ctx, g, p+"input_layernorm.weight"), c.RMSNormEps)
+		x := nn.RMSNorm(h, nn.Param(ctx, g, p+"input_layernorm.weight"), c.RMSNormEps)
 		q, k, v := m.qkv(ctx, p, x, cos, sin)
 		h = graph.Add(h, m.Linear(ctx, p+"self_attn.o_proj", m.attend(ctx, q, k, v, bias)))
-		x = rmsNorm(h, weight(ctx, g, p+"post_attention_layernorm.weight"), c.RMSNormEps)
+		x = nn.RMSNorm(h, nn.Param(ctx, g, p+"post_attention_layernorm.weight"), c.RMSNormEps)
 		h = graph.Add(h, m.mlp(ctx, p, x))
 	}
-	return rmsNorm(h, weight(ctx, g, "model.norm.weight"), c.RMSNormEps)
+	return nn.RMSNorm(h, nn.Param(ctx, g, "model.norm.weight"), c.RMSNormEps)
 }
 
 // LogitsGraph is XForCausalLM.forward: ids, mask, pos [B, L] → logits

@@ -138,7 +138,8 @@ func TestConfigDefaults(t *testing.T) {
 	}{
 		{"llama: kv and head_dim derived", `{"model_type":"llama","hidden_size":64,"num_attention_heads":4,"vocab_size":10}`, 4, 4, 16, []int{2}, 1, -1, 2048},
 		{"llama: head_dim null", `{"model_type":"llama","hidden_size":64,"num_attention_heads":4,"head_dim":null,"vocab_size":10}`, 4, 4, 16, []int{2}, 1, -1, 2048},
-		{"qwen2: head_dim key ignored", `{"model_type":"qwen2","hidden_size":64,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"vocab_size":10}`, 4, 2, 16, nil, -1, -1, 32768},
+		{"qwen2: head_dim key honoured", `{"model_type":"qwen2","hidden_size":64,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"vocab_size":10}`, 4, 2, 32, nil, -1, -1, 32768},
+		{"qwen2: head_dim derived", `{"model_type":"qwen2","hidden_size":64,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":10}`, 4, 2, 16, nil, -1, -1, 32768},
 		{"qwen3: head_dim default 128", `{"model_type":"qwen3","hidden_size":64,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":10,"eos_token_id":[3,4],"pad_token_id":null}`, 4, 2, 128, []int{3, 4}, -1, -1, 32768},
 	}
 	for _, tc := range cases {

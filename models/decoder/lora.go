@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
 
@@ -99,7 +100,7 @@ func (m *Model) LoRAVariableNames() []string {
 func (m *Model) LoRAVariables() []*context.Variable {
 	var out []*context.Variable
 	for _, n := range m.LoRAVariableNames() {
-		c, vn := scopeOf(m.Ctx, n)
+		c, vn := nn.ScopeOf(m.Ctx, n)
 		if v := c.GetVariable(vn); v != nil {
 			out = append(out, v)
 		}
@@ -168,7 +169,7 @@ func (m *Model) attachLoRA(l LoRA, vals map[string][]float32) error {
 
 func (m *Model) setBaseTrainable(on bool) {
 	for _, p := range m.Config.paramSpecs() {
-		c, vn := scopeOf(m.Ctx, p.name)
+		c, vn := nn.ScopeOf(m.Ctx, p.name)
 		if v := c.GetVariable(vn); v != nil {
 			v.SetTrainable(on)
 		}
@@ -349,7 +350,7 @@ func (m *Model) Merge() error {
 			return fmt.Errorf("lora merge: %w", err)
 		}
 		for _, n := range []string{".lora_A.weight", ".lora_B.weight"} {
-			c, vn := scopeOf(m.Ctx, p.name+n)
+			c, vn := nn.ScopeOf(m.Ctx, p.name+n)
 			if v := c.GetVariable(vn); v != nil {
 				if err := m.Ctx.DeleteVariable(v.Scope(), vn); err != nil {
 					return fmt.Errorf("lora merge: %w", err)

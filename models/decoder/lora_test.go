@@ -2,12 +2,18 @@ package decoder
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
 	"github.com/ragforge/ragforge/internal/testutil"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
 
@@ -284,5 +290,41 @@ func TestSaveRoundTrip(t *testing.T) {
 			}
 			allClose(t, "logits after Save/Load", flat(t, b), flat(t, a), 0, 0, nil)
 		})
+	}
+}
+
+// lora_dropout acts only while the context is training (PEFT applies
+// nn.Dropout to x before lora_A).
+func TestLoRADropoutOnlyWhileTraining(t *testing.T) {
+	m, dir, ts := loraFixture(t)
+	if err := m.LoadAdapter(dir); err != nil {
+		t.Fatal(err)
+	}
+	m.LoRA.Dropout = 0.5
+	ids, mask, labels := tensorRows(t, ts, "inputs.input_ids"), tensorRows(t, ts, "inputs.attention_mask"), tensorRows(t, ts, "inputs.labels")
+	eval, err := m.Loss(ids, mask, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(training bool) float32 {
+		fn := func(ctx *context.Context, ids, mask, pos, lab *graph.Node) *graph.Node {
+			ctx.SetTraining(ids.Graph(), training)
+			return m.LossGraph(ctx, ids, mask, pos, lab)
+		}
+		e, err := context.NewExec(m.Backend, m.Ctx, fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		L := len(ids[0])
+		out, err := e.Exec(nn.IntTensor(ids, L, 0), nn.IntTensor(mask, L, 0), nn.IntTensor(PositionIDs(mask), L, 0), nn.IntTensor(labels, L, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tensors.ToScalar[float32](out[0])
+	}
+	allClose(t, "eval-mode loss", []float32{run(false)}, []float32{eval}, 1e-6, 1e-6, nil)
+	allClose(t, "dropout 0.5 loss vs final_loss", []float32{eval}, tensorFloats(t, ts, "outputs.final_loss"), 1e-5, 1e-5, nil)
+	if got := run(true); got == eval || math.IsNaN(float64(got)) {
+		t.Fatalf("training-mode loss %g, want finite and different from eval %g (LoRA dropout active)", got, eval)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
 
@@ -123,15 +124,6 @@ func (c Config) Parameters() int64 {
 	return n
 }
 
-// scopeOf splits an HF name into a context (relative to ctx) and variable name.
-func scopeOf(ctx *context.Context, hfName string) (*context.Context, string) {
-	parts := strings.Split(hfName, ".")
-	for _, p := range parts[:len(parts)-1] {
-		ctx = ctx.In(p)
-	}
-	return ctx, parts[len(parts)-1]
-}
-
 func newModel(backend backends.Backend, cfg Config) *Model {
 	return &Model{Config: cfg, Generation: DefaultGenerationConfig(), Backend: backend, Ctx: context.New(),
 		execs: map[string]*context.Exec{}}
@@ -140,7 +132,7 @@ func newModel(backend backends.Backend, cfg Config) *Model {
 // setParam creates (or replaces) the variable for an HF name with a float32 value.
 func (m *Model) setParam(name string, shape []int, v []float32, trainable bool) error {
 	return catch.Do(func() {
-		c, vn := scopeOf(m.Ctx, name)
+		c, vn := nn.ScopeOf(m.Ctx, name)
 		if old := c.GetVariable(vn); old != nil {
 			if err := m.Ctx.DeleteVariable(old.Scope(), vn); err != nil {
 				panic(err)
@@ -153,7 +145,7 @@ func (m *Model) setParam(name string, shape []int, v []float32, trainable bool) 
 // ParamValues returns the float32 data and shape of the variable for an HF
 // name ("model.layers.0.self_attn.q_proj.weight", or a LoRA name).
 func (m *Model) ParamValues(name string) ([]float32, []int, error) {
-	c, vn := scopeOf(m.Ctx, name)
+	c, vn := nn.ScopeOf(m.Ctx, name)
 	v := c.GetVariable(vn)
 	if v == nil {
 		return nil, nil, fmt.Errorf("variable %q missing", name)

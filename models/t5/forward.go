@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/ragforge/ragforge/internal/catch"
+	"github.com/ragforge/ragforge/models/nn"
 )
 
 // PadLen is the sequence-length bucket host-level calls pad to, so that one
@@ -48,20 +49,7 @@ func checkIDs(what string, ids [][]int, vocab int, allowIgnore bool) (B, L int, 
 }
 
 // intTensor packs ids [B, L] into an int32 tensor [B, Lp], filling with fill.
-func intTensor(ids [][]int, Lp, fill int) *tensors.Tensor {
-	B := len(ids)
-	v := make([]int32, B*Lp)
-	for r, row := range ids {
-		for c := range Lp {
-			x := fill
-			if c < len(row) {
-				x = row[c]
-			}
-			v[r*Lp+c] = int32(x)
-		}
-	}
-	return tensors.FromFlatDataAndDimensions(v, B, Lp)
-}
+var intTensor = nn.IntTensor
 
 // encoderInputs validates ids and mask (nil mask = all ones) and pads both to PadLen(L).
 func (m *Model) encoderInputs(inputIDs, mask [][]int) (ids, msk *tensors.Tensor, B, L, Lp int, err error) {
@@ -123,27 +111,7 @@ func (m *Model) run(key string, fn any, args ...any) (out []*tensors.Tensor, err
 }
 
 // cropAxis1 returns t [B, Lp, rest...] cut to [B, L, rest...] (float32).
-func cropAxis1(t *tensors.Tensor, L int) (*tensors.Tensor, error) {
-	dims := t.Shape().Dimensions
-	if dims[1] == L {
-		return t, nil
-	}
-	flat, err := tensors.CopyFlatData[float32](t)
-	if err != nil {
-		return nil, err
-	}
-	inner := 1
-	for _, d := range dims[2:] {
-		inner *= d
-	}
-	out := make([]float32, 0, dims[0]*L*inner)
-	for b := range dims[0] {
-		off := b * dims[1] * inner
-		out = append(out, flat[off:off+L*inner]...)
-	}
-	nd := append([]int{dims[0], L}, dims[2:]...)
-	return tensors.FromFlatDataAndDimensions(out, nd...), nil
-}
+var cropAxis1 = nn.CropAxis1
 
 // Forward runs the teacher-forced model: inputIDs, mask [B, L] (mask nil =
 // all ones), decoderIDs [B, T] → encHidden [B, L, d_model] (after

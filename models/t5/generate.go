@@ -2,15 +2,15 @@ package t5
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"sort"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/ragforge/ragforge/models/nn"
 )
 
 // GenerateOptions follow HF GenerationConfig. MaxNewTokens ≤ 0 means 20 (HF's
@@ -208,59 +208,10 @@ func (m *Model) stepGraph(ctx *context.Context, in []*graph.Node) []*graph.Node 
 	return append(out, selfV...)
 }
 
-func argmax(row []float32) int {
-	best := 0
-	for i, x := range row {
-		if x > row[best] {
-			best = i
-		}
-	}
-	return best
-}
+var argmax = nn.Argmax
 
 // sampleToken applies temperature and top-p (HF TopPLogitsWarper) to one row
-// of logits and draws a token.
+// of logits and draws a token (nn.SampleToken without top-k).
 func sampleToken(row []float32, temperature, topP float64, rng *rand.Rand) int {
-	if temperature <= 0 {
-		temperature = 1
-	}
-	mx := math.Inf(-1)
-	for _, x := range row {
-		mx = math.Max(mx, float64(x)/temperature)
-	}
-	probs := make([]float64, len(row))
-	sum := 0.0
-	for i, x := range row {
-		probs[i] = math.Exp(float64(x)/temperature - mx)
-		sum += probs[i]
-	}
-	order := make([]int, len(row))
-	for i := range order {
-		order[i] = i
-		probs[i] /= sum
-	}
-	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
-	keep := len(order)
-	if topP > 0 && topP < 1 {
-		above := 0.0
-		for j, i := range order {
-			if j > 0 && above >= topP {
-				keep = j
-				break
-			}
-			above += probs[i]
-		}
-	}
-	total := 0.0
-	for _, i := range order[:keep] {
-		total += probs[i]
-	}
-	u := rng.Float64() * total
-	for _, i := range order[:keep] {
-		u -= probs[i]
-		if u < 0 {
-			return i
-		}
-	}
-	return order[keep-1]
+	return nn.SampleToken(row, temperature, 0, topP, rng)
 }

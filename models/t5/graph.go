@@ -9,6 +9,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/layers"
+
+	"github.com/ragforge/ragforge/models/nn"
 )
 
 // IgnoreIndex is the label value the loss skips (PyTorch CrossEntropyLoss ignore_index, HF labels padding).
@@ -17,40 +19,14 @@ const IgnoreIndex = -100
 // maskValue is the additive bias for blocked positions: torch.finfo(float32).min, as in HF.
 const maskValue = -math.MaxFloat32
 
-// weight returns the value of the variable for an HF parameter name, looked up
-// relative to ctx. It panics (graph-building time) if the variable is missing.
-func weight(ctx *context.Context, g *graph.Graph, hfName string) *graph.Node {
-	c, vn := scopeOf(ctx, hfName)
-	v := c.GetVariable(vn)
-	if v == nil {
-		panic(fmt.Errorf("t5: variable %q missing in scope %q", vn, c.Scope()))
-	}
-	return v.ValueGraph(g)
-}
-
-// linear is nn.Linear without bias: x [..., in] · Wᵀ with W [out, in] →
-// [..., out]. It is one 2-D DotGeneral [N, in]×[out, in] (N = product of the
-// leading axes), the layout the pure-Go backend multiplies without
-// re-laying out either operand.
-func linear(x, w *graph.Node) *graph.Node {
-	d := x.Shape().Dimensions
-	n := 1
-	for _, v := range d[:len(d)-1] {
-		n *= v
-	}
-	y := graph.DotGeneral(graph.Reshape(x, n, d[len(d)-1]), []int{1}, nil, w, []int{1}, nil)
-	out := append(append([]int(nil), d[:len(d)-1]...), w.Shape().Dimensions[0])
-	return graph.Reshape(y, out...)
-}
-
-// rmsNorm is T5LayerNorm: w · x / sqrt(mean(x²) + eps) over the last axis, no
-// mean subtraction, no bias. x [..., d_model], w [d_model].
-func rmsNorm(x, w *graph.Node, eps float64) *graph.Node {
-	variance := graph.ReduceAndKeep(graph.Square(x), graph.ReduceMean, -1)
-	// x / sqrt(·) rather than x·rsqrt(·): GoMLX v0.26 has no gradient for Rsqrt.
-	y := graph.Div(x, graph.Sqrt(graph.AddScalar(variance, eps)))
-	return graph.Mul(y, graph.ExpandLeftToRank(w, x.Rank())) // w broadcast implicitly, read in place
-}
+// The building blocks T5 shares with models/decoder (package models/nn):
+// weight is the variable of an HF parameter name, linear is nn.Linear
+// without bias (x·Wᵀ), rmsNorm is T5LayerNorm.
+var (
+	weight  = nn.Param
+	linear  = nn.MatmulT
+	rmsNorm = nn.RMSNorm
+)
 
 // geluNew is HF gelu_new: 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))).
 func geluNew(x *graph.Node) *graph.Node {

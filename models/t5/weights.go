@@ -18,6 +18,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/internal/catch"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
 
@@ -144,13 +145,7 @@ func (c Config) paramSpecs() []paramSpec {
 }
 
 // scopeOf splits an HF name into a context (relative to ctx) and variable name.
-func scopeOf(ctx *context.Context, hfName string) (*context.Context, string) {
-	parts := strings.Split(hfName, ".")
-	for _, p := range parts[:len(parts)-1] {
-		ctx = ctx.In(p)
-	}
-	return ctx, parts[len(parts)-1]
-}
+var scopeOf = nn.ScopeOf
 
 func newModel(backend backends.Backend, cfg Config) *Model {
 	return &Model{Config: cfg, Backend: backend, Ctx: context.New(), execs: map[string]*context.Exec{}}

@@ -11,7 +11,7 @@ out=dist/device
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/shared"
 go build -ldflags "-s -w" -o "$out/bin/ragforge" ./cmd/ragforge
 # The packages whose tests are fixture parity (forward, generation, training steps).
-for pkg in models/t5 models/bert train/filter train/retriever; do
+for pkg in models/t5 models/bert models/decoder train/filter train/retriever; do
   go test -c -ldflags "-s -w" -o "$out/bin/$(echo "$pkg" | tr / _).test" "./$pkg"
 done
 # Every shared library the binaries load, glibc and its loader included.

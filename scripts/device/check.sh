@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check for ragforge, for a machine with an NVIDIA GPU, JAX's CUDA PJRT
 # plugin and PyTorch + transformers, without Go and without network:
-#   1. forward and generation fixture parity (T5 ×3, BERT) through XLA/CUDA;
+#   1. forward and generation fixture parity (T5 ×3, BERT, the Llama/Qwen2/Qwen3
+#      decoders with LoRA) through XLA/CUDA;
 #   2. the training-step fixtures (train-t5-filter, train-bert-infonce) through XLA/CUDA;
 #   3. `ragforge bench models` on XLA/CUDA beside PyTorch + transformers on the
 #      same shapes, fp32 and bf16, with tokens/s and MFU.
@@ -58,10 +59,11 @@ step() { # name, timeout seconds, command...
   else echo "   FAILED (rc $?; last lines below, whole log in $out/$name.log)"; tail -15 "$out/$name.log"; status=1; fi
 }
 step parity-t5 120 "${run[@]}" "$dir/bin/models_t5.test" -test.v -test.count=1 -test.run '^(TestFixtureForward|TestFixtureGenerate)$'
+step parity-decoder 120 "${run[@]}" "$dir/bin/models_decoder.test" -test.v -test.count=1 -test.run '^(TestForwardRightPadding|TestForwardLeftPadding|TestContinuationLogProbs|TestGenerateGreedy|TestGenerateKVCacheEqualsRecompute|TestLoRAForwardLoss)$'
 step parity-bert 60 "${run[@]}" "$dir/bin/models_bert.test" -test.v -test.count=1 -test.run '^TestFixture'
 step train-t5-filter 120 "${run[@]}" "$dir/bin/train_filter.test" -test.v -test.count=1 -test.run '^TestTrainingParityT5Filter$'
 step train-bert-infonce 120 "${run[@]}" "$dir/bin/train_retriever.test" -test.v -test.count=1 -test.run '^TestTrainingParityBERTInfoNCE$'
-step bench-ragforge 180 bash -c '"$@" >"$0"' "$out/ragforge-bench.json" "${run[@]}" "$dir/bin/ragforge" --backend "xla:$plugin" bench models --json --steps 5
+step bench-ragforge 300 bash -c '"$@" >"$0"' "$out/ragforge-bench.json" "${run[@]}" "$dir/bin/ragforge" --backend "xla:$plugin" bench models --json --steps 5
 for dt in fp32 bf16; do
   step "bench-torch-$dt" 120 python3 "$dir/hf_t5_bench.py" --dtype "$dt" --gpu-name "$gpu" --ragforge "$out/ragforge-bench.json"
 done
