@@ -210,7 +210,7 @@ func TestModelsInspectDecoder(t *testing.T) {
 			t.Errorf("inspect output lacks %q:\n%s", want, text)
 		}
 	}
-	if code, stderr := runErr("bench", "models", "--only", "qwen"); code == 0 || !strings.Contains(stderr, "want mini, small or qwen2.5-0.5b") {
+	if code, stderr := runErr("bench", "models", "--only", "qwen"); code == 0 || !strings.Contains(stderr, "want mini, small, qwen2.5-0.5b or qwen2.5-0.5b-lora") {
 		t.Errorf("bench models --only qwen: exit %d, stderr %s", code, stderr)
 	}
 }
