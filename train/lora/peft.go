@@ -20,8 +20,9 @@ type Module struct {
 	In, Out int
 }
 
-// AKey and BKey are the module's LoRA weight names without decoder.PEFTPrefix, as
-// the decoder's variables are named (decoder.LoRAVariableNames): "<module>.lora_A.weight" [r, In] and
+// AKey and BKey are the module's LoRA weight names without
+// decoder.PEFTPrefix, as the decoder's variables are named
+// (decoder.Model.LoRAVariableNames): "<module>.lora_A.weight" [r, In] and
 // "<module>.lora_B.weight" [Out, r].
 func (m Module) AKey() string { return m.Name + ".lora_A.weight" }
 func (m Module) BKey() string { return m.Name + ".lora_B.weight" }
@@ -50,8 +51,8 @@ func (f pyNumber) MarshalJSON() ([]byte, error) {
 
 // adapterConfig is adapter_config.json as peft 0.15 LoraConfig.to_dict()
 // saves it (save_pretrained: json.dumps(indent=2, sort_keys=True)), with
-// every field at PEFT's default except those a decoder.LoRA sets. Field order is
-// sorted, as the file.
+// every field at PEFT's default except those a decoder.LoRA sets. Fields
+// are in sorted order, as in the file.
 type adapterConfig struct {
 	AlphaPattern          map[string]any `json:"alpha_pattern"`
 	AutoMapping           any            `json:"auto_mapping"`
