@@ -70,7 +70,7 @@ func BenchStep(backendName string, cfg decoder.Config, l decoder.LoRA, batch, se
 		}
 		ex[b] = Example{Prompt: ids[:seqLen/2], Response: ids[seqLen/2:]}
 	}
-	in := [][]*tensors.Tensor{NewBatch(ex, batch, 0).Tensors()}
+	in := [][]*tensors.Tensor{NewBatch(ex, batch, 0).Inputs(1)}
 	t0 := time.Now()
 	if _, err := tr.Step(in); err != nil {
 		return BenchResult{}, err

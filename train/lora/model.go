@@ -40,10 +40,11 @@ func loadModel(backendName, dir string, a decoder.LoRA, seed int64, adapterDir s
 }
 
 // lossFn is the SFT loss of one micro-batch for train/trainer: inputs are
-// Batch.Tensors() (input_ids, attention_mask, position_ids, labels).
+// Batch.Inputs (input_ids, attention_mask, position_ids, labels, weight);
+// the mean over its scored tokens times the weight (MicroWeights).
 func lossFn(m *decoder.Model) trainer.LossFn {
 	return func(ctx *mlctx.Context, in []*graph.Node) *graph.Node {
-		return m.LossGraph(ctx, in[0], in[1], in[2], in[3])
+		return graph.Mul(m.LossGraph(ctx, in[0], in[1], in[2], in[3]), in[4])
 	}
 }
 

@@ -179,7 +179,7 @@ func batchLoss(t *testing.T, dir, adapter string, examples []Example) float64 {
 			t.Fatal(err)
 		}
 	}
-	in := NewBatch(examples, len(examples), 0).Tensors()
+	in := NewBatch(examples, len(examples), 0).Inputs(1)
 	e, err := mlctx.NewExec(be, m.Ctx, func(ctx *mlctx.Context, ids, mask, pos, labels *graph.Node) *graph.Node {
 		return m.LossGraph(ctx, ids, mask, pos, labels)
 	})
@@ -208,7 +208,7 @@ func TestParityGradInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	micro := [][]*tensors.Tensor{NewBatch(f.examples, 2, 0).Tensors()}
+	micro := [][]*tensors.Tensor{NewBatch(f.examples, 2, 0).Inputs(1)}
 	grads, sr, err := tr.Gradients(micro)
 	if err != nil {
 		t.Fatal(err)
@@ -352,5 +352,58 @@ func TestLoRADropoutSeeded(t *testing.T) {
 	}
 	if a == c {
 		t.Error("dropout 0.3 gave the adapter of dropout 0")
+	}
+}
+
+// Accumulating 2 micro-batches of 1 example equals one batch of 2 (the
+// fixture's run), as with transformers' Trainer: the update's loss is the
+// token mean over both (5 and 3 scored tokens here, so a mean of the two
+// micro-batch means would differ).
+func TestGradAccumulationEqualsBatch(t *testing.T) {
+	f := openLoRAFixture(t)
+	runWith := func(batch, accum int) *Result {
+		o := f.options(t.TempDir())
+		o.BatchSize, o.GradAccumulation, o.Merge = batch, accum, false
+		res, err := Train(context.Background(), o, f.examples, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	one, acc := runWith(2, 1), runWith(1, 2)
+	if len(one.History) != 8 || len(acc.History) != 8 {
+		t.Fatalf("%d and %d updates, want 8", len(one.History), len(acc.History))
+	}
+	for s := range one.History {
+		a, b := one.History[s], acc.History[s]
+		if math.Abs(a.Loss-b.Loss) > 1e-6 || math.Abs(a.GradNorm-b.GradNorm) > 1e-6*a.GradNorm+1e-7 {
+			t.Errorf("update %d: batch 2 loss %.9g grad norm %.9g; accumulated %.9g, %.9g", s+1, a.Loss, a.GradNorm, b.Loss, b.GradNorm)
+		}
+	}
+	x, err := safetensors.ReadFile(filepath.Join(one.AdapterDir, decoder.AdapterWeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := safetensors.ReadFile(filepath.Join(acc.AdapterDir, decoder.AdapterWeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range x.Names() {
+		a, _ := x.Tensors[k].Float32()
+		b, _ := y.Tensors[k].Float32()
+		trainfix.CheckClose(t, k, b, a, 1e-6, 1e-4)
+	}
+}
+
+func TestMicroWeights(t *testing.T) {
+	got := MicroWeights([]Batch{{ScoredTokens: 5}, {ScoredTokens: 3}})
+	if want := []float32{1.25, 0.75}; !slices.Equal(got, want) {
+		t.Errorf("weights %v, want %v", got, want)
+	}
+	if got := MicroWeights([]Batch{{ScoredTokens: 4}}); !slices.Equal(got, []float32{1}) {
+		t.Errorf("one micro-batch: %v, want [1]", got)
+	}
+	if got := MicroWeights([]Batch{{}, {}}); !slices.Equal(got, []float32{0, 0}) {
+		t.Errorf("no scored token: %v, want zeros", got)
 	}
 }

@@ -90,9 +90,31 @@ func NewBatch(examples []Example, rows, pad int) Batch {
 	return b
 }
 
-// Tensors returns input_ids, attention_mask, position_ids and labels as
-// [Rows, Len] int32 tensors, the order of decoder.Model.LossGraph's arguments.
-func (b Batch) Tensors() []*tensors.Tensor {
+// Inputs returns the trainer inputs of the batch: input_ids,
+// attention_mask, position_ids and labels as [Rows, Len] int32 tensors, then
+// the scalar float32 weight of its mean loss (see MicroWeights).
+func (b Batch) Inputs(weight float32) []*tensors.Tensor {
 	t := func(v []int32) *tensors.Tensor { return tensors.FromFlatDataAndDimensions(v, b.Rows, b.Len) }
-	return []*tensors.Tensor{t(b.IDs), t(b.Mask), t(b.Positions), t(b.Labels)}
+	return []*tensors.Tensor{t(b.IDs), t(b.Mask), t(b.Positions), t(b.Labels), tensors.FromScalar(weight)}
+}
+
+// MicroWeights returns the loss weight of each micro-batch of one update,
+// n_i·A/N for n_i scored tokens of A micro-batches and N in all: the
+// trainer averages the A weighted means, which gives Σ NLL / N, the token
+// mean over the whole update, as transformers' Trainer computes an
+// accumulated causal-LM loss (num_items_in_batch, since 4.46). So A
+// micro-batches of B examples give the gradient of one batch of A·B, and
+// one micro-batch has weight 1.
+func MicroWeights(batches []Batch) []float32 {
+	n := 0
+	for _, b := range batches {
+		n += b.ScoredTokens
+	}
+	out := make([]float32, len(batches))
+	for i, b := range batches {
+		if n > 0 {
+			out[i] = float32(float64(b.ScoredTokens) * float64(len(batches)) / float64(n))
+		}
+	}
+	return out
 }

@@ -87,8 +87,9 @@ type Result struct {
 // opt.OutputDir/adapter (WriteAdapter) and, with opt.Merge,
 // opt.OutputDir/merged. Only the LoRA weights are trainable: the trainer
 // keeps AdamW moments for them alone. Updates take opt.GradAccumulation
-// micro-batches of opt.BatchSize examples; each epoch is a PCG(Seed, epoch)
-// permutation. Checkpoints (adapter folder, optimizer.safetensors,
+// micro-batches of opt.BatchSize examples, their losses weighted so that
+// the update's loss is the token mean over all of them (MicroWeights, as
+// transformers' Trainer); each epoch is a PCG(Seed, epoch) permutation. Checkpoints (adapter folder, optimizer.safetensors,
 // trainer_state.json, training_args.json) go to
 // opt.OutputDir/checkpoint-<step> every SaveSteps updates and at the end;
 // with opt.Resume the newest one is restored and the result equals an
@@ -223,7 +224,7 @@ func (r *loraRun) loop(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("train lora: stopped at step %d: %w", r.tr.GlobalStep(), err)
 			}
-			var micro [][]*tensors.Tensor
+			var batches []Batch
 			tokens := 0
 			for mb := g * A; mb < min((g+1)*A, r.numMicro); mb++ {
 				idx := perm[mb*B : min((mb+1)*B, len(perm))]
@@ -233,7 +234,11 @@ func (r *loraRun) loop(ctx context.Context) error {
 				}
 				b := NewBatch(ex, B, max(r.m.Config.PadTokenID, 0))
 				tokens += b.Tokens
-				micro = append(micro, b.Tensors())
+				batches = append(batches, b)
+			}
+			micro := make([][]*tensors.Tensor, len(batches))
+			for i, w := range MicroWeights(batches) {
+				micro[i] = batches[i].Inputs(w)
 			}
 			t0 := time.Now()
 			sr, err := r.tr.Step(micro)
