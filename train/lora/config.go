@@ -36,15 +36,16 @@ var TargetModules = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj"
 // layer but the output head, here TargetModules.
 const AllLinear = "all-linear"
 
-// PEFTDefaultTargets is peft 0.15's
-// TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING entry for llama, qwen2
-// and qwen3: the targets LoraConfig uses when target_modules is None.
+// PEFTDefaultTargets is peft's
+// TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING entry for llama and
+// qwen2 (the targets LoraConfig uses when target_modules is None), taken
+// for qwen3 too, whose projections have the same names.
 var PEFTDefaultTargets = []string{"q_proj", "v_proj"}
 
 // DefaultLoRA is SL-HyDE's LoRA: r 8 (AutoMIR, implementation details).
 // The paper states nothing else; the other values are peft 0.15 LoraConfig
 // defaults: lora_alpha 8, lora_dropout 0.0, target_modules None → q_proj and
-// v_proj for llama/qwen2/qwen3 (PEFTDefaultTargets). LLaMA-Factory, whose
+// v_proj (PEFTDefaultTargets). LLaMA-Factory, whose
 // Alpaca format the SFT export uses, would take lora_alpha 2·r and
 // lora_target "all"; pass --lora-alpha 16 --target-modules all-linear for
 // that.
