@@ -17,6 +17,7 @@ import (
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/xlmr"
 	"github.com/ragforge/ragforge/train/filtertrain"
+	"github.com/ragforge/ragforge/train/lora"
 	"github.com/ragforge/ragforge/train/memory"
 	"github.com/ragforge/ragforge/train/retriever"
 )
@@ -43,13 +44,15 @@ type benchDecoder struct {
 
 // benchModelResult is one line of `bench models --json`: Result for a T5
 // configuration, Retriever for a retriever shape, Decoder for a
-// decoder-only one; Estimate (training memory) for the first two.
+// decoder-only one, LoRA for the LoRA step; Estimate (training memory) for
+// the first two.
 type benchModelResult struct {
 	Name      string                   `json:"name"`
 	Backend   string                   `json:"backend"`
 	Result    *filtertrain.BenchResult `json:"result,omitempty"`
 	Retriever *retriever.BenchResult   `json:"retriever,omitempty"`
 	Decoder   *decoder.BenchResult     `json:"decoder,omitempty"`
+	LoRA      *lora.BenchResult        `json:"lora,omitempty"`
 	Estimate  *memory.Estimate         `json:"memory_estimate,omitempty"`
 	PeakRSS   int64                    `json:"peak_rss_bytes"`
 	Threads   int                      `json:"gomaxprocs"`
@@ -70,6 +73,11 @@ type benchModelsOptions struct {
 	SubBatchTokens int    // retriever shapes: GradCache pass size (0: the trainer's default)
 	SkipTrain      bool   // retriever shapes: encode throughput only
 }
+
+// benchLoRAName is the real-size LoRA SFT step of `bench models --only`:
+// the qwen2.5-0.5b shape, batch 2 × 512, r 8 on every projection (issue
+// 33). Minutes on a CPU, so it runs only when named.
+const benchLoRAName = "qwen2.5-0.5b-lora"
 
 // benchModels are the configurations of `bench models`. The real sizes are
 // random-initialised at the published shapes (no download) and run only
@@ -92,7 +100,7 @@ func newBenchModelsCmd(g *globals) *cobra.Command {
 	var o benchModelsOptions
 	cmd := &cobra.Command{
 		Use:   "models",
-		Short: "Training tokens/s, ms/step, inference rate and peak RSS for T5 mini and small, perplexity and generation speed for a Qwen2.5-0.5B-shaped decoder, and the papers' real sizes on request",
+		Short: "Training tokens/s, ms/step, inference rate and peak RSS for T5 mini and small, perplexity and generation speed (and, when named, a LoRA step) for a Qwen2.5-0.5B-shaped decoder, and the papers' real sizes on request",
 		Long: `Benchmarks a randomly initialized T5 filter step (forward + backward + AdamW)
 and first-decoder-step scoring, compiled once per shape:
   mini:  d_model 256, d_ff 1024 gated-gelu, 4+4 layers, 4 heads, d_kv 64, vocab 2100;
@@ -113,6 +121,10 @@ run only when named by --only:
          both: an InfoNCE update (GradCache, AdamW) of 4 queries × (1 positive
          + 7 hard negatives) × 512 tokens, then encoding 8 passages of 256
          tokens (CLS, normalised) per call
+  qwen2.5-0.5b-lora (only when named): one LoRA SFT update of the
+         qwen2.5-0.5b shape (forward, backward to the LoRA weights, clipping,
+         AdamW on them alone), r 8 on every projection, batch 2 × 512 tokens
+         (half prompt, half scored response)
 Each configuration first prints its memory estimate (train/memory) and is
 refused before any work when it exceeds the available memory
 ($RAGFORGE_MEMORY_LIMIT or MemAvailable). Peak RSS is the process's maximum
@@ -124,7 +136,7 @@ to read its own peak).`,
 		},
 	}
 	cmd.Flags().IntVar(&o.Steps, "steps", 3, "timed steps per configuration, after one compile step (min and median are reported, as the PyTorch peer benchmark does)")
-	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration: mini, small, qwen2.5-0.5b, flan-t5-large, bge-large or bge-m3 (default: mini, small and qwen2.5-0.5b)")
+	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration: mini, small, qwen2.5-0.5b, "+benchLoRAName+", flan-t5-large, bge-large or bge-m3 (default: mini, small and qwen2.5-0.5b)")
 	cmd.Flags().IntVar(&o.SubBatchTokens, "sub-batch-tokens", 0, "bge-large/bge-m3: padded tokens per GradCache encoder pass (0: the trainer's 4096)")
 	cmd.Flags().BoolVar(&o.SkipTrain, "skip-train", false, "bge-large/bge-m3: measure encoding only, no training step")
 	return cmd
@@ -152,6 +164,7 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 	for _, c := range decoders {
 		names = append(names, c.Name)
 	}
+	names = append(names, benchLoRAName)
 	if o.Only != "" && !slices.Contains(names, o.Only) {
 		return fmt.Errorf("--only %q: want one of %s", o.Only, strings.Join(names, ", "))
 	}
@@ -218,16 +231,24 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 		}
 		results = append(results, benchModelResult{Name: c.Name, Backend: backend.Describe(be), Decoder: &r, PeakRSS: peakRSS(), Threads: runtime.GOMAXPROCS(0)})
 	}
+	if o.Only == benchLoRAName {
+		fmt.Fprintf(g.Err, "bench %s: random init, compiling and running %d LoRA updates...\n", benchLoRAName, o.Steps)
+		r, err := lora.BenchStep(g.Backend, decoder.Qwen25HalfBConfig(), decoder.LoRA{R: 8, Alpha: 16, TargetModules: []string{lora.AllLinear}}, 2, 512, o.Steps)
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", benchLoRAName, err)
+		}
+		results = append(results, benchModelResult{Name: benchLoRAName, Backend: backend.Describe(be), LoRA: &r, PeakRSS: peakRSS(), Threads: runtime.GOMAXPROCS(0)})
+	}
 	if g.JSON {
 		return printJSON(g.Out, results)
 	}
 	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
 	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-	if slices.ContainsFunc(results, func(r benchModelResult) bool { return r.Decoder == nil }) {
+	if slices.ContainsFunc(results, func(r benchModelResult) bool { return r.Result != nil || r.Retriever != nil }) {
 		fmt.Fprintln(tw, "MODEL\tSTEP SHAPE\tTRAIN TOK/S\tMS/STEP MIN\tMS/STEP MEDIAN\tINFER RATE\tCOMPILE MS\tPEAK RSS MiB\tEXPECTED PEAK MiB\tBACKEND")
 	}
 	for _, r := range results {
-		if r.Decoder != nil {
+		if r.Result == nil && r.Retriever == nil {
 			continue
 		}
 		if f := r.Result; f != nil {
@@ -256,7 +277,19 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 				d.PerplexityMsMin, d.PerplexityMsMedian, d.TokensPerSec, d.MsPerStep, d.CompileMs, d.InitMs, mib(r.PeakRSS), r.Backend)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if l := r.LoRA; l != nil {
+			tw = tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "LORA STEP\tBATCH×LEN\tTRAIN TOK/S\tMS/STEP MIN\tMS/STEP MEDIAN\tCOMPILE MS\tLORA PARAMS\tADAMW FLOATS\tPEAK RSS MiB\tBACKEND")
+			fmt.Fprintf(tw, "%s\t%d×%d\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%.0f\t%s\n", r.Name, l.Batch, l.SeqLen, l.TokensPerSec, l.MsPerStepMin,
+				l.MsPerStepMedian, l.CompileMs, l.TrainableParams, l.OptimizerFloats, mib(r.PeakRSS), r.Backend)
+			return tw.Flush()
+		}
+	}
+	return nil
 }
 
 func benchModelByName(cs []benchModel, name string) benchModel {

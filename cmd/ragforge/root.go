@@ -92,8 +92,8 @@ func addCommands(root *cobra.Command, g *globals) {
 		newServeCmd(g),
 		group("tokenizer", "Train tokenizers on a corpus",
 			newTokenizerTrainCmd(g)),
-		group("train", "Train the RAG² filter and its calibration (the SL-HyDE retriever trains inside `ragforge selflearn`)",
-			newTrainFilterCmd(g), newTrainCalibrationCmd(g)),
+		group("train", "Train the RAG² filter and its calibration, and LoRA-fine-tune decoder LMs (the SL-HyDE retriever trains inside `ragforge selflearn`)",
+			newTrainFilterCmd(g), newTrainCalibrationCmd(g), newTrainLoRACmd(g)),
 	)
 }
 
