@@ -287,7 +287,8 @@ func TestAddConfigKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, ConfigName))
-	if want := "{\n  \"a\": 1,\n  \"ragforge_init\": {\"heads\":4,\"score\":8}\n}\n"; string(b) != want {
+	// Python's json.dumps(indent=2) layout, as save_pretrained writes nested values.
+	if want := "{\n  \"a\": 1,\n  \"ragforge_init\": {\n    \"heads\": 4,\n    \"score\": 8\n  }\n}\n"; string(b) != want {
 		t.Errorf("file:\n%s\nwant:\n%s", b, want)
 	}
 	if err := AddConfigKey(dir, InitKey, v); err != nil {
@@ -295,5 +296,37 @@ func TestAddConfigKey(t *testing.T) {
 	}
 	if err := AddConfigKey(dir, InitKey, map[string]any{"heads": 2}); err == nil || !strings.Contains(err.Error(), InitKey) {
 		t.Errorf("another value: error %v, want one naming %s", err, InitKey)
+	}
+}
+
+// Fields keep unknown keys, their order and their number formatting
+// through Set, SetRaw and Delete.
+func TestFieldsEdit(t *testing.T) {
+	in := "{\n  \"b\": 2.0,\n  \"a\": [1, 2],\n  \"x\": {\"k\": 1e-06}\n}\n"
+	fs, err := ParseFields([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Set("a", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Set("new", map[string]int{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !fs.Delete("b") || fs.Delete("missing") {
+		t.Error("Delete: wrong report")
+	}
+	got, err := fs.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"a\": 3,\n  \"x\": {\n    \"k\": 1e-06\n  },\n  \"new\": {\n    \"n\": 1\n  }\n}\n"
+	if string(got) != want {
+		t.Errorf("Marshal:\n%s\nwant:\n%s", got, want)
+	}
+	for _, bad := range []string{"[1]", "{\"a\": 1} {}", "{\"a\": }"} {
+		if _, err := ParseFields([]byte(bad)); err == nil {
+			t.Errorf("ParseFields(%q): no error", bad)
+		}
 	}
 }

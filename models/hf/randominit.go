@@ -1,14 +1,9 @@
 package hf
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-
-	"github.com/ragforge/ragforge/internal/atomicfile"
 )
 
 // RandomInitKey is the config.json key that marks a checkpoint whose weights
@@ -33,47 +28,26 @@ func MarkRandomInit(dir string) error {
 }
 
 // AddConfigKey adds key with the JSON encoding of value as the last key of
-// dir/config.json, keeping every other byte of the file (key order and
-// number formatting as the model's Save wrote them). A key already holding
-// an equal value is left as is. The write is atomic. Errors: a missing or
-// unreadable file, a top level that is not an object, the key already set
-// to another value, a value JSON cannot encode.
+// dir/config.json through EditConfig, keeping every other key's bytes (key
+// order and number formatting as the model's Save wrote them). A key
+// already holding an equal value is left as is. The write is atomic.
+// Errors: a missing or unreadable file, a top level that is not an object,
+// the key already set to another value, a value JSON cannot encode.
 func AddConfigKey(dir, key string, value any) error {
-	path := filepath.Join(dir, ConfigName)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	m, err := ReadRawConfig(dir)
-	if err != nil {
-		return err
-	}
 	enc, err := json.Marshal(value)
 	if err != nil {
-		return fmt.Errorf("%s: field %q: %w", path, key, err)
+		return fmt.Errorf("%s: field %q: %w", filepath.Join(dir, ConfigName), key, err)
 	}
-	if old, ok := m[key]; ok {
-		var want any
-		_ = json.Unmarshal(enc, &want)
-		if fmt.Sprint(old) == fmt.Sprint(want) {
-			return nil
+	return EditConfig(dir, func(fs *Fields) error {
+		if old, ok := fs.Get(key); ok {
+			if SameJSON(old, enc) {
+				return nil
+			}
+			return fmt.Errorf("field %q already set to %s", key, old)
 		}
-		return fmt.Errorf("%s: field %q already set to %v", path, key, old)
-	}
-	body := bytes.TrimRight(b, " \t\r\n")
-	if len(body) == 0 || body[len(body)-1] != '}' {
-		return fmt.Errorf("%s: top level is not a JSON object", path)
-	}
-	body = bytes.TrimRight(body[:len(body)-1], " \t\r\n")
-	sep := ","
-	if body[len(body)-1] == '{' {
-		sep = ""
-	}
-	out := append(append([]byte{}, body...), []byte(sep+"\n  \""+key+"\": "+string(enc)+"\n}\n")...)
-	if !json.Valid(out) {
-		return fmt.Errorf("%s: result is not valid JSON", path)
-	}
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error { _, err := w.Write(out); return err })
+		fs.SetRaw(key, enc)
+		return nil
+	})
 }
 
 // IsRandomInit reports whether dir/config.json carries

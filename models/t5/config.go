@@ -22,7 +22,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,12 +61,7 @@ type Config struct {
 	ModelType                    string   `json:"model_type"`
 	Architectures                []string `json:"architectures"`
 
-	raw []rawField // config.json keys in file order, with their original bytes
-}
-
-type rawField struct {
-	key   string
-	value json.RawMessage
+	raw hf.Fields // config.json keys in file order, with their original bytes
 }
 
 // DefaultConfig returns HF T5Config() defaults (t5-small shapes, vocab 32128).
@@ -197,7 +191,7 @@ func LoadConfig(dir string) (Config, error) {
 }
 
 func parseConfig(b []byte) (Config, error) {
-	raw, err := rawFields(b)
+	raw, err := hf.ParseFields(b)
 	if err != nil {
 		return Config{}, err
 	}
@@ -225,35 +219,9 @@ func parseConfig(b []byte) (Config, error) {
 	return c, nil
 }
 
-// rawFields returns the top-level keys of a JSON object in file order.
-func rawFields(b []byte) ([]rawField, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("want a JSON object, got %v", tok)
-	}
-	var out []rawField
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("field %q: %w", key, err)
-		}
-		out = append(out, rawField{key, v})
-	}
-	return out, nil
-}
-
 // knownFields lists the modelled keys in HF's usual order with current values,
 // plus the derived dense_act_fn / is_gated_act that HF T5Config also writes.
-func (c Config) knownFields() []rawField {
+func (c Config) knownFields() hf.Fields {
 	act, gated, _ := c.activation()
 	kv := []struct {
 		k string
@@ -269,12 +237,12 @@ func (c Config) knownFields() []rawField {
 		{"relative_attention_num_buckets", c.RelativeAttentionNumBuckets},
 		{"tie_word_embeddings", c.TieWordEmbeddings}, {"use_cache", c.UseCache}, {"vocab_size", c.VocabSize},
 	}
-	out := make([]rawField, 0, len(kv))
+	out := make(hf.Fields, 0, len(kv))
 	for _, e := range kv {
 		if e.k == "architectures" && e.v.([]string) == nil {
 			continue
 		}
-		out = append(out, rawField{e.k, encodePy(e.v)})
+		out = append(out, hf.Field{Key: e.k, Value: encodePy(e.v)})
 	}
 	return out
 }
@@ -311,70 +279,40 @@ func (c Config) MarshalConfig() ([]byte, error) {
 	known := c.knownFields()
 	idx := map[string]int{}
 	for i, f := range known {
-		idx[f.key] = i
+		idx[f.Key] = i
 	}
 	used := map[string]bool{}
-	var fields []rawField
+	var fields hf.Fields
 	for _, f := range c.raw {
-		v := f.value
-		if i, ok := idx[f.key]; ok {
-			used[f.key] = true
-			if f.key == "num_decoder_layers" && string(bytes.TrimSpace(v)) == "null" && c.NumDecoderLayers == c.NumLayers {
+		v := f.Value
+		if i, ok := idx[f.Key]; ok {
+			used[f.Key] = true
+			if f.Key == "num_decoder_layers" && string(bytes.TrimSpace(v)) == "null" && c.NumDecoderLayers == c.NumLayers {
 				// keep null
-			} else if !sameJSON(v, known[i].value) {
-				v = known[i].value
+			} else if !hf.SameJSON(v, known[i].Value) {
+				v = known[i].Value
 			}
 		}
-		fields = append(fields, rawField{f.key, v})
+		fields = append(fields, hf.Field{Key: f.Key, Value: v})
 	}
 	for _, f := range known {
-		if !used[f.key] {
+		if !used[f.Key] {
 			fields = append(fields, f)
 		}
 	}
-	var buf bytes.Buffer
-	buf.WriteString("{")
-	for i, f := range fields {
-		if i > 0 {
-			buf.WriteString(",")
-		}
-		buf.WriteString("\n  ")
-		k, _ := json.Marshal(f.key)
-		buf.Write(k)
-		buf.WriteString(": ")
-		if err := json.Indent(&buf, bytes.TrimSpace(f.value), "  ", "  "); err != nil {
-			return nil, fmt.Errorf("field %q: %w", f.key, err)
-		}
-	}
-	buf.WriteString("\n}\n")
-	return buf.Bytes(), nil
-}
-
-func sameJSON(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
+	return fields.Marshal()
 }
 
 // Extra returns the raw JSON of a config.json key this struct does not
 // model (e.g. ragforge's "ragforge_init"), and whether the file had it.
-func (c Config) Extra(key string) (json.RawMessage, bool) {
-	for _, f := range c.raw {
-		if f.key == key {
-			return f.value, true
-		}
-	}
-	return nil, false
-}
+func (c Config) Extra(key string) (json.RawMessage, bool) { return c.raw.Get(key) }
 
 // SetExtra sets an unmodelled config.json key to the JSON encoding of v,
 // in place when the key exists, else as the last key; Save writes it.
 // Errors: key names a modelled field, or v does not encode.
 func (c *Config) SetExtra(key string, v any) error {
 	for _, f := range c.knownFields() {
-		if f.key == key {
+		if f.Key == key {
 			return fmt.Errorf("t5 config: %q is a modelled field, not an extra one", key)
 		}
 	}
@@ -382,26 +320,10 @@ func (c *Config) SetExtra(key string, v any) error {
 	if err != nil {
 		return fmt.Errorf("t5 config: field %q: %w", key, err)
 	}
-	raw := slices.Clone(c.raw) // Config is copied by value: never write a shared array
-	for i, f := range raw {
-		if f.key == key {
-			raw[i].value = b
-			c.raw = raw
-			return nil
-		}
-	}
-	c.raw = append(raw, rawField{key, b})
+	c.raw.SetRaw(key, b) // never writes a shared array: Config is copied by value
 	return nil
 }
 
 // DeleteExtra removes an unmodelled config.json key and reports whether it
 // was there (e.g. a filter's calibration, which training invalidates).
-func (c *Config) DeleteExtra(key string) bool {
-	for i, f := range c.raw {
-		if f.key == key {
-			c.raw = slices.Delete(slices.Clone(c.raw), i, i+1)
-			return true
-		}
-	}
-	return false
-}
+func (c *Config) DeleteExtra(key string) bool { return c.raw.Delete(key) }

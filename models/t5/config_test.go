@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/models/hf"
 )
 
 func TestConfigExtra(t *testing.T) {
@@ -37,7 +39,7 @@ func TestConfigExtra(t *testing.T) {
 	}
 	for key, want := range map[string]string{"ragforge_init": `{"token_match_heads":2}`, "new_key": `[1,2]`} {
 		v, ok := back.Extra(key)
-		if !ok || !sameJSON(v, json.RawMessage(want)) {
+		if !ok || !hf.SameJSON(v, json.RawMessage(want)) {
 			t.Errorf("after Save and Load, %s = %s (%v), want %s", key, v, ok, want)
 		}
 	}
