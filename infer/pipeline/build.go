@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -59,72 +60,64 @@ func Save(dir string, parts Parts) error {
 	if len(m.Corpora) != len(parts.Corpora) {
 		return fmt.Errorf("save pipeline %s: manifest lists %d corpora, %d given", dir, len(m.Corpora), len(parts.Corpora))
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("save pipeline %s: %w", dir, err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(tmp)
+	err := atomicfile.Dir(dir, false, func(tmp string) error {
+		for i, c := range parts.Corpora {
+			if c.Name != m.Corpora[i] {
+				return fmt.Errorf("corpus %d is %q, manifest says %q", i, c.Name, m.Corpora[i])
+			}
+			if (c.Dense != nil) != (parts.Retriever != "") {
+				return fmt.Errorf("corpus %q: a dense index needs a retriever and a retriever needs dense indexes", c.Name)
+			}
+			cd := filepath.Join(tmp, CorporaDir, c.Name)
+			if err := os.MkdirAll(cd, 0o755); err != nil {
+				return err
+			}
+			if err := WriteChunks(filepath.Join(cd, ChunksFile), c.Chunks); err != nil {
+				return err
+			}
+			var prog func(done, total int)
+			if parts.Progress != nil {
+				stage := "bm25:" + c.Name
+				prog = func(done, total int) { parts.Progress(stage, done, total) }
+			}
+			ix, err := bm25.Build(filepath.Join(cd, BM25Dir), c.Chunks, m.BM25, prog)
+			if err != nil {
+				return fmt.Errorf("corpus %q: %w", c.Name, err)
+			}
+			if err := ix.Close(); err != nil {
+				return fmt.Errorf("corpus %q: %w", c.Name, err)
+			}
+			if c.Dense != nil {
+				if c.Dense.Len() != len(c.Chunks) {
+					return fmt.Errorf("corpus %q: dense index holds %d vectors for %d chunks", c.Name, c.Dense.Len(), len(c.Chunks))
+				}
+				if err := c.Dense.Save(filepath.Join(cd, DenseDir)); err != nil {
+					return fmt.Errorf("corpus %q: %w", c.Name, err)
+				}
+			}
 		}
-	}()
-	for i, c := range parts.Corpora {
-		if c.Name != m.Corpora[i] {
-			return fmt.Errorf("save pipeline %s: corpus %d is %q, manifest says %q", dir, i, c.Name, m.Corpora[i])
+		for _, part := range []struct{ src, name string }{
+			{parts.Retriever, RetrieverDir}, {parts.Filter, FilterDir}, {parts.Generator, GeneratorDir}, {parts.Reranker, RerankerDir},
+		} {
+			if part.src == "" {
+				continue
+			}
+			if err := copyDir(part.src, filepath.Join(tmp, part.name)); err != nil {
+				return fmt.Errorf("%s: %w", part.name, err)
+			}
 		}
-		if (c.Dense != nil) != (parts.Retriever != "") {
-			return fmt.Errorf("save pipeline %s: corpus %q: a dense index needs a retriever and a retriever needs dense indexes", dir, c.Name)
-		}
-		cd := filepath.Join(tmp, CorporaDir, c.Name)
-		if err := os.MkdirAll(cd, 0o755); err != nil {
-			return fmt.Errorf("save pipeline %s: %w", dir, err)
-		}
-		if err := WriteChunks(filepath.Join(cd, ChunksFile), c.Chunks); err != nil {
+		b, err := marshalIndent(m)
+		if err != nil {
 			return err
 		}
-		var prog func(done, total int)
-		if parts.Progress != nil {
-			stage := "bm25:" + c.Name
-			prog = func(done, total int) { parts.Progress(stage, done, total) }
+		if err := os.WriteFile(filepath.Join(tmp, ManifestFile), b, 0o644); err != nil {
+			return err
 		}
-		ix, err := bm25.Build(filepath.Join(cd, BM25Dir), c.Chunks, m.BM25, prog)
-		if err != nil {
-			return fmt.Errorf("save pipeline %s: corpus %q: %w", dir, c.Name, err)
-		}
-		if err := ix.Close(); err != nil {
-			return fmt.Errorf("save pipeline %s: corpus %q: %w", dir, c.Name, err)
-		}
-		if c.Dense != nil {
-			if c.Dense.Len() != len(c.Chunks) {
-				return fmt.Errorf("save pipeline %s: corpus %q: dense index holds %d vectors for %d chunks", dir, c.Name, c.Dense.Len(), len(c.Chunks))
-			}
-			if err := c.Dense.Save(filepath.Join(cd, DenseDir)); err != nil {
-				return fmt.Errorf("save pipeline %s: corpus %q: %w", dir, c.Name, err)
-			}
-		}
-	}
-	for _, part := range []struct{ src, name string }{
-		{parts.Retriever, RetrieverDir}, {parts.Filter, FilterDir}, {parts.Generator, GeneratorDir}, {parts.Reranker, RerankerDir},
-	} {
-		if part.src == "" {
-			continue
-		}
-		if err := copyDir(part.src, filepath.Join(tmp, part.name)); err != nil {
-			return fmt.Errorf("save pipeline %s: %s: %w", dir, part.name, err)
-		}
-	}
-	b, err := marshalIndent(m)
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("save pipeline %s: %w", dir, err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, ManifestFile), b, 0o644); err != nil {
-		return fmt.Errorf("save pipeline %s: %w", dir, err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("save pipeline %s: %w", dir, err)
-	}
-	ok = true
 	return nil
 }
 

@@ -1,4 +1,6 @@
-// Package atomicfile writes files so that a reader never sees a partial one.
+// Package atomicfile writes files and directories so that a reader never
+// sees a partial one: Write (temp file + fsync + rename) and Dir (temp
+// directory + fsync of every entry + rename).
 package atomicfile
 
 import (

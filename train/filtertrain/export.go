@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
@@ -60,52 +61,43 @@ func exportWith(checkpointDir, outDir string, edit func(*t5.Config) error) error
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	parent := filepath.Dir(filepath.Clean(outDir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("export %s: %w", checkpointDir, err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(outDir)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("export %s: %w", checkpointDir, err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("export %s: %w", checkpointDir, err)
-	}
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		return fmt.Errorf("export %s: %w", checkpointDir, err)
-	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() || trainerOnly[e.Name()] {
-			continue
-		}
-		if err := hf.CopyFile(filepath.Join(src, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
-			return fmt.Errorf("export %s: %w", checkpointDir, err)
-		}
-	}
-	// Checkpoints written before ragforge saved them lack the fast
-	// tokenizer and the generation config; both derive from what was checked.
-	if err := tokenizer.WriteJSON(tmp, lb.Tokenizer); err != nil {
-		return fmt.Errorf("export %s: %w", checkpointDir, err)
-	}
-	if err := lb.Model.Config.WriteGenerationConfig(tmp); err != nil {
-		return fmt.Errorf("export %s: %w", checkpointDir, err)
-	}
-	if edit != nil {
-		c := lb.Model.Config
-		if err := edit(&c); err != nil {
-			return fmt.Errorf("export %s: %w", checkpointDir, err)
-		}
-		b, err := c.MarshalConfig()
+	err = atomicfile.Dir(outDir, false, func(tmp string) error {
+		ents, err := os.ReadDir(src)
 		if err != nil {
-			return fmt.Errorf("export %s: %w", checkpointDir, err)
+			return err
 		}
-		if err := os.WriteFile(filepath.Join(tmp, t5.ConfigFile), b, 0o644); err != nil {
-			return fmt.Errorf("export %s: %w", checkpointDir, err)
+		for _, e := range ents {
+			if !e.Type().IsRegular() || trainerOnly[e.Name()] {
+				continue
+			}
+			if err := hf.CopyFile(filepath.Join(src, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+				return err
+			}
 		}
-	}
-	if err := os.Rename(tmp, outDir); err != nil {
+		// Checkpoints written before ragforge saved them lack the fast
+		// tokenizer and the generation config; both derive from what was checked.
+		if err := tokenizer.WriteJSON(tmp, lb.Tokenizer); err != nil {
+			return err
+		}
+		if err := lb.Model.Config.WriteGenerationConfig(tmp); err != nil {
+			return err
+		}
+		if edit != nil {
+			c := lb.Model.Config
+			if err := edit(&c); err != nil {
+				return err
+			}
+			b, err := c.MarshalConfig()
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(tmp, t5.ConfigFile), b, 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("export %s: %w", checkpointDir, err)
 	}
 	return nil

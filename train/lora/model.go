@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/decoder"
 	"github.com/ragforge/ragforge/models/hf"
@@ -121,34 +122,25 @@ func Merge(backendName, baseDir, adapterDir, outDir string) error {
 	if err := m.Merge(); err != nil {
 		return fmt.Errorf("merge lora: %w", err)
 	}
-	parent := filepath.Dir(filepath.Clean(outDir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("merge lora: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(outDir)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("merge lora: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("merge lora: %w", err)
-	}
-	if err := m.Save(tmp); err != nil {
-		return fmt.Errorf("merge lora: %w", err)
-	}
-	ents, err := os.ReadDir(baseDir)
-	if err != nil {
-		return fmt.Errorf("merge lora: %w", err)
-	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() || baseOnly(e.Name()) {
-			continue
+	err = atomicfile.Dir(outDir, false, func(tmp string) error {
+		if err := m.Save(tmp); err != nil {
+			return err
 		}
-		if err := hf.CopyFile(filepath.Join(baseDir, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
-			return fmt.Errorf("merge lora: %w", err)
+		ents, err := os.ReadDir(baseDir)
+		if err != nil {
+			return err
 		}
-	}
-	if err := os.Rename(tmp, outDir); err != nil {
+		for _, e := range ents {
+			if !e.Type().IsRegular() || baseOnly(e.Name()) {
+				continue
+			}
+			if err := hf.CopyFile(filepath.Join(baseDir, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("merge lora: %w", err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/decoder"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/train/trainer"
@@ -331,17 +332,7 @@ func (r *loraRun) finish() (*Result, error) {
 	r.res.AdapterDir = filepath.Join(r.opt.OutputDir, AdapterDir)
 	// Through a temporary sibling, so adapter/ is a complete folder or the
 	// previous one.
-	tmp := r.res.AdapterDir + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
-		return r.res, fmt.Errorf("train lora: %w", err)
-	}
-	if err := r.writeAdapter(tmp); err != nil {
-		return r.res, fmt.Errorf("train lora: %w", err)
-	}
-	if err := os.RemoveAll(r.res.AdapterDir); err != nil {
-		return r.res, fmt.Errorf("train lora: %w", err)
-	}
-	if err := os.Rename(tmp, r.res.AdapterDir); err != nil {
+	if err := atomicfile.Dir(r.res.AdapterDir, true, r.writeAdapter); err != nil {
 		return r.res, fmt.Errorf("train lora: %w", err)
 	}
 	if r.opt.Merge {

@@ -14,6 +14,7 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
@@ -278,29 +279,20 @@ func SpanCorruptT5(ctx context.Context, cfg Config, corpus string, texts []strin
 // save writes the checkpoint to a temporary sibling of dir and renames it
 // into place, so dir never holds half a checkpoint.
 func save(m *t5.Model, tok tokenizer.Tokenizer, dir string, rec *Record) error {
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("pretrain: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	err := atomicfile.Dir(dir, false, func(tmp string) error {
+		if err := m.Save(tmp); err != nil {
+			return err
+		}
+		if err := tok.Save(tmp); err != nil {
+			return fmt.Errorf("save tokenizer: %w", err)
+		}
+		if err := hf.AddConfigKey(tmp, RecordKey, rec); err != nil {
+			return fmt.Errorf("%w (pretraining an already pretrained checkpoint again is not supported)", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("pretrain: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := m.Save(tmp); err != nil {
-		return fmt.Errorf("pretrain: %w", err)
-	}
-	if err := tok.Save(tmp); err != nil {
-		return fmt.Errorf("pretrain: save tokenizer: %w", err)
-	}
-	if err := hf.AddConfigKey(tmp, RecordKey, rec); err != nil {
-		return fmt.Errorf("pretrain: %w (pretraining an already pretrained checkpoint again is not supported)", err)
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("pretrain: %w", err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("pretrain: write %s: %w", dir, err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/tokenizer"
@@ -55,41 +56,32 @@ func Export(srcDir, outDir, backendName string, st hf.SentenceTransformer) error
 	if err := st.Validate(); err != nil {
 		return fmt.Errorf("export retriever %s: %w", srcDir, err)
 	}
-	parent := filepath.Dir(filepath.Clean(outDir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("export retriever %s: %w", srcDir, err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(outDir)+".tmp-")
+	err = atomicfile.Dir(outDir, false, func(tmp string) error {
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || e.Name() == trainer.OptimizerFile || e.Name() == trainer.StateFile {
+				continue
+			}
+			if err := hf.CopyFile(filepath.Join(src, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+				return err
+			}
+		}
+		// A checkpoint with only vocab.txt gets the fast tokenizer's file too,
+		// which transformers.js needs.
+		if _, err := os.Stat(filepath.Join(tmp, tokenizer.JSONFile)); errors.Is(err, fs.ErrNotExist) {
+			if err := tokenizer.WriteJSON(tmp, tok); err != nil {
+				return err
+			}
+		}
+		if err := hf.WriteSentenceTransformer(tmp, st); err != nil {
+			return err
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("export retriever %s: %w", srcDir, err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("export retriever %s: %w", srcDir, err)
-	}
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		return fmt.Errorf("export retriever %s: %w", srcDir, err)
-	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() || e.Name() == trainer.OptimizerFile || e.Name() == trainer.StateFile {
-			continue
-		}
-		if err := hf.CopyFile(filepath.Join(src, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
-			return fmt.Errorf("export retriever %s: %w", srcDir, err)
-		}
-	}
-	// A checkpoint with only vocab.txt gets the fast tokenizer's file too,
-	// which transformers.js needs.
-	if _, err := os.Stat(filepath.Join(tmp, tokenizer.JSONFile)); errors.Is(err, fs.ErrNotExist) {
-		if err := tokenizer.WriteJSON(tmp, tok); err != nil {
-			return fmt.Errorf("export retriever %s: %w", srcDir, err)
-		}
-	}
-	if err := hf.WriteSentenceTransformer(tmp, st); err != nil {
-		return fmt.Errorf("export retriever %s: %w", srcDir, err)
-	}
-	if err := os.Rename(tmp, outDir); err != nil {
 		return fmt.Errorf("export retriever %s: %w", srcDir, err)
 	}
 	return nil

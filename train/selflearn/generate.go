@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/lm"
 )
@@ -256,16 +256,13 @@ func (s *state) tuneGenerator(ctx context.Context, t int, pairs []SFTPair) error
 		}
 	}
 	out := filepath.Join(s.roundDir(t), "generator")
-	tmp := out + ".tmp"
-	os.RemoveAll(tmp)
-	if err := g.Model.Save(tmp); err != nil {
-		return err
-	}
-	if err := g.Tokenizer.Save(tmp); err != nil {
-		return err
-	}
-	os.RemoveAll(out)
-	if err := os.Rename(tmp, out); err != nil {
+	err = atomicfile.Dir(out, true, func(tmp string) error {
+		if err := g.Model.Save(tmp); err != nil {
+			return err
+		}
+		return g.Tokenizer.Save(tmp)
+	})
+	if err != nil {
 		return err
 	}
 	if err := s.run.Artifact("generator", filepath.Join(out, "model.safetensors")); err != nil {
