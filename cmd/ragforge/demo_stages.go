@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/train/filtertrain"
@@ -689,7 +690,7 @@ func demoServe(ctx context.Context, st *demoState) (demoStage, error) {
 	if err := <-done; err != nil {
 		return demoStage{}, fmt.Errorf("serve stopped with: %w", err)
 	}
-	os.WriteFile(st.path("pipeline-response.json"), b, 0o644)
+	atomicfile.WriteBytes(st.path("pipeline-response.json"), b, 0o644)
 	return demoStage{
 		Command:   fmt.Sprintf("ragforge --db %s serve --run %s --addr 127.0.0.1:8080 --open-read\n  curl -s -XPOST 127.0.0.1:8080/v1/pipeline -d '%s'", st.db, st.dirs["pipeline-run"], body),
 		Metrics:   map[string]float64{"pipeline_seconds": took, "retrieved": float64(len(pr.Retrieved)), "kept": float64(len(pr.Kept))},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/filter"
@@ -139,7 +140,7 @@ func tokenizerDir(path string) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			return tmp, os.WriteFile(filepath.Join(tmp, "spiece.model"), b, 0o644)
+			return tmp, atomicfile.WriteBytes(filepath.Join(tmp, "spiece.model"), b, 0o644)
 		}
 		return filepath.Dir(path), nil
 	}
@@ -335,7 +336,7 @@ func xlmrTokenizer(tok tokenizer.Tokenizer, path string) (tokenizer.Tokenizer, e
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, sentencepiece.XLMRFile), m.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, sentencepiece.XLMRFile), m.Bytes(), 0o644); err != nil {
 		return nil, err
 	}
 	return tokenizer.Load(dir)

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/ragforge/ragforge/internal/atomicfile"
 )
 
 //go:embed corpus.jsonl qa.csv
@@ -36,7 +38,7 @@ func WriteTo(dir string) (corpus, qa string, err error) {
 		if err != nil {
 			return "", "", fmt.Errorf("sample: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		if err := atomicfile.WriteBytes(filepath.Join(dir, name), b, 0o644); err != nil {
 			return "", "", fmt.Errorf("sample: %w", err)
 		}
 	}

@@ -44,3 +44,9 @@ func Write(path string, perm os.FileMode, fill func(io.Writer) error) (err error
 	}
 	return os.Rename(tmp.Name(), path)
 }
+
+// WriteBytes writes b to path atomically with mode perm (Write): the
+// drop-in for os.WriteFile of a side file a reader may open at any time.
+func WriteBytes(path string, b []byte, perm os.FileMode) error {
+	return Write(path, perm, func(w io.Writer) error { _, err := w.Write(b); return err })
+}

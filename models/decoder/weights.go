@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/nn"
@@ -298,7 +299,7 @@ func (m *Model) Save(dir string) error {
 	if err != nil {
 		return fmt.Errorf("save %s: %w", filepath.Join(dir, hf.ConfigName), err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, hf.ConfigName), b, 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, hf.ConfigName), b, 0o644); err != nil {
 		return fmt.Errorf("save %s: %w", m.Config.ModelType, err)
 	}
 	var out []*safetensors.Tensor

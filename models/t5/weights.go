@@ -17,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/safetensors"
@@ -336,7 +337,7 @@ func (m *Model) Save(dir string) error {
 	if err != nil {
 		return fmt.Errorf("save %s: %w", filepath.Join(dir, ConfigFile), err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ConfigFile), cfgBytes, 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, ConfigFile), cfgBytes, 0o644); err != nil {
 		return fmt.Errorf("save t5: %w", err)
 	}
 	var out []*safetensors.Tensor
@@ -373,7 +374,7 @@ func (c Config) WriteGenerationConfig(dir string) error {
 	if err != nil {
 		return fmt.Errorf("save %s: %w", GenerationConfigFile, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, GenerationConfigFile), append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, GenerationConfigFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("save t5: %w", err)
 	}
 	return nil

@@ -2,8 +2,9 @@ package tokenizer
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
+
+	"github.com/ragforge/ragforge/internal/atomicfile"
 )
 
 // JSONFile is the HF fast-tokenizer file (tokenizers, transformers.js).
@@ -28,7 +29,7 @@ func WriteJSON(dir string, tok Tokenizer) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(dir, JSONFile), err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, JSONFile), buf, 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, JSONFile), buf, 0o644); err != nil {
 		return fmt.Errorf("write tokenizer: %w", err)
 	}
 	return nil

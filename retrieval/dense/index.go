@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/faiss"
 )
@@ -192,7 +193,7 @@ func (ix *Index) Save(dir string) error {
 	if err != nil {
 		return fmt.Errorf("dense: save %s: %w", dir, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, IDsFile), b, 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, IDsFile), b, 0o644); err != nil {
 		return fmt.Errorf("dense: save: %w", err)
 	}
 	if err := ix.fx.Write(filepath.Join(dir, IndexFile)); err != nil {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/ragforge/ragforge/internal/atomicfile"
 )
 
 // WeightsFile is the file beside a dense encoder (in its model directory)
@@ -47,7 +49,7 @@ func WriteWeights(dir string, w Weights) error {
 		return err
 	}
 	path := filepath.Join(dir, WeightsFile)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteBytes(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("fusion: write %s: %w", path, err)
 	}
 	return nil

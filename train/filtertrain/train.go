@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -425,7 +425,7 @@ func (r *trainRun) save(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ArgsFile), append(args, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, ArgsFile), append(args, '\n'), 0o644); err != nil {
 		return err
 	}
 	return trainer.WriteState(dir, r.st)

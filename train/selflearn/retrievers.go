@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -170,7 +171,7 @@ func (s *state) copyRetriever(t int) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+		if err := atomicfile.WriteBytes(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
 			return err
 		}
 	}

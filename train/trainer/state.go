@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/internal/catch"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
@@ -274,7 +275,7 @@ func WriteState(dir string, s State) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(dir, StateFile), err)
 	}
-	return os.WriteFile(filepath.Join(dir, StateFile), append(b, '\n'), 0o644)
+	return atomicfile.WriteBytes(filepath.Join(dir, StateFile), append(b, '\n'), 0o644)
 }
 
 // ReadState reads dir/trainer_state.json.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/tokenizer/internal/addedtokens"
 )
 
@@ -263,7 +264,7 @@ func (t *T5) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save t5 tokenizer: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "spiece.model"), t.sp.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, "spiece.model"), t.sp.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("save t5 tokenizer: %w", err)
 	}
 	n := t.sp.Size()
@@ -320,7 +321,7 @@ func (t *T5) Save(dir string) error {
 		if err != nil {
 			return fmt.Errorf("save t5 tokenizer: %s: %w", f.name, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f.name), append(buf, '\n'), 0o644); err != nil {
+		if err := atomicfile.WriteBytes(filepath.Join(dir, f.name), append(buf, '\n'), 0o644); err != nil {
 			return fmt.Errorf("save t5 tokenizer: %w", err)
 		}
 	}
@@ -328,7 +329,7 @@ func (t *T5) Save(dir string) error {
 	if err != nil {
 		return fmt.Errorf("save t5 tokenizer: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, TokenizerJSONFile), tj, 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, TokenizerJSONFile), tj, 0o644); err != nil {
 		return fmt.Errorf("save t5 tokenizer: %w", err)
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/tokenizer/internal/addedtokens"
 )
 
@@ -462,7 +463,7 @@ func (t *Tokenizer) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save wordpiece tokenizer: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "vocab.txt"), []byte(strings.Join(t.vocab, "\n")+"\n"), 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, "vocab.txt"), []byte(strings.Join(t.vocab, "\n")+"\n"), 0o644); err != nil {
 		return fmt.Errorf("save wordpiece tokenizer: %w", err)
 	}
 	c := t.cfg
@@ -501,7 +502,7 @@ func (t *Tokenizer) Save(dir string) error {
 	if err != nil {
 		return fmt.Errorf("save wordpiece tokenizer: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, TokenizerJSONFile), tj, 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, TokenizerJSONFile), tj, 0o644); err != nil {
 		return fmt.Errorf("save wordpiece tokenizer: %w", err)
 	}
 	for _, f := range files {
@@ -509,7 +510,7 @@ func (t *Tokenizer) Save(dir string) error {
 		if err != nil {
 			return fmt.Errorf("save wordpiece tokenizer: %s: %w", f.name, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f.name), append(buf, '\n'), 0o644); err != nil {
+		if err := atomicfile.WriteBytes(filepath.Join(dir, f.name), append(buf, '\n'), 0o644); err != nil {
 			return fmt.Errorf("save wordpiece tokenizer: %w", err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/ragforge/ragforge/internal/atomicfile"
 )
 
 // MarshalJSON writes v as HF tokenizers and transformers do: indented, with
@@ -61,14 +63,14 @@ func SaveTokenizerJSON(dir string, doc, cfg map[string]json.RawMessage, added []
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, "tokenizer.json"), tj, 0o644); err != nil {
 		return fmt.Errorf("save tokenizer: %w", err)
 	}
 	b, err := MarshalJSON(newCfg)
 	if err != nil {
 		return fmt.Errorf("save %s: %w", ConfigFile, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
 		return fmt.Errorf("save tokenizer: %w", err)
 	}
 	return nil
