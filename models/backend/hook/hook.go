@@ -14,7 +14,11 @@
 //     GoMLX's public graph.VJPRegistration; only the DotGeneral node's axes
 //     are read from an unexported field, with a fallback to GoMLX's VJP.
 //
-// Before installing the executor, checkLayout compares the whole field list
+// Before installing the executor, checkLinked checks the linknamed
+// executor signature: the binary is built against the GoMLX release the
+// copied declarations come from (GoMLXVersion, from the build info) and the
+// DotGeneral slot of simplego's table holds simplego's own execDotGeneral.
+// Then checkLayout compares the whole field list
 // (names and types) of simplego.Node and simplego.Buffer with the v0.26
 // layout this code was written against, and a self-test runs the linked
 // buffer allocator. Any difference — another GoMLX version — leaves GoMLX's
@@ -104,6 +108,9 @@ func isOff(v string) bool {
 func install(node, buf reflect.Type) error {
 	if native == nil {
 		return fmt.Errorf("simplego registers no DotGeneral executor")
+	}
+	if err := checkLinked(buildDeps(), native); err != nil {
+		return err
 	}
 	if err := checkLayout(node, buf); err != nil {
 		return err
