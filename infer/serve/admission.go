@@ -1,0 +1,185 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Admission control. The models are CPU-bound and micro-batches run one at
+// a time, so requests admitted together share the model evenly: without a
+// bound, n heavy requests each take n times longer, and past
+// request-timeout / (time of one) every one of them times out and none is
+// served. As vLLM, TGI (--max-concurrent-requests) and llama.cpp (slots)
+// do, the server admits model work up to a bound and refuses the rest
+// before it uses any model time:
+//   - at most MaxConcurrentRequests requests do model work at once;
+//   - up to MaxQueue more wait for a slot, first come first served; the
+//     request timeout counts from arrival, so a queued request waits only
+//     while it can still expect to finish: until its deadline less 1.25
+//     times the mean service time of the last requests, then it is
+//     answered 503;
+//   - a request finding the queue full is answered 429 at once;
+//   - once the server drains (SIGTERM), queued and new requests are
+//     answered 503 at once and the running ones finish.
+//
+// Every refusal carries Retry-After in seconds: the mean service time
+// times the requests ahead per slot, at least 1, at most 60.
+
+// admission is the slot pool of model routes.
+type admission struct {
+	slots chan struct{} // a token per running request
+	queue chan struct{} // a token per waiting request
+
+	drainOnce sync.Once
+	draining  chan struct{} // closed when the server drains
+
+	mu      sync.Mutex
+	meanSec float64 // exponential moving mean of service seconds (0: none yet)
+}
+
+func newAdmission(concurrent, queue int) *admission {
+	return &admission{slots: make(chan struct{}, concurrent), queue: make(chan struct{}, queue), draining: make(chan struct{})}
+}
+
+// overloadError is a refusal by admission control: 429 or 503 with
+// Retry-After.
+type overloadError struct {
+	requestError
+	retryAfter int // seconds
+}
+
+// admit waits for a slot, at most until ctx's deadline less the mean
+// service time. It returns the function that frees the slot (it records
+// the service time), or an *overloadError, or ctx's error when the client
+// went away while queued.
+func (a *admission) admit(ctx context.Context) (release func(), err error) {
+	select {
+	case <-a.draining:
+		return nil, a.refuse(503, "shutting_down", "the server is shutting down: no new requests are admitted")
+	default:
+	}
+	select {
+	case a.slots <- struct{}{}:
+		return a.releaser(), nil
+	default:
+	}
+	select {
+	case a.queue <- struct{}{}:
+	default:
+		return nil, a.refuse(429, "overloaded", fmt.Sprintf("server overloaded: %d requests running and %d waiting, the most allowed (max-concurrent-requests, max-queue)", cap(a.slots), cap(a.queue)))
+	}
+	defer func() { <-a.queue }()
+	// The wait is re-estimated each time it runs out: before the first
+	// request finishes there is no service time to go by.
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		wait, known := a.maxWait(ctx)
+		if wait <= time.Millisecond {
+			return nil, a.refuse(503, "queue_timeout", "server overloaded: no model slot freed while this request could still finish before its request-timeout (max-concurrent-requests, request-timeout)")
+		}
+		t.Reset(wait)
+		select {
+		case a.slots <- struct{}{}:
+			return a.releaser(), nil
+		case <-t.C:
+			if known {
+				return nil, a.refuse(503, "queue_timeout", fmt.Sprintf("server overloaded: no model slot freed within %v, while this request could still finish before its request-timeout (max-concurrent-requests, request-timeout)", wait.Round(time.Millisecond)))
+			}
+		case <-a.draining:
+			return nil, a.refuse(503, "shutting_down", "the server is shutting down: queued requests are not started")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// maxWait is how long a request may still queue: until ctx's deadline less
+// 1.25 mean service times (known), or half the time left while no request
+// has finished yet (not known).
+func (a *admission) maxWait(ctx context.Context) (wait time.Duration, known bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return time.Hour, true // callers always set a deadline; a bound all the same
+	}
+	left := time.Until(dl)
+	a.mu.Lock()
+	mean := a.meanSec
+	a.mu.Unlock()
+	if mean == 0 {
+		return left / 2, false
+	}
+	return left - time.Duration(1.25*mean*float64(time.Second)), true
+}
+
+func (a *admission) releaser() func() {
+	start := time.Now()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			a.observe(time.Since(start).Seconds())
+			<-a.slots
+		})
+	}
+}
+
+// observe folds one service time into the moving mean (weight 0.2: about
+// the last five requests).
+func (a *admission) observe(sec float64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.meanSec == 0 {
+		a.meanSec = sec
+		return
+	}
+	a.meanSec = 0.8*a.meanSec + 0.2*sec
+}
+
+// retryAfter estimates the seconds until a slot frees for a new request:
+// the requests running and queued, per slot, times the mean service time;
+// at least 1, at most 60.
+func (a *admission) retryAfter() int {
+	a.mu.Lock()
+	mean := a.meanSec
+	a.mu.Unlock()
+	ahead := float64(len(a.slots)+len(a.queue)) / float64(cap(a.slots))
+	s := int(math.Ceil(mean * max(ahead, 1)))
+	return min(max(s, 1), 60)
+}
+
+func (a *admission) refuse(code int, errCode, msg string) *overloadError {
+	return &overloadError{requestError: requestError{code: code, errCode: errCode, msg: msg}, retryAfter: a.retryAfter()}
+}
+
+// drain refuses queued and new requests from now on; running ones go on.
+func (a *admission) drain() { a.drainOnce.Do(func() { close(a.draining) }) }
+
+// Load returns the requests running and waiting.
+func (a *admission) load() (running, queued int) { return len(a.slots), len(a.queue) }
+
+// admit wraps a model route: the request timeout starts here, the request
+// waits for a slot (see admission) or is refused with 429/503 and
+// Retry-After before any of its work.
+func (s *Server) admit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.opt.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		release, err := s.adm.admit(ctx)
+		if err != nil {
+			if oe, ok := err.(*overloadError); ok {
+				w.Header().Set("Retry-After", strconv.Itoa(oe.retryAfter))
+				writeError(w, &oe.requestError)
+			}
+			// Otherwise the client is gone.
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r)
+	})
+}
