@@ -21,14 +21,14 @@ import (
 //   - up to MaxQueue more wait for a slot, first come first served; the
 //     request timeout counts from arrival, so a queued request waits only
 //     while it can still expect to finish: until its deadline less 1.25
-//     times the mean service time of the last requests, then it is
+//     times the mean service time of the last 8 requests, then it is
 //     answered 503;
 //   - a request finding the queue full is answered 429 at once;
 //   - once the server drains (SIGTERM), queued and new requests are
 //     answered 503 at once and the running ones finish.
 //
-// Every refusal carries Retry-After in seconds: the mean service time
-// times the requests ahead per slot, at least 1, at most 60.
+// Every refusal carries Retry-After in seconds: that service time times
+// the requests ahead per slot, at least 1, at most 60.
 
 // admission is the slot pool of model routes.
 type admission struct {
@@ -38,8 +38,9 @@ type admission struct {
 	drainOnce sync.Once
 	draining  chan struct{} // closed when the server drains
 
-	mu      sync.Mutex
-	meanSec float64 // exponential moving mean of service seconds (0: none yet)
+	mu     sync.Mutex
+	recent [8]float64 // service seconds of the last requests, a ring
+	next   int        // ring position of the next one
 }
 
 func newAdmission(concurrent, queue int) *admission {
@@ -53,8 +54,8 @@ type overloadError struct {
 	retryAfter int // seconds
 }
 
-// admit waits for a slot, at most until ctx's deadline less the mean
-// service time. It returns the function that frees the slot (it records
+// admit waits for a slot, at most until ctx's deadline less 1.25
+// estimated service times. It returns the function that frees the slot (it records
 // the service time), or an *overloadError, or ctx's error when the client
 // went away while queued.
 func (a *admission) admit(ctx context.Context) (release func(), err error) {
@@ -74,22 +75,27 @@ func (a *admission) admit(ctx context.Context) (release func(), err error) {
 		return nil, a.refuse(429, "overloaded", fmt.Sprintf("server overloaded: %d requests running and %d waiting, the most allowed (max-concurrent-requests, max-queue)", cap(a.slots), cap(a.queue)))
 	}
 	defer func() { <-a.queue }()
-	// The wait is re-estimated each time it runs out: before the first
-	// request finishes there is no service time to go by.
+	// The wait is re-estimated every recheck: the service time changes as
+	// requests finish (and is unknown before the first one does), and a
+	// slot taken when the request could no longer finish is given back.
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
 		wait, known := a.maxWait(ctx)
-		if wait <= time.Millisecond {
-			return nil, a.refuse(503, "queue_timeout", "server overloaded: no model slot freed while this request could still finish before its request-timeout (max-concurrent-requests, request-timeout)")
+		if wait <= 0 {
+			return nil, a.queueTimeout()
 		}
-		t.Reset(wait)
+		t.Reset(min(wait, recheck))
 		select {
 		case a.slots <- struct{}{}:
+			if wait, known := a.maxWait(ctx); known && wait <= 0 {
+				<-a.slots
+				return nil, a.queueTimeout()
+			}
 			return a.releaser(), nil
 		case <-t.C:
-			if known {
-				return nil, a.refuse(503, "queue_timeout", fmt.Sprintf("server overloaded: no model slot freed within %v, while this request could still finish before its request-timeout (max-concurrent-requests, request-timeout)", wait.Round(time.Millisecond)))
+			if known && wait <= recheck {
+				return nil, a.queueTimeout()
 			}
 		case <-a.draining:
 			return nil, a.refuse(503, "shutting_down", "the server is shutting down: queued requests are not started")
@@ -99,22 +105,27 @@ func (a *admission) admit(ctx context.Context) (release func(), err error) {
 	}
 }
 
+// recheck is how often a queued request re-estimates its wait.
+const recheck = 50 * time.Millisecond
+
+func (a *admission) queueTimeout() *overloadError {
+	return a.refuse(503, "queue_timeout", "server overloaded: no model slot freed while this request could still finish before its request-timeout (max-concurrent-requests, request-timeout)")
+}
+
 // maxWait is how long a request may still queue: until ctx's deadline less
-// 1.25 mean service times (known), or half the time left while no request
-// has finished yet (not known).
+// 1.25 estimated service times (known), or half the time left while no
+// request has finished yet (not known).
 func (a *admission) maxWait(ctx context.Context) (wait time.Duration, known bool) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return time.Hour, true // callers always set a deadline; a bound all the same
 	}
 	left := time.Until(dl)
-	a.mu.Lock()
-	mean := a.meanSec
-	a.mu.Unlock()
-	if mean == 0 {
+	est := a.serviceTime()
+	if est == 0 {
 		return left / 2, false
 	}
-	return left - time.Duration(1.25*mean*float64(time.Second)), true
+	return left - time.Duration(1.25*est*float64(time.Second)), true
 }
 
 func (a *admission) releaser() func() {
@@ -128,27 +139,41 @@ func (a *admission) releaser() func() {
 	}
 }
 
-// observe folds one service time into the moving mean (weight 0.2: about
-// the last five requests).
+// observe records one service time.
 func (a *admission) observe(sec float64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.meanSec == 0 {
-		a.meanSec = sec
-		return
+	a.recent[a.next] = sec
+	a.next = (a.next + 1) % len(a.recent)
+}
+
+// serviceTime estimates how long a request admitted now will take: the
+// mean of the last 8 (0: none yet). A plain mean over a short window
+// follows a rise in load within a few requests (a request admitted on a
+// low estimate is caught by the 1.25 margin and the check when it gets its
+// slot), and one slow request among them does not refuse the next ones.
+func (a *admission) serviceTime() float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sum, n := 0.0, 0
+	for _, s := range a.recent {
+		if s > 0 {
+			sum += s
+			n++
+		}
 	}
-	a.meanSec = 0.8*a.meanSec + 0.2*sec
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
 
 // retryAfter estimates the seconds until a slot frees for a new request:
-// the requests running and queued, per slot, times the mean service time;
-// at least 1, at most 60.
+// the requests running and queued, per slot, times the service time; at
+// least 1, at most 60.
 func (a *admission) retryAfter() int {
-	a.mu.Lock()
-	mean := a.meanSec
-	a.mu.Unlock()
 	ahead := float64(len(a.slots)+len(a.queue)) / float64(cap(a.slots))
-	s := int(math.Ceil(mean * max(ahead, 1)))
+	s := int(math.Ceil(a.serviceTime() * max(ahead, 1)))
 	return min(max(s, 1), 60)
 }
 
