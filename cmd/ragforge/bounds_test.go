@@ -88,3 +88,31 @@ func TestGenerateFlagsRefused(t *testing.T) {
 		}
 	}
 }
+
+// Issue 30, acceptance 4: values that were accepted silently, or silently
+// replaced by a default, are refused at the edge naming the flag.
+func TestSilentAcceptsRefused(t *testing.T) {
+	t5 := sharedDir(t, "fixtures/t5-flan-tiny")
+	corpus := []string{"--corpus", "/nonexistent/corpus.jsonl", "--qa", "/nonexistent/qa.csv"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"eval", "retrieval", "--bm25-k1", "-5"}, corpus...), `field "K1": -5 is not in [0, 100]`},
+		{append([]string{"eval", "retrieval", "--bm25-k1", "1e18"}, corpus...), `field "K1": 1e+18 is not in [0, 100]`},
+		{append([]string{"eval", "retrieval", "--bm25-b", "-0.5"}, corpus...), `field "B": -0.5 is not in [0, 1]`},
+		{append([]string{"eval", "retrieval", "--k", "1,,2"}, corpus...), `--k "1,,2": entry 2 is empty`},
+		{[]string{"label", "review", "--flip", "-1"}, "--flip -1: must be at least 0"},
+		{[]string{"serve", "--pipeline", "/nonexistent/p", "--allowed-host", ""}, "--allowed-host ''"},
+		{[]string{"serve", "--pipeline", "/nonexistent/p", "--request-timeout", "1ns"}, "--request-timeout 1ns: under 10ms"},
+		{[]string{"serve", "--pipeline", "/nonexistent/p", "--max-queue", "0"}, "--max-queue 0: must be positive"},
+		{[]string{"train", "filter", "--model", t5, "--train", "/nonexistent/t.jsonl", "--out", "/nonexistent/f", "--lr", "1e9"}, `"LearningRate": 1e+09, want in (0, 1]`},
+	} {
+		t.Run(strings.Join(tc.args[:3], " "), func(t *testing.T) {
+			code, stderr := runErr(append(tc.args, "--db", filepath.Join(t.TempDir(), "runs.db"))...)
+			if code == 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("%v: exit %d, stderr %q; want an error containing %q", tc.args, code, stderr, tc.want)
+			}
+		})
+	}
+}

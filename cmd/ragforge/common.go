@@ -110,10 +110,10 @@ func (c *corpusFlags) load(g *globals) ([]data.Document, []data.Chunk, error) {
 // parseInts parses "1,2,4,8".
 func parseInts(s, flag string) ([]int, error) {
 	var out []int
-	for _, part := range strings.Split(s, ",") {
+	for i, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
-			continue
+			return nil, fmt.Errorf("--%s %q: entry %d is empty", flag, s, i+1)
 		}
 		v, err := strconv.Atoi(part)
 		if err != nil || v <= 0 {

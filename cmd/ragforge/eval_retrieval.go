@@ -223,6 +223,9 @@ func (o *evalRetrievalOptions) validate() ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := o.Retriever.bm25Config(); err != nil {
+		return nil, fmt.Errorf("--bm25-k1/--bm25-b/--analyzer: %w", err)
+	}
 	if o.Relevance != "contains" && o.Relevance != "span" {
 		return nil, fmt.Errorf("--relevance %q: want contains or span", o.Relevance)
 	}

@@ -49,6 +49,7 @@ func newLabelReviewCmd(g *globals) *cobra.Command {
 	fl.Int64Var(&o.Flip, "flip", 0, "flip label ID")
 	fl.Int64Var(&o.Confirm, "confirm", 0, "confirm label ID")
 	fl.Int64Var(&o.Undo, "undo", 0, "undo the latest human review of label ID")
+	minInt(fl, 0, "flip", "confirm", "undo")
 	return cmd
 }
 

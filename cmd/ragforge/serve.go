@@ -223,6 +223,10 @@ get 503.`,
 			if err := o.Opt.Validate(); err != nil {
 				return err
 			}
+			// pflag reads --allowed-host '' as no hosts at all.
+			if cmd.Flags().Changed("allowed-host") && len(o.Opt.AllowedHosts) == 0 {
+				return fmt.Errorf("--allowed-host '': want a host name or address without scheme or port, or *")
+			}
 			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			// In-flight requests may finish before a signal forces the exit.

@@ -72,6 +72,10 @@ type Options struct {
 	Labels *label.Store // label store for /v1/labels; nil: 503 there
 }
 
+// MinRequestTimeout is the shortest RequestTimeout Validate accepts: a
+// BM25 retrieval takes about a millisecond, a model call tens of them.
+const MinRequestTimeout = 10 * time.Millisecond
+
 // DefaultOptions returns the defaults documented on Options.
 func DefaultOptions() Options {
 	return Options{
@@ -141,6 +145,9 @@ func (o Options) Validate() error {
 		if !c.ok {
 			return fmt.Errorf("serve: --%s %v: must be positive", c.name, c.v)
 		}
+	}
+	if o.RequestTimeout < MinRequestTimeout {
+		return fmt.Errorf("serve: --request-timeout %v: under %v, no request could be answered", o.RequestTimeout, MinRequestTimeout)
 	}
 	for _, h := range o.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ ") {
