@@ -126,8 +126,12 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bert config: field %q: must be positive, got %d", f.name, f.v)
 		}
 	}
-	// Another architecture's config would load as a BERT of made-up sizes.
-	if c.ModelType != "" && c.ModelType != "bert" {
+	// Another architecture's config would load as a BERT of made-up sizes,
+	// and so would one that does not say what it is.
+	if c.ModelType == "" {
+		return fmt.Errorf("bert config: field %q: missing, null or empty; every HF config.json names its family: add \"model_type\": \"bert\" if this is a BERT", "model_type")
+	}
+	if c.ModelType != "bert" {
 		return fmt.Errorf("bert config: field %q: %q is not a BERT model (want \"bert\")", "model_type", c.ModelType)
 	}
 	if c.HiddenSize%c.NumAttentionHeads != 0 {
@@ -160,6 +164,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	type plain Config
 	p := plain(DefaultConfig(0))
 	p.Architectures = nil
+	p.ModelType = "" // a file must name its family itself (Validate)
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
