@@ -27,8 +27,8 @@ import (
 //   - once the server drains (SIGTERM), queued and new requests are
 //     answered 503 at once and the running ones finish.
 //
-// Every refusal carries Retry-After in seconds: that service time times
-// the requests ahead per slot, at least 1, at most 60.
+// Every refusal carries Retry-After in seconds: that service time per
+// slot (when the next running request should end), at least 1, at most 60.
 
 // admission is the slot pool of model routes.
 type admission struct {
@@ -168,12 +168,12 @@ func (a *admission) serviceTime() float64 {
 	return sum / float64(n)
 }
 
-// retryAfter estimates the seconds until a slot frees for a new request:
-// the requests running and queued, per slot, times the service time; at
-// least 1, at most 60.
+// retryAfter estimates the seconds until the next running request ends,
+// which frees a place in the queue: the service time per slot, at least 1,
+// at most 60. Not the time until the whole queue drains: clients told that
+// come back after the queue has emptied, and the model idles meanwhile.
 func (a *admission) retryAfter() int {
-	ahead := float64(len(a.slots)+len(a.queue)) / float64(cap(a.slots))
-	s := int(math.Ceil(a.serviceTime() * max(ahead, 1)))
+	s := int(math.Ceil(a.serviceTime() / float64(cap(a.slots))))
 	return min(max(s, 1), 60)
 }
 
