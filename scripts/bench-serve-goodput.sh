@@ -4,8 +4,9 @@
 # snippets each, as in issue 30) from 1, 4, 16 and 64 closed-loop clients
 # (`ragforge bench serve`, which waits Retry-After after a refusal), one
 # fresh server per row, on the README's tiny pipeline over the AP protocols.
-# "before" is a server built from commit $BEFORE (default: the merge base
-# with main) in a temporary directory; "after" is the working tree. Not a
+# "before" is a server built from commit $BEFORE (default 1276f5d, main
+# before admission control) in a temporary directory; "after" is the
+# working tree. Not a
 # test: it prints a table for docs/benchmarks.md.
 #
 #   scripts/bench-serve-goodput.sh [WORKDIR]    (default work/bench-goodput)
@@ -18,7 +19,7 @@ CLIENTS=${CLIENTS:-"1 4 16 64"}
 DURATION=${DURATION:-20s}
 TIMEOUT=${TIMEOUT:-10s}
 SNIPPETS=${SNIPPETS:-32}
-BEFORE=${BEFORE:-$(git merge-base HEAD main)}
+BEFORE=${BEFORE:-1276f5db6ebe50b53b9aef4fe93fea3c6eeb7489}
 mkdir -p "$W"
 W=$(cd "$W" && pwd)
 RF=$W/ragforge-after

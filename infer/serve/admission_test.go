@@ -265,3 +265,27 @@ func TestDrainUnderLoad(t *testing.T) {
 		t.Errorf("%d model calls, want %d", got, 4*20)
 	}
 }
+
+// The concurrency bound in force shrinks when requests are heavy: as many
+// as, sharing the model, still finish within the timeout with the 1.25
+// margin, from each finished request's service time per request running.
+func TestAdmissionBoundFollowsRequestCost(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		samples []sample
+		want    int
+	}{
+		{"none finished yet", nil, 4},
+		{"light: 0.1 s alone", []sample{{0.4, 4}, {0.4, 4}}, 4},
+		{"2 s alone: 4 in 10 s", []sample{{8, 4}}, 4},
+		{"3 s alone: 2 in 10 s", []sample{{12, 4}, {6, 2}}, 2},
+		{"5 s alone: one at a time", []sample{{20, 4}}, 1},
+		{"over the timeout alone: still one", []sample{{30, 1}}, 1},
+	} {
+		a := newAdmission(4, 16, 10*time.Second)
+		copy(a.recent[:], c.samples)
+		if got := a.boundLocked(); got != c.want {
+			t.Errorf("%s: bound %d, want %d", c.name, got, c.want)
+		}
+	}
+}

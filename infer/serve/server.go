@@ -85,7 +85,7 @@ func New(opt Options, c *Components) (*Server, error) {
 		f.startBatching(opt.MaxBatch, opt.MaxBatchTokens, opt.BatchWait, func(n int) { s.metrics.ObserveBatch("filter", n) })
 	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
-	s.adm = newAdmission(opt.MaxConcurrentRequests, opt.MaxQueue)
+	s.adm = newAdmission(opt.MaxConcurrentRequests, opt.MaxQueue, opt.RequestTimeout)
 	s.eng = newEngine(c.Pipeline, enc, c.LLM, opt.MaxK)
 	s.handler = s.routes()
 	return s, nil
