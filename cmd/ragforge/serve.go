@@ -249,7 +249,7 @@ get 503.`,
 	f.IntVar(&o.Opt.MaxK, "max-k", d.MaxK, "largest k of /v1/retrieve and /v1/pipeline")
 	f.IntVar(&o.Opt.MaxSnippets, "max-snippets", d.MaxSnippets, "most snippets per /v1/filter call (and texts per /v1/embeddings call)")
 	f.IntVar(&o.Opt.MaxRequestTokens, "max-request-tokens", d.MaxRequestTokens, "most filter-window tokens per request (and prompt tokens of one scoring or generation)")
-	f.IntVar(&o.Opt.MaxConcurrentRequests, "max-concurrent-requests", d.MaxConcurrentRequests, "requests doing model work at once (retrieve, filter, pipeline, embeddings, completions, chat); more wait in the queue")
+	f.IntVar(&o.Opt.MaxConcurrentRequests, "max-concurrent-requests", d.MaxConcurrentRequests, "most requests doing model work at once (retrieve, filter, pipeline, embeddings, completions, chat; fewer when that many would miss --request-timeout); more wait in the queue")
 	f.IntVar(&o.Opt.MaxQueue, "max-queue", d.MaxQueue, "requests waiting for a model slot, each while it can still finish within --request-timeout; beyond, 429 with Retry-After")
 	f.IntVar(&o.Opt.MaxBatch, "max-batch", d.MaxBatch, "micro-batch size (items) for the filter and encoders")
 	f.IntVar(&o.Opt.MaxBatchTokens, "max-batch-tokens", d.MaxBatchTokens, "most tokens per filter micro-batch")

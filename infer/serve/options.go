@@ -42,7 +42,9 @@ type Options struct {
 	// routes (/v1/retrieve, /v1/filter, /v1/pipeline, /v1/embeddings,
 	// /v1/completions, /v1/chat/completions): at most MaxConcurrentRequests
 	// do model work at once (default 4: the models share the CPU, so more
-	// only slows every one), up to MaxQueue more wait for a slot (default
+	// only slows every one), fewer when requests are so heavy that that
+	// many sharing the model would miss RequestTimeout; up to MaxQueue more
+	// wait for a slot (default
 	// 16) while they can still finish within RequestTimeout; the rest are
 	// refused at once with 429 or 503 and Retry-After (admission.go).
 	MaxConcurrentRequests int
