@@ -116,3 +116,26 @@ func TestSilentAcceptsRefused(t *testing.T) {
 		})
 	}
 }
+
+// Issue 30, acceptance 7 (part): --union changed nothing at the default
+// --depth 1000 (run.trec byte-identical): it is refused where it cannot
+// have an effect, naming the chunk count, and outside the hybrid.
+func TestUnionRefusedWhereItCannotAct(t *testing.T) {
+	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
+	dir, corpus, qa := sampleFiles(t)
+	db := filepath.Join(dir, "runs.db")
+	bert := filepath.Join(dir, "bert")
+	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--retriever", "hybrid", "--encoder", bert, "--union"}, "--union has no effect at --depth 1000: the corpus has"},
+		{[]string{"--retriever", "bm25", "--union"}, "--union applies to --retriever hybrid only, not bm25"},
+	} {
+		args := append([]string{"eval", "retrieval", "--db", db, "--corpus", corpus, "--qa", qa}, tc.args...)
+		if code, stderr := runErr(args...); code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
