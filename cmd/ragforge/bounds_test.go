@@ -106,7 +106,7 @@ func TestSilentAcceptsRefused(t *testing.T) {
 		{[]string{"serve", "--pipeline", "/nonexistent/p", "--allowed-host", ""}, "--allowed-host ''"},
 		{[]string{"serve", "--pipeline", "/nonexistent/p", "--request-timeout", "1ns"}, "--request-timeout 1ns: under 10ms"},
 		{[]string{"serve", "--pipeline", "/nonexistent/p", "--max-queue", "0"}, "--max-queue 0: must be positive"},
-		{[]string{"train", "filter", "--model", t5, "--train", "/nonexistent/t.jsonl", "--out", "/nonexistent/f", "--lr", "1e9"}, `"LearningRate": 1e+09, want in (0, 1]`},
+		{[]string{"train", "filter", "--model", t5, "--train", "/nonexistent/t.jsonl", "--out", "/nonexistent/f", "--lr", "1e9"}, "--lr 1e+09: want a learning rate in (0, 1]"},
 	} {
 		t.Run(strings.Join(tc.args[:3], " "), func(t *testing.T) {
 			code, stderr := runErr(append(tc.args, "--db", filepath.Join(t.TempDir(), "runs.db"))...)

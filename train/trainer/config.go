@@ -118,10 +118,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("trainer config: field %q: %v, want %s", field, v, want)
 	}
 	switch {
-	case !(c.LearningRate > 0) || c.LearningRate > 1:
-		// AdamW's step is about lr per weight: past 1 every update
-		// overwrites the weights (fine-tuning uses 1e-5..1e-3).
-		return bad("LearningRate", c.LearningRate, "in (0, 1]")
+	case !(c.LearningRate > 0) || math.IsInf(c.LearningRate, 0):
+		return bad("LearningRate", c.LearningRate, "> 0")
 	case c.WeightDecay < 0:
 		return bad("WeightDecay", c.WeightDecay, ">= 0")
 	case c.Beta1 < 0 || c.Beta1 >= 1:
