@@ -113,6 +113,7 @@ func Save(dir string, parts Parts) error {
 		if err := copyDir(part.src, filepath.Join(tmp, part.name)); err != nil {
 			return fmt.Errorf("save pipeline %s: %s: %w", dir, part.name, err)
 		}
+		m.Parts = append(m.Parts, part.name)
 	}
 	b, err := marshalIndent(m)
 	if err != nil {
