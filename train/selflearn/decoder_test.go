@@ -16,6 +16,7 @@ import (
 	"github.com/ragforge/ragforge/models/tokenizer/bpe"
 	"github.com/ragforge/ragforge/retrieval/eval"
 	"github.com/ragforge/ragforge/train/lora"
+	"github.com/ragforge/ragforge/train/pretrain"
 )
 
 // sampleSubset is the first chunks of the demo corpus (data/sample) and
@@ -50,6 +51,37 @@ func sampleSubset(t *testing.T, nChunks, nQueries int) ([]data.Chunk, []data.Que
 		}
 	}
 	return chunks, qs, qrels
+}
+
+// sampleGenerator is a random tiny Qwen2 (`models init --arch qwen2 --size
+// tiny`) pretrained on the demo corpus (pretrain.CausalLM, as `ragforge
+// pretrain` does it): the random one writes invalid UTF-8, every item of
+// which would be an error.
+func sampleGenerator(t *testing.T) string {
+	t.Helper()
+	corpus, _, err := sample.WriteTo(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := data.LoadCorpus(corpus, data.FieldOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, _, err := chunk.SplitAll(docs, chunk.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = c.Text
+	}
+	cfg := pretrain.DefaultConfig()
+	cfg.ModelDir, cfg.OutputDir, cfg.Backend = tinyqwen.Random(t, 3), filepath.Join(t.TempDir(), "qwen2-tiny-pt"), "go"
+	cfg.MaxSeqLength, cfg.BatchSize, cfg.Epochs, cfg.LearningRate = 128, 8, 30, 1e-2
+	if _, err := pretrain.CausalLM(context.Background(), cfg, corpus, texts, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return cfg.OutputDir
 }
 
 // decoderConfig is a self-learning round with a random tiny Qwen2
@@ -100,7 +132,7 @@ func TestRunDecoderGeneratorResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates with a decoder and trains twice; skipped with -short")
 	}
-	ret, gen := toyRetriever(t), tinyqwen.Random(t, 3)
+	ret, gen := toyRetriever(t), sampleGenerator(t)
 	chunks, qs, qrels := sampleSubset(t, 8, 3)
 
 	cfgA := decoderConfig(t, ret, gen)
