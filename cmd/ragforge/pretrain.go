@@ -47,13 +47,13 @@ text.`
 func newPretrainCmd(g *globals) *cobra.Command {
 	o := pretrainOptions{Config: pretrain.DefaultConfig()}
 	cmd := &cobra.Command{
-		Use:     "pretrain",
-		Short:   "Pretrain a T5 (span corruption) or decoder (causal LM) checkpoint on the corpus (no downloaded weights)",
-		Long:    pretrainLong,
+		Use:   "pretrain",
+		Short: "Pretrain a T5 (span corruption) or decoder (causal LM) checkpoint on the corpus (no downloaded weights)",
+		Long:  pretrainLong,
 		Example: `  ragforge pretrain --model work/t5-tiny --corpus data/corpus.jsonl --out work/t5-tiny-pt --epochs 20
   ragforge pretrain --model work/qwen2-tiny --corpus data/corpus.jsonl --out work/qwen2-tiny-pt --max-seq-length 128 --batch-size 8 --epochs 30 --lr 1e-2`,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runPretrain(cmd, g, o) },
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPretrain(cmd, g, o) },
 	}
 	c := &o.Config
 	f := cmd.Flags()
