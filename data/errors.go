@@ -25,6 +25,8 @@ var (
 	// ErrFieldType: a field has a type the loader cannot use (e.g. a number
 	// where text is required).
 	ErrFieldType = errors.New("wrong field type")
+	// ErrFieldTooLong: a string field is over FieldOptions.MaxFieldBytes.
+	ErrFieldTooLong = errors.New("field too long")
 )
 
 // RecordError locates a bad record: the file, the record's position and the

@@ -28,7 +28,16 @@ type FieldOptions struct {
 	// and the record's position (same unit as RecordError). Use it to
 	// count skips; libraries in ragforge never print.
 	OnSkip func(file string, record int)
+	// MaxFieldBytes bounds every string field of a record, checked before
+	// the record becomes a document (0: DefaultMaxFieldBytes), so one huge
+	// field is an error naming it rather than gigabytes of chunks and
+	// index (issue 30: a 20 MB CSV field took 2.6 GB downstream).
+	MaxFieldBytes int
 }
+
+// DefaultMaxFieldBytes is the default FieldOptions.MaxFieldBytes: 8 MiB,
+// a few whole books of plain text in one field.
+const DefaultMaxFieldBytes = 8 << 20
 
 // fieldNames resolves the effective field names for a source; has reports
 // whether a column exists. id is "" when the source has no id column and the record
@@ -82,7 +91,14 @@ func (o FieldOptions) toDocument(rec record, w where) (doc Document, skip bool, 
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	limit := o.MaxFieldBytes
+	if limit <= 0 {
+		limit = DefaultMaxFieldBytes
+	}
 	for _, k := range keys {
+		if s, ok := rec[k].(string); ok && len(s) > limit {
+			return doc, false, w.err(k, fmt.Errorf("%w: %d bytes, over the limit of %d bytes per field (max-field-bytes)", ErrFieldTooLong, len(s), limit))
+		}
 		if !validUTF8(rec[k]) {
 			return doc, false, w.err(k, ErrInvalidUTF8)
 		}

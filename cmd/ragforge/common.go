@@ -29,6 +29,7 @@ type corpusFlags struct {
 	SkipEmpty  bool   `json:"skip_empty"`
 	ChunkSize  int    `json:"chunk_size"` // 0: whole documents
 	Overlap    int    `json:"chunk_overlap"`
+	MaxField   int    `json:"max_field_bytes"`
 
 	// encoded is the pre-encoded corpus load read, for --corpus rag2:DIR.
 	encoded *data.Encoded
@@ -44,8 +45,10 @@ func (c *corpusFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&c.SkipEmpty, "skip-empty", false, "skip records with empty text instead of stopping")
 	f.IntVar(&c.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
 	f.IntVar(&c.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
+	f.IntVar(&c.MaxField, "max-field-bytes", data.DefaultMaxFieldBytes, "largest field of a corpus record in bytes; a longer one is an error")
 	c.changed = f.Changed
 	minInt(f, 0, "chunk-size", "chunk-overlap")
+	minInt(f, 1, "max-field-bytes")
 }
 
 // chunkConfig is the recursive splitter's configuration from
@@ -75,7 +78,7 @@ func (c *corpusFlags) load(g *globals) ([]data.Document, []data.Chunk, error) {
 		return nil, nil, fmt.Errorf("--corpus is required")
 	}
 	if data.IsEncodedSpec(c.Path) {
-		for _, f := range []string{"chunk-size", "chunk-overlap", "text-field", "id-field", "title-field", "skip-empty"} {
+		for _, f := range []string{"chunk-size", "chunk-overlap", "text-field", "id-field", "title-field", "skip-empty", "max-field-bytes"} {
 			if c.changed != nil && c.changed(f) {
 				return nil, nil, fmt.Errorf("--%s: does not apply to a pre-encoded corpus (%s): its chunks were made when it was encoded", f, c.Path)
 			}
@@ -85,7 +88,7 @@ func (c *corpusFlags) load(g *globals) ([]data.Document, []data.Chunk, error) {
 	if err != nil && !data.IsEncodedSpec(c.Path) {
 		return nil, nil, err
 	}
-	corpus, err := data.Open(c.Path, data.FieldOptions{TextField: c.TextField, IDField: c.IDField, TitleField: c.TitleField, SkipEmpty: c.SkipEmpty})
+	corpus, err := data.Open(c.Path, data.FieldOptions{TextField: c.TextField, IDField: c.IDField, TitleField: c.TitleField, SkipEmpty: c.SkipEmpty, MaxFieldBytes: c.MaxField})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -107,10 +110,10 @@ func (c *corpusFlags) load(g *globals) ([]data.Document, []data.Chunk, error) {
 // parseInts parses "1,2,4,8".
 func parseInts(s, flag string) ([]int, error) {
 	var out []int
-	for _, part := range strings.Split(s, ",") {
+	for i, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
-			continue
+			return nil, fmt.Errorf("--%s %q: entry %d is empty", flag, s, i+1)
 		}
 		v, err := strconv.Atoi(part)
 		if err != nil || v <= 0 {

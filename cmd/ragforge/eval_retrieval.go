@@ -153,6 +153,11 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	if set.index != nil {
 		chunks = set.index
 	}
+	// Issue 30: --union at --depth 1000 over 956 chunks wrote a run.trec
+	// byte-identical to the plain hybrid's; refuse what cannot have an effect.
+	if o.Retriever.Union && o.Depth >= len(chunks) {
+		return nil, fmt.Errorf("--union has no effect at --depth %d: the corpus has %d chunks, so each top-%d list already holds every chunk and the run equals the plain hybrid's; lower --depth below %d or drop --union", o.Depth, len(chunks), o.Depth, len(chunks))
+	}
 	r, closeR, err := o.Retriever.build(g, chunks)
 	if err != nil {
 		return nil, err
@@ -222,6 +227,12 @@ func (o *evalRetrievalOptions) validate() ([]int, error) {
 	ks, err := parseInts(o.Ks, "k")
 	if err != nil {
 		return nil, err
+	}
+	if _, err := o.Retriever.bm25Config(); err != nil {
+		return nil, fmt.Errorf("--bm25-k1/--bm25-b/--analyzer: %w", err)
+	}
+	if o.Retriever.Union && o.Retriever.Mode != search.Hybrid {
+		return nil, fmt.Errorf("--union applies to --retriever hybrid only, not %s", o.Retriever.Mode)
 	}
 	if o.Relevance != "contains" && o.Relevance != "span" {
 		return nil, fmt.Errorf("--relevance %q: want contains or span", o.Relevance)

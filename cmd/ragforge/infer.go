@@ -19,8 +19,28 @@ func loadT5(g *globals, dir string) (*t5.Model, tokenizer.Tokenizer, error) {
 
 // inferGenerateOptions are the flags of `infer generate`.
 type inferGenerateOptions struct {
-	Model, Input string
-	Generate     t5.GenerateOptions
+	Model, Input   string
+	Generate       t5.GenerateOptions
+	MaxInputTokens int
+}
+
+// Bounds of `infer generate` and `infer score`, checked before any model
+// work. T5's relative position buckets accept any length, but encoder
+// memory grows with the square of the input and the decoder's key/value
+// cache with --max-new-tokens (issue 30: 10,000,000 new tokens reached
+// 21 GB). 512 is the context T5 and Flan-T5 were trained with (HF
+// T5Tokenizer model_max_length).
+const (
+	defaultMaxInputTokens = 512
+	maxNewTokensLimit     = 4096
+)
+
+// checkInputTokens refuses a text of n tokens over limit, naming the flag.
+func checkInputTokens(what string, n, limit int) error {
+	if n > limit {
+		return fmt.Errorf("%s is %d tokens, over the limit of %d (--max-input-tokens; the model's memory grows with the square of it)", what, n, limit)
+	}
+	return nil
 }
 
 func newGenerateCmd(g *globals) *cobra.Command {
@@ -37,21 +57,43 @@ func newGenerateCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Model, "model", "", "T5 model directory in HF layout (required)")
 	f.StringVar(&o.Input, "input", "", "input text")
-	f.IntVar(&o.Generate.MaxNewTokens, "max-new-tokens", 32, "maximum number of generated tokens")
+	f.IntVar(&o.Generate.MaxNewTokens, "max-new-tokens", 32, fmt.Sprintf("maximum number of generated tokens (1..%d)", maxNewTokensLimit))
 	f.BoolVar(&o.Generate.DoSample, "sample", false, "sample instead of greedy decoding")
-	f.Float64Var(&o.Generate.Temperature, "temperature", 0.7, "sampling temperature")
-	f.Float64Var(&o.Generate.TopP, "top-p", 1.0, "nucleus sampling probability mass")
+	f.Float64Var(&o.Generate.Temperature, "temperature", 0.7, "sampling temperature (> 0)")
+	f.Float64Var(&o.Generate.TopP, "top-p", 1.0, "nucleus sampling probability mass, in (0, 1]")
 	f.Int64Var(&o.Generate.Seed, "seed", 0, "sampling seed")
+	f.IntVar(&o.MaxInputTokens, "max-input-tokens", defaultMaxInputTokens, "longest --input in tokens; a longer one is an error")
+	minInt(f, 1, "max-new-tokens", "max-input-tokens")
 	cmd.MarkFlagRequired("model")
 	return cmd
 }
 
+// validate checks the sampling flags before the model loads.
+func (o inferGenerateOptions) validate() error {
+	if o.Generate.MaxNewTokens > maxNewTokensLimit {
+		return fmt.Errorf("--max-new-tokens %d: over the limit of %d (the decoder's key/value cache holds one position per new token)", o.Generate.MaxNewTokens, maxNewTokensLimit)
+	}
+	if !(o.Generate.TopP > 0 && o.Generate.TopP <= 1) {
+		return fmt.Errorf("--top-p %v: want a probability mass in (0, 1]", o.Generate.TopP)
+	}
+	if o.Generate.DoSample && !(o.Generate.Temperature > 0) {
+		return fmt.Errorf("--temperature %v: must be positive", o.Generate.Temperature)
+	}
+	return nil
+}
+
 func runInferGenerate(_ context.Context, g *globals, o inferGenerateOptions) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
 	m, tok, err := loadT5(g, o.Model)
 	if err != nil {
 		return err
 	}
 	ids := tok.Encode(o.Input, true)
+	if err := checkInputTokens("--input", len(ids), o.MaxInputTokens); err != nil {
+		return err
+	}
 	out, err := m.Generate([][]int{ids}, [][]int{ones(len(ids))}, o.Generate)
 	if err != nil {
 		return err
@@ -166,6 +208,7 @@ type scoreResult struct {
 // inferScoreOptions are the flags of `infer score`.
 type inferScoreOptions struct {
 	Model, Input, Target string
+	MaxInputTokens       int
 }
 
 func newScoreCmd(g *globals) *cobra.Command {
@@ -186,6 +229,8 @@ NLL), the quantity RAG²'s perplexity labels compare.`,
 	f.StringVar(&o.Model, "model", "", "T5 model directory in HF layout (required)")
 	f.StringVar(&o.Input, "input", "", "encoder input text")
 	f.StringVar(&o.Target, "target", "", "target text to score")
+	f.IntVar(&o.MaxInputTokens, "max-input-tokens", defaultMaxInputTokens, "longest --input and --target in tokens; a longer one is an error")
+	minInt(f, 1, "max-input-tokens")
 	cmd.MarkFlagRequired("model")
 	return cmd
 }
@@ -197,6 +242,12 @@ func runInferScore(_ context.Context, g *globals, o inferScoreOptions) error {
 	}
 	ids := tok.Encode(o.Input, true)
 	labels := tok.Encode(o.Target, true)
+	if err := checkInputTokens("--input", len(ids), o.MaxInputTokens); err != nil {
+		return err
+	}
+	if err := checkInputTokens("--target", len(labels), o.MaxInputTokens); err != nil {
+		return err
+	}
 	lps, err := m.TokenLogProbs([][]int{ids}, [][]int{ones(len(ids))}, [][]int{labels})
 	if err != nil {
 		return err

@@ -49,6 +49,7 @@ func newLabelReviewCmd(g *globals) *cobra.Command {
 	fl.Int64Var(&o.Flip, "flip", 0, "flip label ID")
 	fl.Int64Var(&o.Confirm, "confirm", 0, "confirm label ID")
 	fl.Int64Var(&o.Undo, "undo", 0, "undo the latest human review of label ID")
+	minInt(fl, 0, "flip", "confirm", "undo")
 	return cmd
 }
 
@@ -238,19 +239,27 @@ func runLabelDiff(_ context.Context, g *globals, o labelDiffOptions) error {
 
 // labelImportOptions are the arguments of `label import`.
 type labelImportOptions struct {
-	File string
+	File     string
+	MaxBytes int64
 }
 
 func newLabelImportCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var o labelImportOptions
+	cmd := &cobra.Command{
 		Use:     "import FILE",
 		Short:   "Store labels from a RAG² filter file (.json or .jsonl) as a new run (method import)",
 		Example: `  ragforge label import ../shared/data/rag2_filter/medqa_llama3_cot_5pct-train.json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLabelImport(cmdContext(cmd), g, labelImportOptions{File: args[0]})
+			o.File = args[0]
+			if o.MaxBytes < 1 {
+				return fmt.Errorf("--max-bytes %d: must be at least 1", o.MaxBytes)
+			}
+			return runLabelImport(cmdContext(cmd), g, o)
 		},
 	}
+	cmd.Flags().Int64Var(&o.MaxBytes, "max-bytes", filter.DefaultMaxExampleBytes, "largest file read in bytes; a longer one is refused before it is parsed")
+	return cmd
 }
 
 func runLabelImport(ctx context.Context, g *globals, o labelImportOptions) (err error) {
@@ -264,7 +273,7 @@ func runLabelImport(ctx context.Context, g *globals, o labelImportOptions) (err 
 	if err != nil {
 		return err
 	}
-	labels, err := ls.ImportContext(ctx, run.ID, o.File)
+	labels, err := ls.ImportLimit(ctx, run.ID, o.File, o.MaxBytes)
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,13 @@ import (
 	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/decoder"
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/inspect"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/models/tokenizer/bpe"
 	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/models/xlmr"
 	"github.com/spf13/cobra"
@@ -42,7 +44,7 @@ func newModelsInitCmd(g *globals) *cobra.Command {
 	var o modelsInitOptions
 	cmd := &cobra.Command{
 		Use:   "init",
-		Short: "Write a randomly initialized T5 or BERT model in HF layout (config.json, model.safetensors, tokenizer files)",
+		Short: "Write a randomly initialized T5, BERT, XLM-R or decoder (Qwen2/Llama/Qwen3) model in HF layout (config.json, model.safetensors, tokenizer files)",
 		Long: `Write a randomly initialized model for training from scratch where no
 checkpoint exists. Sizes:
   t5   tiny  d_model 64,  d_ff 160 gated-gelu, 2+2 layers, 4 heads, d_kv 16
@@ -55,6 +57,10 @@ checkpoint exists. Sizes:
        tiny  hidden 64, 2 layers, 4 heads, intermediate 128, 64 tokens
        base  hidden 768, 12 layers, 12 heads, intermediate 3072, 512 tokens
        large hidden 1024, 24 layers, 16 heads, intermediate 4096, 512 tokens
+  qwen2, llama, qwen3 (decoder-only LMs, e.g. a tiny SL-HyDE generator)
+       tiny  hidden 64, 2 layers, 4 heads / 2 kv heads, intermediate 160,
+             1024 positions; needs a byte-level BPE tokenizer.json, whose
+             bos/eos/pad tokens become config.json's ids
 The vocabulary size is the tokenizer's length (T5: SentencePiece pieces + 100
 sentinels + added tokens; XLM-R: pieces + 2 with XLMRobertaTokenizer's ids,
 from a sentencepiece.bpe.model, or from a T5 spiece.model re-laid out as one;
@@ -82,7 +88,8 @@ match from this start within the demo's budget and not from HF's init
 under "ragforge_init".`,
 		Example: `  ragforge models init --arch t5 --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/t5-tiny
   ragforge models init --arch bert --size tiny --tokenizer ../shared/fixtures/bert-tiny/vocab.txt --out work/bert-tiny
-  ragforge models init --arch xlm-roberta --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/xlmr-tiny`,
+  ragforge models init --arch xlm-roberta --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/xlmr-tiny
+  ragforge models init --arch qwen2 --size tiny --tokenizer models/testutil/tinyqwen/tokenizer --out work/qwen2-tiny`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Arch == "t5" && !cmd.Flags().Changed("add-tokens") {
@@ -92,7 +99,7 @@ under "ragforge_init".`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Arch, "arch", "", "architecture: t5 | bert | xlm-roberta (required)")
+	f.StringVar(&o.Arch, "arch", "", "architecture: t5 | bert | xlm-roberta | qwen2 | llama | qwen3 (required)")
 	f.StringVar(&o.Size, "size", "tiny", "size preset: tiny | mini | small (xlm-roberta: tiny | base | large)")
 	f.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer: spiece.model, vocab.txt, tokenizer.json, or a directory holding one (required)")
 	f.StringVar(&o.Out, "out", "", "output directory (required)")
@@ -195,7 +202,11 @@ func modelsInit(g *globals, o modelsInitOptions) (*inspect.Info, error) {
 	case "bert", xlmr.ModelType:
 		st, err = initBERT(be, o, vocab)
 	default:
-		err = fmt.Errorf("--arch %q: want t5, bert or %s", o.Arch, xlmr.ModelType)
+		if _, ok := decoder.Families[o.Arch]; ok {
+			err = initDecoder(be, o, tok)
+			break
+		}
+		err = fmt.Errorf("--arch %q: want t5, bert, %s or a decoder (%s)", o.Arch, xlmr.ModelType, strings.Join(decoder.ModelTypes(), ", "))
 	}
 	if err != nil {
 		return nil, err
@@ -256,6 +267,37 @@ func initT5(be backends.Backend, o modelsInitOptions, vocab int) (map[string]any
 		mark = map[string]any{"token_match_heads": o.TokenMatchHeads, "token_match_score": o.TokenMatchScore}
 	}
 	return mark, m.Save(o.Out)
+}
+
+// initDecoder saves a randomly initialised decoder-only LM (--arch llama,
+// qwen2 or qwen3; --size tiny only: decoder.TinyConfig) to o.Out, its
+// bos/eos/pad ids the byte-level BPE tokenizer's (tokenizer_config.json's
+// bos_token, eos_token, pad_token), so generation stops where the chat
+// template ends an assistant turn (Qwen's <|im_end|>).
+func initDecoder(be backends.Backend, o modelsInitOptions, tok tokenizer.Tokenizer) error {
+	if o.Pooling != "" || o.Classifier {
+		return fmt.Errorf("--pooling/--classifier: only for a bert encoder, not --arch %s", o.Arch)
+	}
+	bt, ok := tok.(*bpe.Tokenizer)
+	if !ok {
+		return fmt.Errorf("--tokenizer %s: --arch %s needs a byte-level BPE tokenizer.json (Qwen / Llama 3 style), got %T", o.Tokenizer, o.Arch, tok)
+	}
+	if o.Size != "tiny" {
+		return fmt.Errorf("--size %q: want tiny for --arch %s (real sizes come from a checkpoint's config.json)", o.Size, o.Arch)
+	}
+	cfg, err := decoder.TinyConfig(o.Arch, tok.Len())
+	if err != nil {
+		return err
+	}
+	cfg.BOSTokenID, cfg.PadTokenID = bt.BOSID(), bt.PadID()
+	if eos := bt.EOSID(); eos >= 0 {
+		cfg.EOSTokenIDs = []int{eos}
+	}
+	m, err := decoder.NewRandom(be, cfg, o.Seed)
+	if err != nil {
+		return err
+	}
+	return m.Save(o.Out)
 }
 
 // initBERT saves a randomly initialised BERT of o.Size to o.Out (a

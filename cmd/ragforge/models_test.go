@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/decoder"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -264,6 +267,49 @@ func TestModelsInitXLMR(t *testing.T) {
 		args := append([]string{"models", "init", "--db", db, "--arch", "xlm-roberta", "--tokenizer", spm, "--out", filepath.Join(dir, "bad")}, tc.args...)
 		if code, stderr := runErr(args...); code == 0 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want an error naming %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// models init --arch qwen2 writes a random tiny decoder that loads as a
+// language model with the tokenizer's eos/pad ids; sizes other than tiny,
+// a tokenizer that is not byte-level BPE and unknown architectures are
+// refused by name.
+func TestModelsInitDecoder(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	tok := filepath.Join("..", "..", "internal", "testutil", "tinyqwen", "tokenizer")
+	out := filepath.Join(dir, "qwen2")
+	run(t, "models", "init", "--db", db, "--backend", "go", "--arch", "qwen2", "--size", "tiny", "--tokenizer", tok, "--out", out)
+	cfg, err := decoder.LoadConfig(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ModelType != "qwen2" || cfg.VocabSize != 512 || cfg.HiddenSize != 64 || cfg.MaxPositionEmbeddings != 1024 ||
+		!reflect.DeepEqual(cfg.EOSTokenIDs, []int{2}) || cfg.PadTokenID != 0 || cfg.BOSTokenID != -1 {
+		t.Errorf("config %+v: want tiny qwen2, vocab 512, eos <|im_end|> 2, pad 0, no bos", cfg)
+	}
+	g, err := lm.LoadDecoder(out, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := g.UserIDs("hi"); err != nil || ids[0] != 1 {
+		t.Errorf("user prompt ids %v (%v): want the ChatML template from the tokenizer (<|im_start|> 1 first)", ids, err)
+	}
+	if s := run(t, "models", "inspect", "--db", db, out); !strings.Contains(s, "Qwen2ForCausalLM") {
+		t.Errorf("models inspect:\n%s", s)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--arch", "qwen2", "--size", "mini", "--tokenizer", tok}, `--size "mini": want tiny`},
+		{[]string{"--arch", "llama", "--tokenizer", filepath.Join("..", "..", "train", "selflearn", "testdata", "vocab.txt")}, "byte-level BPE"},
+		{[]string{"--arch", "mistral", "--tokenizer", tok}, "llama, qwen2, qwen3"},
+	} {
+		code, stderr := runErr(append([]string{"--db", db, "models", "init", "--out", filepath.Join(dir, "bad")}, tc.args...)...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want an error containing %q", tc.args, code, stderr, tc.want)
 		}
 	}
 }

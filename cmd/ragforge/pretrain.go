@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/models/decoder"
+	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/pretrain"
 	"github.com/ragforge/ragforge/train/trainer"
@@ -20,7 +23,7 @@ type pretrainOptions struct {
 	Corpus corpusFlags
 }
 
-const pretrainLong = `Self-supervised pretraining of a T5 checkpoint (usually ` + "`models init`" + `
+const pretrainLong = `Self-supervised pretraining of a T5 or decoder checkpoint (usually ` + "`models init`" + `
 output) on the corpus's own chunks, with T5's span corruption (Raffel et al.
 2020, §3.1.4; HF run_t5_mlm_flax.py): in each chunk --noise-density of the
 tokens, in spans of mean length --mean-noise-span-length, are replaced by
@@ -32,21 +35,29 @@ The output (HF layout) keeps the tokenizer with every added token (e.g.
 [HELPFUL]/[NOT_HELPFUL] from ` + "`models init --add-tokens`" + `) and the
 "ragforge_random_init" mark, so ` + "`train filter --recipe auto`" + ` still picks the
 scratch recipe; config.json records the run under "ragforge_pretrain"
-(objective, corpus, chunks, steps, losses). Measurements: docs/recipes.md.`
+(objective, corpus, chunks, steps, losses). Measurements: docs/recipes.md.
+
+A decoder (config.json model_type llama, qwen2 or qwen3, e.g. from
+` + "`models init --arch qwen2`" + `) is pretrained with the causal-LM objective instead
+(next-token cross-entropy on each chunk's tokens plus eos; the span flags
+and --dropout do not apply): a random decoder writes random bytes, mostly
+invalid UTF-8, and this gives a self-learning round a generator that writes
+text.`
 
 func newPretrainCmd(g *globals) *cobra.Command {
 	o := pretrainOptions{Config: pretrain.DefaultConfig()}
 	cmd := &cobra.Command{
-		Use:     "pretrain",
-		Short:   "Pretrain a T5 checkpoint on the corpus with T5 span corruption (no downloaded weights)",
-		Long:    pretrainLong,
-		Example: `  ragforge pretrain --model work/t5-tiny --corpus data/corpus.jsonl --out work/t5-tiny-pt --epochs 20`,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runPretrain(cmd, g, o) },
+		Use:   "pretrain",
+		Short: "Pretrain a T5 (span corruption) or decoder (causal LM) checkpoint on the corpus (no downloaded weights)",
+		Long:  pretrainLong,
+		Example: `  ragforge pretrain --model work/t5-tiny --corpus data/corpus.jsonl --out work/t5-tiny-pt --epochs 20
+  ragforge pretrain --model work/qwen2-tiny --corpus data/corpus.jsonl --out work/qwen2-tiny-pt --max-seq-length 128 --batch-size 8 --epochs 30 --lr 1e-2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPretrain(cmd, g, o) },
 	}
 	c := &o.Config
 	f := cmd.Flags()
-	f.StringVar(&c.ModelDir, "model", "", "starting T5 checkpoint directory (required)")
+	f.StringVar(&c.ModelDir, "model", "", "starting T5 or decoder (llama, qwen2, qwen3) checkpoint directory (required)")
 	o.Corpus.add(cmd)
 	f.StringVar(&c.OutputDir, "out", "", "output checkpoint directory, must not hold one yet (required)")
 	f.Float64Var(&c.NoiseDensity, "noise-density", c.NoiseDensity, "fraction of each chunk's tokens corrupted (T5 §3.3.4)")
@@ -92,7 +103,19 @@ func runPretrain(cmd *cobra.Command, g *globals, o pretrainOptions) (err error) 
 	for i, ch := range chunks {
 		texts[i] = ch.Text
 	}
-	st, run, err := startRun(g, "pretrain", map[string]any{"config": c, "corpus": o.Corpus, "objective": pretrain.ObjectiveSpanCorruption})
+	mt, err := hf.ModelType(c.ModelDir)
+	if err != nil {
+		return err
+	}
+	objective, train, weights := pretrain.ObjectiveSpanCorruption, pretrain.SpanCorruptT5, t5.WeightsFile
+	switch {
+	case mt == "t5":
+	case slices.Contains(decoder.ModelTypes(), mt):
+		objective, train, weights = pretrain.ObjectiveCausalLM, pretrain.CausalLM, decoder.WeightsFile
+	default:
+		return fmt.Errorf("--model %s: model_type %q: want t5 (span corruption) or a decoder (%s; causal LM)", c.ModelDir, mt, strings.Join(decoder.ModelTypes(), ", "))
+	}
+	st, run, err := startRun(g, "pretrain", map[string]any{"config": c, "corpus": o.Corpus, "objective": objective})
 	if err != nil {
 		return err
 	}
@@ -105,7 +128,7 @@ func runPretrain(cmd *cobra.Command, g *globals, o pretrainOptions) (err error) 
 			name = abs
 		}
 	}
-	rec, err := pretrain.SpanCorruptT5(cmdContext(cmd), c, name, texts, run, func(p pretrain.Progress) {
+	rec, err := train(cmdContext(cmd), c, name, texts, run, func(p pretrain.Progress) {
 		switch p.Phase {
 		case "train":
 			bar.Describe(fmt.Sprintf("epoch %d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Loss, p.LearningRate, p.TokensPerSec))
@@ -121,13 +144,13 @@ func runPretrain(cmd *cobra.Command, g *globals, o pretrainOptions) (err error) 
 	if err := run.LogMetrics(map[string]float64{"pretrain/first_loss": rec.FirstLoss, "pretrain/final_loss": rec.FinalLoss, "pretrain/steps": float64(rec.Steps)}, rec.Steps); err != nil {
 		return err
 	}
-	if err := run.Artifact("checkpoint", filepath.Join(c.OutputDir, t5.WeightsFile)); err != nil {
+	if err := run.Artifact("checkpoint", filepath.Join(c.OutputDir, weights)); err != nil {
 		return err
 	}
 	if g.JSON {
 		return printJSON(g.Out, map[string]any{"run_id": run.ID, "out": c.OutputDir, "pretrain": rec})
 	}
-	fmt.Fprintf(g.Out, "run %s: %d steps (%s) on %d chunks (%d tokens), span-corruption loss %.4f → %.4f\nwrote %s\n",
-		run.ID, rec.Steps, rec.StopReason, rec.Chunks, rec.Tokens, rec.FirstLoss, rec.FinalLoss, c.OutputDir)
+	fmt.Fprintf(g.Out, "run %s: %d steps (%s) on %d chunks (%d tokens), %s loss %.4f → %.4f\nwrote %s\n",
+		run.ID, rec.Steps, rec.StopReason, rec.Chunks, rec.Tokens, objective, rec.FirstLoss, rec.FinalLoss, c.OutputDir)
 	return nil
 }

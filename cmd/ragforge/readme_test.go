@@ -59,6 +59,15 @@ func TestREADMEWorkflows(t *testing.T) {
 	if err := os.Symlink(filepath.Dir(shared), filepath.Join(root, "shared")); err != nil {
 		t.Fatal(err)
 	}
+	// The checkout's own files the README names (the byte-level BPE test
+	// tokenizer `models init --arch qwen2` starts from).
+	internal, err := filepath.Abs(filepath.Join("..", "..", "internal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(internal, filepath.Join(repo, "internal")); err != nil {
+		t.Fatal(err)
+	}
 	build := exec.Command("go", "build", "-o", filepath.Join(bin, "ragforge"), ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

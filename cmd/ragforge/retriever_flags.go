@@ -25,10 +25,13 @@ type bm25Flags struct {
 	Preset     string   `json:"preset"`
 	Analyzer   string   `json:"analyzer"`
 	MetaFields []string `json:"meta_fields,omitempty"`
+
+	changed func(name string) bool // the command's Flags().Changed; nil: set in code
 }
 
 func (b *bm25Flags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
+	b.changed = f.Changed
 	f.StringVar(&b.Preset, "bm25-preset", "default", "BM25 parameters: default (k1 1.2, b 0.75) | rank_bm25 (k1 1.5, b 0.75, LangChain's BM25Retriever)")
 	f.Float64Var(&b.K1, "bm25-k1", 0, "BM25 k1 (overrides the preset)")
 	f.Float64Var(&b.B, "bm25-b", -1, "BM25 b (overrides the preset)")
@@ -47,10 +50,18 @@ func (b bm25Flags) config() (bm25.Config, error) {
 	default:
 		return cfg, fmt.Errorf("--bm25-preset %q: want default or rank_bm25", b.Preset)
 	}
-	if b.K1 > 0 {
+	// A value given on the command line always applies, so a nonsense one
+	// (--bm25-k1 -5) is refused by Validate instead of leaving the preset's.
+	given := func(name string, set bool) bool {
+		if b.changed != nil {
+			return b.changed(name)
+		}
+		return set
+	}
+	if given("bm25-k1", b.K1 > 0) {
 		cfg.K1 = b.K1
 	}
-	if b.B >= 0 {
+	if given("bm25-b", b.B >= 0) {
 		cfg.B = b.B
 	}
 	if b.Analyzer != "" {

@@ -2,14 +2,19 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/models/decoder"
+	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/retrieval/eval"
+	"github.com/ragforge/ragforge/train/lora"
 	"github.com/ragforge/ragforge/train/selflearn"
 )
 
@@ -23,6 +28,9 @@ type selflearnOptions struct {
 	Limit   int
 	Recipe  string
 	BM25    bm25Flags // the BM25 and hybrid variants' BM25 (Config.BM25)
+	// A decoder generator's LoRA warmup and checkpoint spacing
+	// (Config.GeneratorLoRA).
+	LoRAWarmup, LoRASaveSteps int
 }
 
 func newSelflearnCmd(g *globals) *cobra.Command {
@@ -35,7 +43,11 @@ and retriever R:
   1. queries q = G(d) per sampled chunk (Eq. 2), --queries-per-chunk of them
   2. L hypothetical documents d'_i = G(q, d) (Eq. 3)
   3. keep the d' that ranks the true chunk highest with R over FAISS (Eq. 4-5)
-  4. fine-tune a local T5 generator on (q, d*) (Eq. 6) and export SFT JSONL
+  4. fine-tune a local generator on (q, d*) (Eq. 6) and export SFT JSONL: a T5 in
+     full, a decoder (hf:/qwen2:/llama:/qwen3:DIR) with LoRA at AutoMIR's settings
+     (r 8, AdamW, cosine after 200 warmup steps, lr 1e-5, batch 2, 1 epoch), its
+     prompt rendered through the chat template as for generation; the merged
+     checkpoint is round-<t>/generator, the PEFT adapter round-<t>/generator-lora/adapter
   5. regenerate d' with the tuned generator: triplets (q, d'; d)
   6. mine 7 hard negatives from ranks [10, 100) excluding the chunk's document and any
      chunk whose text equals the chunk's or the query's (Eq. 7)
@@ -94,7 +106,7 @@ are given.`,
 	f.StringVar(&c.RetrieverDir, "retriever", "", "initial BERT bi-encoder directory (HF layout) (required)")
 	addRecipeFlag(cmd, &o.Recipe, "BERT")
 	f.Float64Var(&c.FusionHoldout, "fusion-holdout", c.FusionHoldout, "fraction of each round's pseudo-queries held out of training to choose the hybrid's dense/BM25 weights on (0: the AP paper's 0.3/0.7)")
-	f.StringVar(&c.Generator, "generator", "ict", "generator: ict | t5:DIR | hf:DIR (T5 or Llama/Qwen2/Qwen3 by model_type; only a T5 is fine-tuned) | openai:URL[#model]")
+	f.StringVar(&c.Generator, "generator", "ict", "generator: ict | t5:DIR | hf:DIR (T5 or Llama/Qwen2/Qwen3 by model_type) | qwen2:DIR | llama:DIR | qwen3:DIR (model_type checked) | openai:URL[#model]; a local T5 or decoder is fine-tuned each round")
 	f.StringVar(&c.WorkDir, "work", "ragforge-selflearn", "working directory (per-round files, tuned models; resumes from run.json)")
 	f.StringVar(&o.Resume, "resume", "", "attach to this run id instead of the work directory's")
 	f.StringVar(&o.EvalQA, "eval-qa", "", "evaluation questions: AP QA CSV or BEIR dir (required)")
@@ -122,8 +134,10 @@ are given.`,
 	f.Float64Var(&c.RetrieverLR, "retriever-lr", c.RetrieverLR, "retriever AdamW peak learning rate")
 	f.BoolVar(&c.SkipNonFinite, "skip-nonfinite", false, "retriever training: skip and count updates whose loss or gradient is not finite (default: stop with an error)")
 	f.IntVar(&c.RetrieverBatch, "retriever-batch", c.RetrieverBatch, "retriever batch size")
-	f.Float64Var(&c.GeneratorLR, "generator-lr", c.GeneratorLR, "generator AdamW peak learning rate")
-	f.IntVar(&c.GeneratorBatch, "generator-batch", c.GeneratorBatch, "generator SFT batch size")
+	f.Float64Var(&c.GeneratorLR, "generator-lr", c.GeneratorLR, "generator AdamW peak learning rate (T5 and decoder LoRA)")
+	f.IntVar(&c.GeneratorBatch, "generator-batch", c.GeneratorBatch, "generator SFT batch size (a decoder's LoRA: 2 unless set)")
+	f.IntVar(&o.LoRAWarmup, "generator-warmup-steps", lora.DefaultConfig().WarmupSteps, "decoder generator LoRA: linear warmup updates before the cosine decay (T5: --warmup-ratio)")
+	f.IntVar(&o.LoRASaveSteps, "generator-save-steps", 0, "decoder generator LoRA: a resumable checkpoint every N updates (0: at the end only)")
 	f.IntVar(&c.Epochs, "epochs", c.Epochs, "epochs of both trainings per round")
 	f.IntVar(&c.MaxLength, "max-length", c.MaxLength, "retriever max sequence length (tokens)")
 	f.IntVar(&c.SubBatchTokens, "sub-batch-tokens", 0, "retriever training: padded tokens per GradCache encoder pass, which bounds its activation memory (0: 4096)")
@@ -151,6 +165,7 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	cfg.ResumeRunID = o.Resume
 	cfg.Recipe = o.Recipe
 	cfg.ChunkSize, cfg.ChunkOverlap = o.Corpus.ChunkSize, o.Corpus.Overlap
+	generatorLoRAFlags(cmd, &cfg, o)
 	if err := startRetrieverSettings(cmd, g, &cfg); err != nil {
 		return err
 	}
@@ -202,6 +217,40 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	}
 	fmt.Fprintf(g.Out, "run %s (generator %s)\n\n", rep.RunID, rep.Generator)
 	return rep.Table(g.Out)
+}
+
+// generatorLoRAFlags sets cfg.GeneratorLoRA, a decoder generator's LoRA
+// SFT, from lora.DefaultConfig() (AutoMIR) and the generator flags the
+// user set: --generator-lr, --generator-batch, --epochs,
+// --generator-warmup-steps, --generator-save-steps. With none set, or a
+// generator that is not a local decoder, it stays zero (the defaults; the
+// config hash of T5 runs stays).
+func generatorLoRAFlags(cmd *cobra.Command, cfg *selflearn.Config, o selflearnOptions) {
+	spec, err := generate.ParseGeneratorSpec(cfg.Generator)
+	if err != nil || spec.Dir == "" {
+		return // Validate reports a bad spec
+	}
+	if mt, err := hf.ModelType(spec.Dir); err != nil || !slices.Contains(decoder.ModelTypes(), mt) {
+		return
+	}
+	lc := lora.DefaultConfig()
+	set := map[string]func(){
+		"generator-lr":           func() { lc.LearningRate = cfg.GeneratorLR },
+		"generator-batch":        func() { lc.BatchSize = cfg.GeneratorBatch },
+		"epochs":                 func() { lc.Epochs = cfg.Epochs },
+		"generator-warmup-steps": func() { lc.WarmupSteps = o.LoRAWarmup },
+		"generator-save-steps":   func() { lc.SaveSteps = o.LoRASaveSteps },
+	}
+	changed := false
+	for flag, apply := range set {
+		if cmd.Flags().Changed(flag) {
+			apply()
+			changed = true
+		}
+	}
+	if changed {
+		cfg.GeneratorLoRA = lc
+	}
 }
 
 // chunkQrels turns document-level qrels into chunk-level ones (every chunk

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -221,7 +222,12 @@ func newServeCmd(g *globals) *cobra.Command {
   /                          the web workbench: runs, label review, playground
 Binds to loopback unless --allow-remote. Label edits need the bearer token
 (--token or $RAGFORGE_TOKEN); reads need it too unless --open-read. SIGTERM
-or Ctrl-C finishes in-flight requests and exits.`,
+or Ctrl-C finishes in-flight requests and exits.
+At most --max-concurrent-requests requests do model work at once and
+--max-queue more wait; the rest are refused at once with 429 or 503 and
+Retry-After, so the admitted ones finish under overload. On SIGTERM the
+running requests finish (up to --shutdown-timeout) and queued or new ones
+get 503.`,
 		Example: `  RAGFORGE_TOKEN=secret ragforge serve --pipeline work/pipeline --addr 127.0.0.1:8080 --open-read`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -229,6 +235,10 @@ or Ctrl-C finishes in-flight requests and exits.`,
 			// value is the user's mistake, not "use the default".
 			if err := o.Opt.Validate(); err != nil {
 				return err
+			}
+			// pflag reads --allowed-host '' as no hosts at all.
+			if cmd.Flags().Changed("allowed-host") && len(o.Opt.AllowedHosts) == 0 {
+				return fmt.Errorf("--allowed-host '': want a host name or address without scheme or port, or *")
 			}
 			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -252,6 +262,8 @@ or Ctrl-C finishes in-flight requests and exits.`,
 	f.IntVar(&o.Opt.MaxK, "max-k", d.MaxK, "largest k of /v1/retrieve and /v1/pipeline")
 	f.IntVar(&o.Opt.MaxSnippets, "max-snippets", d.MaxSnippets, "most snippets per /v1/filter call (and texts per /v1/embeddings call)")
 	f.IntVar(&o.Opt.MaxRequestTokens, "max-request-tokens", d.MaxRequestTokens, "most filter-window tokens per request (and prompt tokens of one scoring or generation)")
+	f.IntVar(&o.Opt.MaxConcurrentRequests, "max-concurrent-requests", d.MaxConcurrentRequests, "most requests doing model work at once (retrieve, filter, pipeline, embeddings, completions, chat; fewer when that many would miss --request-timeout); more wait in the queue")
+	f.IntVar(&o.Opt.MaxQueue, "max-queue", d.MaxQueue, "requests waiting for a model slot, each while it can still finish within --request-timeout; beyond, 429 with Retry-After")
 	f.IntVar(&o.Opt.MaxBatch, "max-batch", d.MaxBatch, "micro-batch size (items) for the filter and encoders")
 	f.IntVar(&o.Opt.MaxBatchTokens, "max-batch-tokens", d.MaxBatchTokens, "most tokens per filter micro-batch")
 	f.DurationVar(&o.Opt.BatchWait, "batch-wait", d.BatchWait, "how long a micro-batch waits to fill")
@@ -322,8 +334,9 @@ func runServe(ctx context.Context, g *globals, o serveOptions, ready chan<- stri
 
 // benchServeOptions are the flags of `bench serve`.
 type benchServeOptions struct {
-	Load      loadtest.Options
-	Endpoints string // comma-separated: retrieve, filter
+	Load       loadtest.Options
+	Endpoints  string // comma-separated: retrieve, filter
+	FilterBody string // JSON file replacing the filter request's body
 }
 
 func newBenchServeCmd(g *globals) *cobra.Command {
@@ -344,6 +357,7 @@ func newBenchServeCmd(g *globals) *cobra.Command {
 	f.IntVar(&o.Load.Concurrency, "concurrency", 32, "concurrent clients")
 	minInt(f, 1, "concurrency")
 	f.StringVar(&o.Endpoints, "endpoints", "retrieve,filter", "endpoints to load: retrieve, filter")
+	f.StringVar(&o.FilterBody, "filter-body", "", "JSON file sent as the /v1/filter body (default: one question, two snippets)")
 	f.StringVar(&o.Load.Token, "token", os.Getenv("RAGFORGE_TOKEN"), "bearer token, when the server needs one for reads")
 	return cmd
 }
@@ -354,6 +368,16 @@ func runBenchServe(ctx context.Context, g *globals, o benchServeOptions) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	for _, e := range loadtest.DefaultEndpoints() {
+		if e.Name == "filter" && o.FilterBody != "" {
+			b, err := os.ReadFile(o.FilterBody)
+			if err != nil {
+				return fmt.Errorf("--filter-body: %w", err)
+			}
+			if !json.Valid(b) {
+				return fmt.Errorf("--filter-body %s: not a JSON value", o.FilterBody)
+			}
+			e.Body = b
+		}
 		if want[e.Name] {
 			o.Load.Endpoints = append(o.Load.Endpoints, e)
 			delete(want, e.Name)
@@ -377,9 +401,9 @@ func runBenchServe(ctx context.Context, g *globals, o benchServeOptions) error {
 func printLoadReport(g *globals, rep *loadtest.Report) error {
 	fmt.Fprintf(g.Out, "%.1f s at %d clients, %d errors; server RSS %.1f MiB → %.1f MiB (%+.1f%%)\n",
 		rep.Duration, rep.Concurrency, rep.Errors, float64(rep.RSSStart)/(1<<20), float64(rep.RSSEnd)/(1<<20), 100*rep.RSSGrowth)
-	fmt.Fprintf(g.Out, "%-10s %9s %7s %9s %8s %8s %8s %8s\n", "ENDPOINT", "REQUESTS", "ERRORS", "REQ/S", "P50 MS", "P95 MS", "P99 MS", "MAX MS")
+	fmt.Fprintf(g.Out, "%-10s %9s %7s %8s %7s %9s %9s %8s %8s %8s %8s\n", "ENDPOINT", "REQUESTS", "SERVED", "REFUSED", "ERRORS", "REQ/S", "SERVED/S", "P50 MS", "P95 MS", "P99 MS", "MAX MS")
 	for _, e := range rep.Endpoints {
-		fmt.Fprintf(g.Out, "%-10s %9d %7d %9.1f %8.1f %8.1f %8.1f %8.1f\n", e.Name, e.Requests, e.Errors, e.Throughput, e.P50Ms, e.P95Ms, e.P99Ms, e.MaxMs)
+		fmt.Fprintf(g.Out, "%-10s %9d %7d %8d %7d %9.1f %9.2f %8.1f %8.1f %8.1f %8.1f\n", e.Name, e.Requests, e.Served, e.Refused, e.Errors, e.Throughput, e.Goodput, e.P50Ms, e.P95Ms, e.P99Ms, e.MaxMs)
 		if e.FirstError != "" {
 			fmt.Fprintf(g.Out, "  first error: %s\n", e.FirstError)
 		}

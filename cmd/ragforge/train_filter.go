@@ -126,6 +126,12 @@ func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (fi
 	if err := o.Data.Check(); err != nil {
 		return c, "", err
 	}
+	// AdamW moves each weight by about lr per update: past 1 every update
+	// overwrites the weights (fine-tuning uses 1e-5..1e-3). The trainer
+	// itself takes any positive rate (tests force divergence with 1e30).
+	if cmd.Flags().Changed("lr") && !(c.LearningRate > 0 && c.LearningRate <= 1) {
+		return c, "", fmt.Errorf("--lr %g: want a learning rate in (0, 1]", c.LearningRate)
+	}
 	recipe, err := resolveRecipe(o.Recipe, c.ModelDir)
 	if err != nil {
 		return c, "", err

@@ -14,7 +14,10 @@ import (
 type trainLoRAOptions struct {
 	Model, Data, Out, Targets, InitAdapter string
 	Resume, Merge                          bool
-	Config                                 lora.Config
+	// NoChatTemplate encodes prompts as raw text even when the tokenizer
+	// has a chat template.
+	NoChatTemplate bool
+	Config         lora.Config
 }
 
 const trainLoRALong = `LoRA supervised fine-tuning (PEFT semantics) of a decoder-only LM (Llama,
@@ -23,7 +26,11 @@ Qwen2, Qwen3 HF directory) on prompt/response pairs: the SFT JSONL that
 instruction/input/output, or sft_messages.jsonl: one user and one assistant
 message). Only the response tokens (and eos) are scored; the base weights
 stay frozen and only the LoRA matrices A [r, in] and B [out, r] are trained,
-y = W x + b + (lora_alpha/r)·B(A x).
+y = W x + b + (lora_alpha/r)·B(A x). When the tokenizer has a chat template
+(tokenizer_config.json chat_template), each prompt is rendered as one user
+message with the assistant turn opened, exactly as the decoder is prompted
+when it generates (selflearn, serve); --no-chat-template trains on the raw
+prompt text instead.
 
 Defaults are SL-HyDE's generator fine-tuning (AutoMIR): rank 8, AdamW,
 cosine schedule after 200 warmup steps, learning rate 1e-5, batch 2, 1 epoch;
@@ -66,6 +73,7 @@ func newTrainLoRACmd(g *globals) *cobra.Command {
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed of the LoRA init, data order and dropout")
 	f.BoolVar(&o.Resume, "resume", false, "continue from the newest checkpoint in --out")
 	f.StringVar(&o.InitAdapter, "init-adapter", "", "start from this PEFT adapter folder instead of a fresh LoRA init (its r, lora_alpha, lora_dropout and target modules must equal the flags')")
+	f.BoolVar(&o.NoChatTemplate, "no-chat-template", false, "encode each prompt as raw text (with the tokenizer's specials) instead of one user message through the tokenizer's chat template")
 	f.BoolVar(&o.Merge, "merge", false, "also write --out/merged: the base checkpoint with the adapter merged in")
 	return cmd
 }
@@ -88,7 +96,7 @@ func runTrainLoRA(cmd *cobra.Command, g *globals, o trainLoRAOptions) (err error
 	if err != nil {
 		return err
 	}
-	examples, err := lora.Tokenize(o.Model, pairs, o.Config.MaxLength)
+	examples, err := lora.Tokenize(o.Model, pairs, o.Config.MaxLength, !o.NoChatTemplate)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,8 @@
 // Package loadtest drives a running `ragforge serve` over HTTP for a bounded
 // time with a fixed number of concurrent clients (closed loop: each client
 // sends its next request when the previous one is answered) and reports,
-// per endpoint, throughput, latency percentiles and errors, plus the
+// per endpoint, throughput, goodput (served requests per second), latency
+// percentiles, refusals and errors, plus the
 // server's resident memory at the start and the end (its /metrics
 // process_resident_memory_bytes). It is the library of `ragforge bench
 // serve`; it prints nothing.
@@ -56,10 +57,16 @@ func DefaultEndpoints() []Endpoint {
 // percentiles by the nearest-rank method over successful and failed
 // requests alike; Throughput is answered requests per second of the run.
 type EndpointReport struct {
-	Name       string  `json:"name"`
-	Requests   int     `json:"requests"`
-	Errors     int     `json:"errors"` // transport errors and non-2xx answers
+	Name     string `json:"name"`
+	Requests int    `json:"requests"`
+	Served   int    `json:"served"` // 2xx answers
+	// Refused counts 429 and 503 answers carrying Retry-After (the
+	// server's admission control); the client waits that long, at most
+	// MaxRetryAfter, before its next request, as OpenAI's clients do.
+	Refused    int     `json:"refused"`
+	Errors     int     `json:"errors"` // transport errors and other non-2xx answers
 	Throughput float64 `json:"throughput_rps"`
+	Goodput    float64 `json:"goodput_rps"` // Served per second of the run
 	MeanMs     float64 `json:"mean_ms"`
 	P50Ms      float64 `json:"p50_ms"`
 	P95Ms      float64 `json:"p95_ms"`
@@ -81,9 +88,14 @@ type Report struct {
 }
 
 type sample struct {
-	ms  float64
-	err string // "" when ok
+	ms         float64
+	err        string        // "" when ok
+	refused    bool          // 429/503 with Retry-After
+	retryAfter time.Duration // the wait it asked for
 }
+
+// MaxRetryAfter caps a refused client's wait before its next request.
+const MaxRetryAfter = 10 * time.Second
 
 // Run drives the server for opt.Duration (or until ctx ends) with
 // opt.Concurrency clients; client i starts at endpoint i mod n and cycles
@@ -130,6 +142,12 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 				if counted {
 					local[e] = append(local[e], s)
 				}
+				if s.refused {
+					select {
+					case <-time.After(min(s.retryAfter, MaxRetryAfter)):
+					case <-rctx.Done():
+					}
+				}
 			}
 			mu.Lock()
 			for e := range local {
@@ -144,12 +162,20 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	for e, ep := range opt.Endpoints {
 		r := Summarize(ep.Name, samplesMs(samples[e]), elapsed)
 		for _, s := range samples[e] {
-			if s.err != "" {
+			switch {
+			case s.refused:
+				r.Refused++
+			case s.err == "":
+				r.Served++
+			default:
 				r.Errors++
 				if r.FirstError == "" {
 					r.FirstError = s.err
 				}
 			}
+		}
+		if elapsed > 0 {
+			r.Goodput = float64(r.Served) / elapsed
 		}
 		rep.Errors += r.Errors
 		rep.Endpoints = append(rep.Endpoints, r)
@@ -204,7 +230,11 @@ func do(ctx context.Context, client *http.Client, base, token string, e Endpoint
 		return sample{}, false
 	}
 	if resp.StatusCode/100 != 2 {
-		return sample{ms: ms, err: fmt.Sprintf("%s %s: HTTP %d", method, e.Path, resp.StatusCode)}, true
+		s := sample{ms: ms, err: fmt.Sprintf("%s %s: HTTP %d", method, e.Path, resp.StatusCode)}
+		if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && ra >= 0 && (resp.StatusCode == 429 || resp.StatusCode == 503) {
+			s.refused, s.retryAfter = true, time.Duration(ra)*time.Second
+		}
+		return s, true
 	}
 	return sample{ms: ms}, true
 }

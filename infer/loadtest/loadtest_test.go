@@ -89,7 +89,7 @@ func TestRunCountsRequestsAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	okRep, failRep := rep.Endpoints[0], rep.Endpoints[1]
-	if okRep.Requests == 0 || okRep.Errors != 0 || int64(okRep.Requests) > ok.Load() {
+	if okRep.Requests == 0 || okRep.Errors != 0 || okRep.Served != okRep.Requests || int64(okRep.Requests) > ok.Load() || okRep.Goodput <= 0 {
 		t.Errorf("ok endpoint %+v (server saw %d)", okRep, ok.Load())
 	}
 	if failRep.Requests == 0 || failRep.Errors != failRep.Requests || !strings.Contains(failRep.FirstError, "HTTP 500") {
@@ -104,5 +104,31 @@ func TestRunCountsRequestsAndErrors(t *testing.T) {
 	// A wrong token fails the first scrape: the run does not start.
 	if _, err := Run(context.Background(), Options{BaseURL: srv.URL, Duration: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Errorf("no token: %v", err)
+	}
+}
+
+// A refusal with Retry-After (admission control) is counted apart from
+// errors, and the client waits before its next request: one client over
+// 1.5 s against a server that always answers 429 "Retry-After: 1" sends 2
+// requests, not thousands.
+func TestRunHonoursRetryAfter(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			return
+		}
+		n.Add(1)
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(429)
+	}))
+	defer srv.Close()
+	rep, err := Run(context.Background(), Options{BaseURL: srv.URL, Duration: 1500 * time.Millisecond, Concurrency: 1,
+		Endpoints: []Endpoint{{Name: "busy", Path: "/busy", Body: []byte(`{}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := rep.Endpoints[0]
+	if e.Refused != 2 || e.Errors != 0 || e.Served != 0 || e.Goodput != 0 || n.Load() != 2 {
+		t.Errorf("report %+v, server saw %d requests; want 2 refused", e, n.Load())
 	}
 }

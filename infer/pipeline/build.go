@@ -105,6 +105,7 @@ func Save(dir string, parts Parts) error {
 			if err := copyDir(part.src, filepath.Join(tmp, part.name)); err != nil {
 				return fmt.Errorf("%s: %w", part.name, err)
 			}
+			m.Parts = append(m.Parts, part.name)
 		}
 		b, err := marshalIndent(m)
 		if err != nil {

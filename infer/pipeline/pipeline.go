@@ -152,6 +152,11 @@ type Manifest struct {
 	// FAISSSearch holds the search-time settings Load applies to the dense
 	// indexes (nprobe for IVF, efSearch for HNSW; zero = faiss's default).
 	FAISSSearch dense.SearchParams `json:"faiss_search,omitzero"`
+	// Parts names the model directories Build wrote (retriever, filter,
+	// generator, reranker): Load refuses a pipeline that lost one, which
+	// would otherwise serve without it. Absent in pipelines built before
+	// it was recorded, whose parts are whatever directories exist.
+	Parts []string `json:"parts,omitempty"`
 }
 
 // Default prompt templates.
@@ -227,6 +232,18 @@ func (m Manifest) Validate() error {
 	}
 	if f.Threshold < 0 || f.Threshold > 1 {
 		return fmt.Errorf("field %q: %v outside [0, 1]", "filter.threshold", f.Threshold)
+	}
+	seenPart := map[string]bool{}
+	for _, name := range m.Parts {
+		switch name {
+		case RetrieverDir, FilterDir, GeneratorDir, RerankerDir:
+		default:
+			return fmt.Errorf("field %q: %q, want %s, %s, %s or %s", "parts", name, RetrieverDir, FilterDir, GeneratorDir, RerankerDir)
+		}
+		if seenPart[name] {
+			return fmt.Errorf("field %q: %q twice", "parts", name)
+		}
+		seenPart[name] = true
 	}
 	return nil
 }
@@ -320,13 +337,25 @@ func Load(dir string) (*Pipeline, error) {
 		return nil, err
 	}
 	p := &Pipeline{Dir: abs, Manifest: m}
+	listed := map[string]bool{}
+	for _, name := range m.Parts {
+		listed[name] = true
+	}
 	for _, part := range []struct {
 		name string
 		dst  *string
 	}{{RetrieverDir, &p.Retriever}, {FilterDir, &p.Filter}, {GeneratorDir, &p.Generator}, {RerankerDir, &p.Reranker}} {
 		d := filepath.Join(abs, part.name)
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
+		st, err := os.Stat(d)
+		if err == nil && st.IsDir() {
 			*part.dst = d
+			continue
+		}
+		if listed[part.name] {
+			if err == nil {
+				err = errors.New("not a directory")
+			}
+			return nil, fmt.Errorf("load pipeline %s: part %q, listed in %s, is missing or unreadable (%v): rebuild the pipeline, or remove %q from the field %q to serve without it", abs, part.name, ManifestFile, err, part.name, "parts")
 		}
 	}
 	owner := map[string]string{}

@@ -122,6 +122,14 @@ func TestLoadErrors(t *testing.T) {
 			os.WriteFile(filepath.Join(d, CorporaDir, "B", ChunksFile), []byte("{\"id\":\"a#0\",\"doc_id\":\"a\"}\n"), 0o644)
 		}, `chunk id "a#0" is in corpora "A" and "B"`},
 		{"dense without retriever", func(d string) { os.MkdirAll(filepath.Join(d, CorporaDir, "A", DenseDir), 0o755) }, "has no retriever/"},
+		{"listed part missing", func(d string) {
+			b, _ := os.ReadFile(filepath.Join(d, ManifestFile))
+			os.WriteFile(filepath.Join(d, ManifestFile), []byte(strings.Replace(string(b), "{", `{"parts": ["filter"],`, 1)), 0o644)
+		}, `part "filter", listed in pipeline.json, is missing`},
+		{"unknown part", func(d string) {
+			b, _ := os.ReadFile(filepath.Join(d, ManifestFile))
+			os.WriteFile(filepath.Join(d, ManifestFile), []byte(strings.Replace(string(b), "{", `{"parts": ["tokenizer"],`, 1)), 0o644)
+		}, `field "parts": "tokenizer"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -67,6 +67,13 @@ func Load(cfg Config) (*Components, error) {
 		if c.Encoder, err = pipeline.LoadEncoder(p.Retriever, cfg.Backend, m.Retrieval); err != nil {
 			return fail(err)
 		}
+		// A retriever swapped for one of another width would answer every
+		// dense, hybrid and pipeline request 500: refuse to start instead.
+		for _, co := range p.Corpora {
+			if co.Dense != nil && co.Dense.Dim() != c.Encoder.Dim() {
+				return fail(fmt.Errorf("pipeline %s: the retriever embeds %d dimensions but corpus %q's dense index holds %d: the retriever is not the one the index was built with; rebuild the pipeline", p.Dir, c.Encoder.Dim(), co.Name, co.Dense.Dim()))
+			}
+		}
 	}
 	if p.Filter != "" {
 		if c.Filter, err = LoadT5Filter(p.Filter, cfg.Backend, m.Filter); err != nil {

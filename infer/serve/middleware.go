@@ -2,13 +2,13 @@ package serve
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/ragforge/ragforge/internal/bearer"
 )
 
 // access levels of routes.
@@ -100,12 +100,9 @@ func (s *Server) guard(access int, next http.Handler) http.Handler {
 	})
 }
 
-// bearerOK checks "Authorization: Bearer <token>" in constant time, the
-// token trimmed of surrounding spaces, as infer/web does for its routes.
-func bearerOK(r *http.Request, token string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && token != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
-}
+// bearerOK checks "Authorization: Bearer <token>" (internal/bearer, as
+// infer/web does for its routes).
+func bearerOK(r *http.Request, token string) bool { return bearer.Match(r, token) }
 
 // timeout wraps an error-returning handler with the body limit, the
 // request timeout and JSON error responses. The request context ends after

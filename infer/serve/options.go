@@ -38,6 +38,18 @@ type Options struct {
 	MaxSnippets      int
 	MaxRequestTokens int
 
+	// MaxConcurrentRequests and MaxQueue bound the requests of model
+	// routes (/v1/retrieve, /v1/filter, /v1/pipeline, /v1/embeddings,
+	// /v1/completions, /v1/chat/completions): at most MaxConcurrentRequests
+	// do model work at once (default 4: the models share the CPU, so more
+	// only slows every one), fewer when requests are so heavy that that
+	// many sharing the model would miss RequestTimeout; up to MaxQueue more
+	// wait for a slot (default
+	// 16) while they can still finish within RequestTimeout; the rest are
+	// refused at once with 429 or 503 and Retry-After (admission.go).
+	MaxConcurrentRequests int
+	MaxQueue              int
+
 	// MaxBatch, MaxBatchTokens and BatchWait tune micro-batching: a model
 	// call takes up to MaxBatch items (filter windows, texts to encode)
 	// holding up to MaxBatchTokens tokens (default 4096 = 8 windows of 512,
@@ -62,11 +74,16 @@ type Options struct {
 	Labels *labelstore.Store // label store for /v1/labels; nil: 503 there
 }
 
+// MinRequestTimeout is the shortest RequestTimeout Validate accepts: a
+// BM25 retrieval takes about a millisecond, a model call tens of them.
+const MinRequestTimeout = 10 * time.Millisecond
+
 // DefaultOptions returns the defaults documented on Options.
 func DefaultOptions() Options {
 	return Options{
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 1 << 20, RequestTimeout: 60 * time.Second,
 		ShutdownTimeout: 30 * time.Second, MaxK: 1000, MaxSnippets: 128, MaxRequestTokens: 262144,
+		MaxConcurrentRequests: 4, MaxQueue: 16,
 		MaxBatch: 32, MaxBatchTokens: 4096, BatchWait: 5 * time.Millisecond,
 	}
 }
@@ -97,6 +114,8 @@ func (o Options) withDefaults() Options {
 	set(&o.MaxSnippets, d.MaxSnippets)
 	set(&o.MaxRequestTokens, d.MaxRequestTokens)
 	set(&o.MaxBatch, d.MaxBatch)
+	set(&o.MaxConcurrentRequests, d.MaxConcurrentRequests)
+	set(&o.MaxQueue, d.MaxQueue)
 	set(&o.MaxBatchTokens, d.MaxBatchTokens)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -120,12 +139,17 @@ func (o Options) Validate() error {
 		{"max-snippets", o.MaxSnippets > 0, o.MaxSnippets},
 		{"max-request-tokens", o.MaxRequestTokens > 0, o.MaxRequestTokens},
 		{"max-batch", o.MaxBatch > 0, o.MaxBatch},
+		{"max-concurrent-requests", o.MaxConcurrentRequests > 0, o.MaxConcurrentRequests},
+		{"max-queue", o.MaxQueue > 0, o.MaxQueue},
 		{"max-batch-tokens", o.MaxBatchTokens > 0, o.MaxBatchTokens},
 		{"batch-wait", o.BatchWait > 0, o.BatchWait},
 	} {
 		if !c.ok {
 			return fmt.Errorf("serve: --%s %v: must be positive", c.name, c.v)
 		}
+	}
+	if o.RequestTimeout < MinRequestTimeout {
+		return fmt.Errorf("serve: --request-timeout %v: under %v, no request could be answered", o.RequestTimeout, MinRequestTimeout)
 	}
 	for _, h := range o.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ ") {

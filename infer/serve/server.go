@@ -61,6 +61,7 @@ type Server struct {
 	base       context.Context
 	cancelBase context.CancelFunc
 	inflight   sync.WaitGroup
+	adm        *admission // slots of the model routes
 }
 
 // New builds a Server: it starts the micro-batchers (filter windows of a
@@ -84,6 +85,7 @@ func New(opt Options, c *Components) (*Server, error) {
 		f.startBatching(opt.MaxBatch, opt.MaxBatchTokens, opt.BatchWait, func(n int) { s.metrics.ObserveBatch("filter", n) })
 	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
+	s.adm = newAdmission(opt.MaxConcurrentRequests, opt.MaxQueue, opt.RequestTimeout)
 	s.eng = newEngine(c.Pipeline, enc, c.LLM, opt.MaxK)
 	s.handler = s.routes()
 	return s, nil
@@ -112,14 +114,19 @@ func (s *Server) routes() http.Handler {
 	handle := func(pattern string, access int, h func(http.ResponseWriter, *http.Request) error) {
 		mux.Handle(pattern, s.guard(access, s.timeout(h)))
 	}
+	// Model routes wait for an admission slot after the token check; the
+	// request timeout counts from before the wait (admission.go).
+	model := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+		mux.Handle(pattern, s.guard(accessRead, s.admit(s.timeout(h))))
+	}
 	handle("GET /healthz", accessOpen, s.healthz)
 	handle("GET /metrics", accessRead, s.metricsHandler)
-	handle("POST /v1/retrieve", accessRead, s.retrieve)
-	handle("POST /v1/filter", accessRead, s.filter)
-	handle("POST /v1/pipeline", accessRead, s.pipeline)
-	handle("POST /v1/embeddings", accessRead, s.embeddings)
-	handle("POST /v1/completions", accessRead, s.completions)
-	handle("POST /v1/chat/completions", accessRead, s.chat)
+	model("POST /v1/retrieve", s.retrieve)
+	model("POST /v1/filter", s.filter)
+	model("POST /v1/pipeline", s.pipeline)
+	model("POST /v1/embeddings", s.embeddings)
+	model("POST /v1/completions", s.completions)
+	model("POST /v1/chat/completions", s.chat)
 	handle("GET /v1/models", accessRead, s.models)
 	handle("GET /v1/models/{id...}", accessRead, s.model)
 	handle("GET /v1/labels", accessRead, s.listLabels)
@@ -165,6 +172,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.opt.Logger.Info("shutting down: finishing in-flight requests")
+	s.adm.drain()
 	start := time.Now()
 	keep := min(s.opt.ShutdownTimeout/4, 5*time.Second)
 	sctx, cancel := context.WithTimeout(context.Background(), s.opt.ShutdownTimeout-keep)

@@ -389,6 +389,16 @@ func TestAuthLevels(t *testing.T) {
 			t.Errorf("%s %s token %q: HTTP %d, want %d: %s", c.method, c.path, c.token, code, c.code, b)
 		}
 	}
+	// The scheme is case-insensitive (RFC 9110 §11.1).
+	for _, scheme := range []string{"bearer", "BEARER"} {
+		req, _ := http.NewRequest("GET", f.ts.URL+"/metrics", nil)
+		req.Header.Set("Authorization", scheme+" tok")
+		if resp, err := f.ts.Client().Do(req); err != nil || resp.StatusCode != 200 {
+			t.Errorf("Authorization %q: %v %v, want 200", scheme+" tok", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
 	// Without a token, writes are refused even with a header.
 	g := newFixture(t, Options{OpenRead: true})
 	if code, _ := g.call(t, "POST", fmt.Sprintf("/v1/labels/%d/undo", g.labelID), nil, "anything"); code != 403 {

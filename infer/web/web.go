@@ -32,7 +32,6 @@
 package web
 
 import (
-	"crypto/subtle"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -40,9 +39,9 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/internal/bearer"
 	"github.com/ragforge/ragforge/models/labelstore"
 )
 
@@ -266,8 +265,8 @@ func (s *server) write(f apiFunc) http.Handler {
 // authorized checks "Authorization: Bearer <token>" in constant time and
 // answers 401 when it is missing or wrong.
 func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if ok && s.opt.Token != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opt.Token)) == 1 {
+	_, ok := bearer.Token(r)
+	if bearer.Match(r, s.opt.Token) {
 		return true
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="ragforge"`)

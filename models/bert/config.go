@@ -134,8 +134,12 @@ func (c Config) ValidateFor(a Arch) error {
 			return fmt.Errorf("%s config: field %q: must be positive, got %d", a.ModelType, f.name, f.v)
 		}
 	}
-	// Another architecture's config would load as a BERT of made-up sizes.
-	if c.ModelType != a.ModelType && !(c.ModelType == "" && a.ModelType == BERT.ModelType) {
+	// Another architecture's config would load as a BERT of made-up sizes,
+	// and so would one that does not say what it is.
+	if c.ModelType == "" {
+		return fmt.Errorf("%s config: field %q: missing, null or empty; every HF config.json names its family: add \"model_type\": %q if this is a %s", a.ModelType, "model_type", a.ModelType, a.ModelType)
+	}
+	if c.ModelType != a.ModelType {
 		return fmt.Errorf("%s config: field %q: %q is not a %s model (want %q)", a.ModelType, "model_type", c.ModelType, a.ModelType, a.ModelType)
 	}
 	if c.HiddenSize%c.NumAttentionHeads != 0 {
@@ -170,6 +174,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	type plain Config
 	p := plain(DefaultConfig(0))
 	p.Architectures = nil
+	p.ModelType = "" // a file must name its family itself (Validate)
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}

@@ -50,6 +50,9 @@ func TestLoadRefusesBadConfigs(t *testing.T) {
 		{"not JSON", "model_type = bert\n", []string{ConfigFile, "invalid JSON"}},
 		{"gpt2", strings.Replace(string(cfgText), `"model_type": "bert"`, `"model_type": "gpt2"`, 1),
 			[]string{ConfigFile, `field "model_type"`, `"gpt2"`}},
+		// Issue 30: a config that does not name its family was loaded as a BERT.
+		{"model_type null", strings.Replace(string(cfgText), `"model_type": "bert"`, `"model_type": null`, 1),
+			[]string{ConfigFile, `field "model_type": missing, null or empty`, `add "model_type": "bert"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.config == string(cfgText) {

@@ -378,3 +378,24 @@ func (c Config) MarshalConfig() ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
+
+// TinyConfig is the `ragforge models init --size tiny` shape of modelType
+// (llama, qwen2, qwen3; HF's family defaults otherwise) for a vocabulary of
+// vocab ids: the qwen2-tiny fixture's layers (hidden 64, 2 layers, 4 heads
+// / 2 kv heads, head_dim 16, intermediate 160, untied lm_head, rope_theta
+// 1e4) with 1024 positions, so that SL-HyDE's prompts and generated
+// passages fit. bos/eos/pad are left unset (-1, none) for the caller to
+// take from the tokenizer. Errors: an unknown model type, by name.
+func TinyConfig(modelType string, vocab int) (Config, error) {
+	f, ok := Families[modelType]
+	if !ok {
+		return Config{}, fmt.Errorf("tiny decoder: unsupported model type %q (supported: %s)", modelType, strings.Join(ModelTypes(), ", "))
+	}
+	c := f.Defaults()
+	c.VocabSize, c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers = vocab, 64, 160, 2
+	c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim = 4, 2, 16
+	c.MaxPositionEmbeddings, c.RopeTheta, c.TieWordEmbeddings = 1024, 1e4, false
+	c.BOSTokenID, c.PadTokenID, c.EOSTokenIDs = -1, -1, nil
+	c.DType = dtypes.Float32
+	return c, nil
+}

@@ -56,9 +56,28 @@ var ErrEmpty = errors.New("file holds no examples")
 // Unknown fields are ignored (encoding/json convention). An empty file, or an
 // empty array, is an error wrapping ErrEmpty.
 func ReadExamples(path string) ([]Example, error) {
-	b, err := os.ReadFile(path)
+	return ReadExamplesLimit(path, DefaultMaxExampleBytes)
+}
+
+// DefaultMaxExampleBytes is the largest examples file ReadExamples reads,
+// 1 GiB; `label import --max-bytes` raises it.
+const DefaultMaxExampleBytes = 1 << 30
+
+// ReadExamplesLimit is ReadExamples reading at most limit bytes: a longer
+// file (or an endless one such as /dev/zero) is an error naming the limit
+// before it is parsed, never an unbounded read.
+func ReadExamplesLimit(path string, limit int64) ([]Example, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read examples: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read examples %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("read examples %s: over the limit of %d bytes (max-bytes)", path, limit)
 	}
 	return ParseExamples(b, path)
 }

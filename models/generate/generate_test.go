@@ -3,10 +3,13 @@ package generate
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ragforge/ragforge/models/lm"
+	"github.com/ragforge/ragforge/models/openai"
 )
 
 func TestICTQueries(t *testing.T) {
@@ -75,6 +78,11 @@ func TestParseGeneratorSpec(t *testing.T) {
 		{"t5:/models/flan", Spec{Kind: "t5", Dir: "/models/flan"}, false},
 		{"hf:/models/qwen2", Spec{Kind: "hf", Dir: "/models/qwen2"}, false},
 		{"hf:", Spec{}, true},
+		{"qwen2:/models/qwen2", Spec{Kind: "qwen2", Dir: "/models/qwen2"}, false},
+		{"llama:/models/llama3", Spec{Kind: "llama", Dir: "/models/llama3"}, false},
+		{"qwen3:/models/q3", Spec{Kind: "qwen3", Dir: "/models/q3"}, false},
+		{"qwen2:", Spec{}, true},
+		{"mistral:/models/m", Spec{}, true},
 		{"openai:http://127.0.0.1:8000/v1", Spec{Kind: "openai", URL: "http://127.0.0.1:8000/v1"}, false},
 		{"openai:http://localhost:11434#llama3", Spec{Kind: "openai", URL: "http://localhost:11434", Model: "llama3"}, false},
 		{"ict:x", Spec{}, true},
@@ -91,6 +99,25 @@ func TestParseGeneratorSpec(t *testing.T) {
 		if err == nil && got.String() != tc.in {
 			t.Errorf("String() = %q, want %q", got.String(), tc.in)
 		}
+	}
+}
+
+// A decoder alias opens only a checkpoint of that model_type; a mismatch
+// is refused naming both types, before any weight is read.
+func TestOpenDecoderAliasMismatch(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "llama"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, alias := range []string{"qwen2", "qwen3"} {
+		_, err := Open(Spec{Kind: alias, Dir: dir}, "go", openai.Options{})
+		if err == nil || !strings.Contains(err.Error(), `model_type "llama", not "`+alias+`"`) {
+			t.Errorf("%s:%s: err %v, want a mismatch naming llama and %s", alias, dir, err, alias)
+		}
+	}
+	// The matching alias gets past the check to the loader (no weights here).
+	if _, err := Open(Spec{Kind: "llama", Dir: dir}, "go", openai.Options{}); err == nil || strings.Contains(err.Error(), "not \"llama\"") {
+		t.Errorf("llama:%s: err %v, want the loader's error", dir, err)
 	}
 }
 

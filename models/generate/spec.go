@@ -5,14 +5,16 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/ragforge/ragforge/models/decoder"
+	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
 // Spec is a parsed generator specification.
 type Spec struct {
-	Kind  string // "ict", "t5", "hf" or "openai"
-	Dir   string // t5, hf: checkpoint directory
+	Kind  string // "ict", "t5", "hf", "openai", or a decoder model_type (llama, qwen2, qwen3)
+	Dir   string // t5, hf, decoder: checkpoint directory
 	URL   string // openai: base URL
 	Model string // openai: model name (after '#'), may be empty
 }
@@ -20,10 +22,10 @@ type Spec struct {
 // String formats the spec back ("ict", "t5:<dir>", "hf:<dir>",
 // "openai:<url>[#model]").
 func (s Spec) String() string {
-	switch s.Kind {
-	case "t5", "hf":
+	switch {
+	case s.Kind == "t5" || s.Kind == "hf" || isDecoderKind(s.Kind):
 		return s.Kind + ":" + s.Dir
-	case "openai":
+	case s.Kind == "openai":
 		if s.Model != "" {
 			return "openai:" + s.URL + "#" + s.Model
 		}
@@ -32,10 +34,19 @@ func (s Spec) String() string {
 	return s.Kind
 }
 
+// isDecoderKind reports whether kind is a decoder model_type used as a
+// spec alias ("qwen2:DIR").
+func isDecoderKind(kind string) bool {
+	_, ok := decoder.Families[kind]
+	return ok
+}
+
 // ParseGeneratorSpec parses "ict", "t5:<dir>", "hf:<dir>" (any model
 // directory lm.Load takes, by its config.json model_type: t5, llama, qwen2,
-// qwen3) or "openai:<url>[#model]" (url with http or https scheme and a
-// host). Errors name the spec.
+// qwen3), a decoder alias "<model_type>:<dir>" ("qwen2:<dir>",
+// "llama:<dir>", "qwen3:<dir>": hf:<dir> that Open checks against
+// config.json) or "openai:<url>[#model]" (url with http or https scheme and
+// a host). Errors name the spec.
 func ParseGeneratorSpec(spec string) (Spec, error) {
 	kind, rest, _ := strings.Cut(spec, ":")
 	switch kind {
@@ -57,13 +68,31 @@ func ParseGeneratorSpec(spec string) (Spec, error) {
 		}
 		return Spec{Kind: "openai", URL: u, Model: model}, nil
 	}
-	return Spec{}, fmt.Errorf("generator %q: unknown kind %q (want ict, t5:<dir>, hf:<dir> or openai:<url>[#model])", spec, kind)
+	if isDecoderKind(kind) {
+		if rest == "" {
+			return Spec{}, fmt.Errorf("generator %q: want %s:<model dir>", spec, kind)
+		}
+		return Spec{Kind: kind, Dir: rest}, nil
+	}
+	return Spec{}, fmt.Errorf("generator %q: unknown kind %q (want ict, t5:<dir>, hf:<dir>, %s:<dir> or openai:<url>[#model])", spec, kind, strings.Join(decoder.ModelTypes(), ":<dir>, "))
 }
 
 // Open builds the generator of spec: ICT{}, lm.LoadT5(spec.Dir,
-// backendName), lm.Load(spec.Dir, backendName), or an lm.OpenAI over
-// openai.New(spec.URL, opt) with opt.Model = spec.Model when set.
+// backendName), lm.Load(spec.Dir, backendName), lm.LoadDecoder for a
+// decoder alias whose config.json model_type is the alias (a mismatch is
+// an error naming both), or an lm.OpenAI over openai.New(spec.URL, opt)
+// with opt.Model = spec.Model when set.
 func Open(spec Spec, backendName string, opt openai.Options) (lm.Generator, error) {
+	if isDecoderKind(spec.Kind) {
+		mt, err := hf.ModelType(spec.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("generator %q: %w", spec.String(), err)
+		}
+		if mt != spec.Kind {
+			return nil, fmt.Errorf("generator %q: %s/config.json has model_type %q, not %q (use %s:%s or hf:%s)", spec.String(), spec.Dir, mt, spec.Kind, mt, spec.Dir, spec.Dir)
+		}
+		return lm.LoadDecoder(spec.Dir, backendName)
+	}
 	switch spec.Kind {
 	case "ict":
 		return ICT{}, nil

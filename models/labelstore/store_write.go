@@ -97,7 +97,13 @@ func (s *Store) Import(runID, path string) ([]Label, error) {
 // ImportContext is Import, storing nothing when ctx is cancelled before the
 // labels are committed (the error wraps ctx.Err()).
 func (s *Store) ImportContext(ctx context.Context, runID, path string) ([]Label, error) {
-	exs, err := filter.ReadExamples(path)
+	return s.ImportLimit(ctx, runID, path, filter.DefaultMaxExampleBytes)
+}
+
+// ImportLimit is ImportContext reading at most maxBytes of the file
+// (filter.ReadExamplesLimit): a longer one stores nothing.
+func (s *Store) ImportLimit(ctx context.Context, runID, path string, maxBytes int64) ([]Label, error) {
+	exs, err := filter.ReadExamplesLimit(path, maxBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -193,13 +193,34 @@ func (d *Decoder) Generate(ctx context.Context, prompts []string, opt Options) (
 	return outs, errs
 }
 
-// UserIDs is prompt as one user message through the chat template, or the
-// raw prompt with specials when the tokenizer has no template.
+// UserIDs is prompt as Generate encodes it: UserPromptIDs with the
+// decoder's tokenizer.
 func (d *Decoder) UserIDs(prompt string) ([]int, error) {
-	if d.Tokenizer.Config().ChatTemplate == "" {
-		return d.PromptIDs(prompt), nil
+	ids, err := UserPromptIDs(d.Tokenizer, prompt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}
-	return d.ChatIDs([]openai.Message{{Role: "user", Content: prompt}})
+	return ids, nil
+}
+
+// UserPromptIDs encodes prompt as a decoder generates from it: one user
+// message through tok's chat template with the assistant turn opened (HF
+// apply_chat_template(add_generation_prompt=True, tokenize=True): no
+// specials added beyond the template's), or, when tok has no template, the
+// raw prompt with the tokenizer's specials (HF tokenizer(text)). It is the
+// one rendering of a user prompt: Decoder.Generate uses it, and LoRA SFT
+// (train lora, selflearn's generator stage) encodes its prompts with it, so
+// a tuned generator is trained on exactly the ids it is later asked with.
+// Errors: the template's.
+func UserPromptIDs(tok *bpe.Tokenizer, prompt string) ([]int, error) {
+	if tok.Config().ChatTemplate == "" {
+		return tok.Encode(prompt, true), nil
+	}
+	text, err := tok.ApplyChatTemplate([]chat.Message{{Role: "user", Content: prompt}}, true)
+	if err != nil {
+		return nil, err
+	}
+	return tok.Encode(text, false), nil
 }
 
 // GenerateIDs decodes one sequence from prompt ids (PromptIDs or ChatIDs)

@@ -19,10 +19,12 @@ func TestFixtureRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 4 forward models × model/expected, and the training-step fixtures
-	// (train-t5-filter: init + expected; train-bert-infonce: expected).
-	if len(files) != 11 {
-		t.Fatalf("found %d fixture checkpoints, want 11 (4 models × model/expected + 3 training-step files): %v", len(files), files)
+	// 8 forward models × model/expected (three T5 styles, BERT, XLM-R, Qwen2,
+	// Llama, Qwen3), and the training-step fixtures (train-t5-filter: init +
+	// expected; train-bert-infonce: expected; train-qwen2-lora: init, expected
+	// and the PEFT adapter).
+	if len(files) != 22 {
+		t.Fatalf("found %d fixture checkpoints, want 22 (8 models × model/expected + 6 training-step files): %v", len(files), files)
 	}
 	for _, path := range files {
 		rel, _ := filepath.Rel(dir, path)

@@ -198,6 +198,7 @@ func parseConfig(b []byte) (Config, error) {
 	c := DefaultConfig()
 	c.NumDecoderLayers = -1
 	c.Architectures = nil
+	c.ModelType = "" // a file must name its family itself (checked below)
 	if err := json.Unmarshal(b, &c); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -208,8 +209,12 @@ func parseConfig(b []byte) (Config, error) {
 	if c.NumDecoderLayers == -1 { // missing or null
 		c.NumDecoderLayers = c.NumLayers
 	}
-	// Another architecture's config would load as a T5 of made-up sizes.
-	if c.ModelType != "" && !slices.Contains(ModelTypes, c.ModelType) {
+	// Another architecture's config would load as a T5 of made-up sizes,
+	// and so would one that does not say what it is.
+	if c.ModelType == "" {
+		return Config{}, fmt.Errorf("field %q: missing, null or empty; every HF config.json names its family: add \"model_type\": \"t5\" if this is a T5 (\"mt5\" for mT5)", "model_type")
+	}
+	if !slices.Contains(ModelTypes, c.ModelType) {
 		return Config{}, fmt.Errorf("field %q: %q is not a T5 model (want one of %v)", "model_type", c.ModelType, ModelTypes)
 	}
 	c.raw = raw

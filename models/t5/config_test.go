@@ -9,7 +9,7 @@ import (
 )
 
 func TestConfigExtra(t *testing.T) {
-	c, err := parseConfig([]byte(`{"d_model": 64, "ragforge_init": {"token_match_heads": 4}}`))
+	c, err := parseConfig([]byte(`{"model_type": "t5", "d_model": 64, "ragforge_init": {"token_match_heads": 4}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -563,7 +563,7 @@ func TestConfig(t *testing.T) {
 	if c.NumLayers != 2 || c.NumDecoderLayers != 3 || c.NumHeads != 6 || c.DKV != 16 || c.DModel != 48 || c.TieWordEmbeddings {
 		t.Errorf("t5-flan-inner config parsed as %+v", c)
 	}
-	for _, js := range []string{`{"num_layers": 5, "num_decoder_layers": null}`, `{"num_layers": 5}`} {
+	for _, js := range []string{`{"model_type": "t5", "num_layers": 5, "num_decoder_layers": null}`, `{"model_type": "t5", "num_layers": 5}`} {
 		c, err := parseConfig([]byte(js))
 		if err != nil {
 			t.Fatal(err)
@@ -588,7 +588,7 @@ func TestConfig(t *testing.T) {
 		t.Errorf("SmallConfig = %+v", s)
 	}
 	// Unknown keys and changed values round-trip.
-	c, err = parseConfig([]byte(`{"custom_key": {"a": [1, 2]}, "d_model": 64, "layer_norm_epsilon": 1e-06}`))
+	c, err = parseConfig([]byte(`{"custom_key": {"a": [1, 2]}, "d_model": 64, "layer_norm_epsilon": 1e-06, "model_type": "t5"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,13 @@ func TestLoadRefusesBadConfigs(t *testing.T) {
 		{"not JSON", "d_model = 64\n", []string{ConfigFile, "invalid JSON"}},
 		{"gpt2", strings.Replace(string(cfgText), `"model_type": "t5"`, `"model_type": "gpt2"`, 1),
 			[]string{ConfigFile, `field "model_type"`, `"gpt2" is not a T5 model`}},
+		// Issue 30: a config that does not name its family was loaded as a T5.
+		{"model_type empty", strings.Replace(string(cfgText), `"model_type": "t5"`, `"model_type": ""`, 1),
+			[]string{ConfigFile, `field "model_type": missing, null or empty`, `add "model_type": "t5"`}},
+		{"model_type null", strings.Replace(string(cfgText), `"model_type": "t5"`, `"model_type": null`, 1),
+			[]string{ConfigFile, `field "model_type": missing, null or empty`}},
+		{"model_type missing", strings.Replace(string(cfgText), `"model_type": "t5",`, ``, 1),
+			[]string{ConfigFile, `field "model_type": missing, null or empty`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.config == string(cfgText) {

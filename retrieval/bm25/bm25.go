@@ -99,10 +99,15 @@ func (c Config) Equal(o Config) bool {
 func (c Config) IsZero() bool { return c.Equal(Config{}) }
 
 // Validate reports the first invalid field.
+// MaxK1 is the largest k1 Validate accepts.
+const MaxK1 = 100
+
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if math.IsNaN(c.K1) || math.IsInf(c.K1, 0) || c.K1 < 0 {
-		return fmt.Errorf("bm25 config: field %q: %v is not a finite value ≥ 0", "K1", c.K1)
+	// k1 saturates term frequency; published settings lie in [0.5, 3]
+	// and past 100 the score is raw term frequency to within 1%.
+	if math.IsNaN(c.K1) || c.K1 < 0 || c.K1 > MaxK1 {
+		return fmt.Errorf("bm25 config: field %q: %v is not in [0, %v]", "K1", c.K1, MaxK1)
 	}
 	if math.IsNaN(c.B) || c.B < 0 || c.B > 1 {
 		return fmt.Errorf("bm25 config: field %q: %v is not in [0, 1]", "B", c.B)

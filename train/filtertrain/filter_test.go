@@ -614,3 +614,51 @@ func readParam(t *testing.T, lm *labeled, name string) []float32 {
 	}
 	return readWeights(t, filepath.Join(dir, t5.WeightsFile))[name]
 }
+
+// Issue 30: a checkpoint whose embedding is padded past its tokenizer
+// (Flan-T5: 32,128 rows for 32,100 pieces; here 2,128 for 2,100) keeps its
+// rows when the label tokens fit in the padding; it was cut to 2,102.
+func TestPaddedEmbeddingKeptWhenLabelsFit(t *testing.T) {
+	tok, err := tokenizer.Load(fixtureModel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := backend.New(testBackend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := t5.TinyConfig(tok.Len() + 28)
+	c.DModel, c.DKV, c.DFF, c.NumLayers, c.NumDecoderLayers, c.NumHeads = 32, 16, 64, 1, 1, 2
+	m, err := t5.NewRandom(be, c, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "padded")
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := tok.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	before := readWeights(t, filepath.Join(dir, t5.WeightsFile))["shared.weight"]
+	lm, err := loadForTraining(testBackend, dir, 1, -1, nil, DefaultConfig().predictor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lm.Model.Config.VocabSize, tok.Len()+28; got != want {
+		t.Fatalf("vocab_size %d after adding the label tokens, want the padded %d", got, want)
+	}
+	if lm.Helpful != tok.Len() || lm.NotHelpful != tok.Len()+1 {
+		t.Errorf("label ids %d %d, want %d %d", lm.Helpful, lm.NotHelpful, tok.Len(), tok.Len()+1)
+	}
+	after := readParam(t, lm, "shared.weight")
+	if len(after) != len(before) {
+		t.Fatalf("shared.weight %d values, want %d", len(after), len(before))
+	}
+	d := c.DModel
+	for i := range tok.Len() * d { // rows of the pieces are untouched
+		if after[i] != before[i] {
+			t.Fatalf("shared.weight[%d] changed: %v → %v", i, before[i], after[i])
+		}
+	}
+}

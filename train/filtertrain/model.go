@@ -24,8 +24,9 @@ type labeled struct {
 }
 
 // loadForTraining loads dir, adds the label tokens when missing (HF
-// add_tokens) and resizes the embeddings to len(tokenizer) when they differ
-// (HF resize_token_embeddings(len(tokenizer)), as RAG²'s token_add notebook).
+// add_tokens) and grows the embeddings to len(tokenizer) when the tokens do
+// not fit (HF resize_token_embeddings(len(tokenizer)), as RAG²'s token_add
+// notebook); a padded embedding that holds them keeps its size.
 // Resizing gives both label tokens the mean row; identical label rows (from
 // resizing, or in any checkpoint) are then made distinct with
 // t5.SeparateRows (N(0, 0.02²) seeded by seed), because two identical rows
@@ -49,7 +50,10 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64, marks
 		return nil, err
 	}
 	ids := tok.AddTokens([]string{filter.Helpful, filter.NotHelpful})
-	if tok.Len() != m.Config.VocabSize {
+	// A padded embedding (Flan-T5: 32,128 rows for 32,100 pieces) keeps its
+	// rows when the new tokens fit in it, as downstream code expects 32,128;
+	// shrinking it to len(tokenizer) dropped rows a checkpoint was saved with.
+	if tok.Len() > m.Config.VocabSize {
 		if err := m.ResizeTokenEmbeddings(tok.Len()); err != nil {
 			return nil, fmt.Errorf("load %s: %w", dir, err)
 		}

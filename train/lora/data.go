@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/tokenizer"
+	"github.com/ragforge/ragforge/models/tokenizer/bpe"
 )
 
 // Pair is one SFT record as text: the user turn and the answer to learn.
@@ -107,14 +109,20 @@ func EncodePairs(pairs []Pair, promptIDs func(string) ([]int, error), responseID
 }
 
 // Tokenize loads the tokenizer of the model directory dir and encodes
-// pairs with EncodePairs: the prompt with the tokenizer's special tokens
-// (a Llama bos), as a decoder LM encodes a raw-text prompt for generation,
-// the response without them, eos the tokenizer's.
-func Tokenize(dir string, pairs []Pair, maxLength int) ([]Example, error) {
+// pairs with EncodePairs: with chatTemplate, a prompt as the decoder
+// generates from it (lm.UserPromptIDs: one user message through the chat
+// template of a byte-level BPE tokenizer that has one, the assistant turn
+// opened), else (or with no template) the raw prompt with the tokenizer's
+// special tokens (a Llama bos); the response without them, eos the
+// tokenizer's.
+func Tokenize(dir string, pairs []Pair, maxLength int, chatTemplate bool) ([]Example, error) {
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, fmt.Errorf("tokenize sft: %w", err)
 	}
-	return EncodePairs(pairs, func(s string) ([]int, error) { return tok.Encode(s, true), nil },
-		func(s string) []int { return tok.Encode(s, false) }, tok.EOSID(), maxLength)
+	prompt := func(s string) ([]int, error) { return tok.Encode(s, true), nil }
+	if bt, ok := tok.(*bpe.Tokenizer); ok && chatTemplate {
+		prompt = func(s string) ([]int, error) { return lm.UserPromptIDs(bt, s) }
+	}
+	return EncodePairs(pairs, prompt, func(s string) []int { return tok.Encode(s, false) }, tok.EOSID(), maxLength)
 }

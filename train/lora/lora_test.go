@@ -13,7 +13,10 @@ import (
 
 	"github.com/ragforge/ragforge/internal/testutil"
 	"github.com/ragforge/ragforge/models/decoder"
+	"github.com/ragforge/ragforge/models/lm"
+	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 	"github.com/ragforge/ragforge/models/testutil/trainfix"
+	"github.com/ragforge/ragforge/models/tokenizer/bpe"
 )
 
 func TestValidateLoRA(t *testing.T) {
@@ -277,6 +280,41 @@ func TestEncodePairs(t *testing.T) {
 	}
 	if _, err := EncodePairs([]Pair{{"abcd", "b"}}, prompt, ids, 2, 5); err == nil || !strings.Contains(err.Error(), "record 1") {
 		t.Fatalf("error %v, want one naming record 1", err)
+	}
+}
+
+// Tokenize renders a prompt as the decoder generates from it when the
+// tokenizer has a chat template (ChatML, assistant turn opened: the ids
+// lm.UserPromptIDs gives) and as raw text with the tokenizer's specials
+// without it or when asked not to; the response is the same either way.
+func TestTokenizeChatTemplate(t *testing.T) {
+	dir := t.TempDir()
+	tinyqwen.WriteTokenizer(t, dir)
+	tok, err := bpe.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := []Pair{{Prompt: "Please write a passage.\nQuestion: gout?", Response: "Uric acid."}}
+	chat, err := Tokenize(dir, pairs, 1024, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := Tokenize(dir, pairs, 1024, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tok.Encode("<|im_start|>user\nPlease write a passage.\nQuestion: gout?<|im_end|>\n<|im_start|>assistant\n", false)
+	if !reflect.DeepEqual(chat[0].Prompt, want) {
+		t.Errorf("chat prompt %v, want ChatML %v", chat[0].Prompt, want)
+	}
+	if u, _ := lm.UserPromptIDs(tok, pairs[0].Prompt); !reflect.DeepEqual(chat[0].Prompt, u) {
+		t.Errorf("chat prompt %v, generation encodes %v", chat[0].Prompt, u)
+	}
+	if w := tok.Encode(pairs[0].Prompt, true); !reflect.DeepEqual(raw[0].Prompt, w) {
+		t.Errorf("raw prompt %v, want %v", raw[0].Prompt, w)
+	}
+	if !reflect.DeepEqual(chat[0].Response, raw[0].Response) || chat[0].Response[len(chat[0].Response)-1] != tok.EOSID() {
+		t.Errorf("responses %v and %v, want equal, ending with eos %d", chat[0].Response, raw[0].Response, tok.EOSID())
 	}
 }
 

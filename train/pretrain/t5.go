@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
@@ -190,25 +191,53 @@ func SpanCorruptT5(ctx context.Context, cfg Config, corpus string, texts []strin
 	if len(seqs) == 0 {
 		return nil, fmt.Errorf("pretrain: none of the %d chunks has 2 or more tokens", len(texts))
 	}
-	B := cfg.BatchSize
-	perEpoch := (len(seqs) + B - 1) / B
-	total := cfg.Epochs * perEpoch
-	if cfg.MaxSteps > 0 {
-		total = cfg.MaxSteps
-	}
 	loss := func(gctx *mlctx.Context, in []*graph.Node) *graph.Node {
 		return t5.LossGraph(m.LogitsGraph(gctx, in[0], in[1], in[2]), in[3])
-	}
-	tr, err := trainer.New(m.Backend, m.Ctx, loss, cfg.optim(total))
-	if err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	if err := m.Ctx.SetRNGStateFromSeed(cfg.Seed); err != nil {
-		return nil, fmt.Errorf("pretrain: seed: %w", err)
 	}
 	savedDropout := m.Config.DropoutRate
 	if cfg.Dropout >= 0 {
 		m.Config.DropoutRate = cfg.Dropout
+	}
+	eos := tok.EOSID()
+	err = trainLoop(ctx, cfg, m.Backend, m.Ctx, loss, len(seqs), rec, run, progress, func(step int, idx []int) ([][]*tensors.Tensor, int, error) {
+		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(step)+1<<32))
+		in, tgt, tokens, err := corruptBatch(cfg, seqs, idx, sentinels, eos, rng)
+		if err != nil {
+			return nil, 0, err
+		}
+		return [][]*tensors.Tensor{m.Config.TrainBatch(in, tgt, cfg.BatchSize)}, tokens, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.Config.DropoutRate = savedDropout
+	if err := save(m, tok, cfg.OutputDir, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// trainLoop runs the updates of a pretraining run over n sequences:
+// batches of cfg.BatchSize are a PCG(Seed, epoch) permutation, batch(step,
+// idx) builds the trainer inputs of the sequences idx (and counts their
+// tokens), trainer optimises loss on them (AdamW, the schedule, clipping).
+// It fills rec's steps, stop reason and losses, logs to run (may be nil)
+// and reports progress. Cancelling ctx stops before the next update with
+// ctx.Err().
+func trainLoop(ctx context.Context, cfg Config, be backends.Backend, mctx *mlctx.Context, loss trainer.LossFn, n int,
+	rec *Record, run *tracker.Run, progress func(Progress), batch func(step int, idx []int) ([][]*tensors.Tensor, int, error)) error {
+	B := cfg.BatchSize
+	perEpoch := (n + B - 1) / B
+	total := cfg.Epochs * perEpoch
+	if cfg.MaxSteps > 0 {
+		total = cfg.MaxSteps
+	}
+	tr, err := trainer.New(be, mctx, loss, cfg.optim(total))
+	if err != nil {
+		return fmt.Errorf("pretrain: %w", err)
+	}
+	if err := mctx.SetRNGStateFromSeed(cfg.Seed); err != nil {
+		return fmt.Errorf("pretrain: seed: %w", err)
 	}
 	start := time.Now()
 	rec.StopReason = "completed"
@@ -220,7 +249,7 @@ func SpanCorruptT5(ctx context.Context, cfg Config, corpus string, texts []strin
 	var perm []int
 	for step := 0; step < total; step++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		if cfg.MaxTime > 0 && time.Since(start) >= cfg.MaxTime {
 			rec.StopReason = "max_time"
@@ -228,18 +257,16 @@ func SpanCorruptT5(ctx context.Context, cfg Config, corpus string, texts []strin
 		}
 		epoch, b := step/perEpoch, step%perEpoch
 		if b == 0 {
-			perm = rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(epoch))).Perm(len(seqs))
+			perm = rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(epoch))).Perm(n)
 		}
-		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(step)+1<<32))
-		idx := perm[b*B : min((b+1)*B, len(perm))]
-		in, tgt, tokens, err := corruptBatch(cfg, seqs, idx, sentinels, tok.EOSID(), rng)
+		in, tokens, err := batch(step, perm[b*B:min((b+1)*B, len(perm))])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		t0 := time.Now()
-		sr, err := tr.Step([][]*tensors.Tensor{m.Config.TrainBatch(in, tgt, B)})
+		sr, err := tr.Step(in)
 		if err != nil {
-			return nil, fmt.Errorf("pretrain: update %d: %w", step+1, err)
+			return fmt.Errorf("pretrain: update %d: %w", step+1, err)
 		}
 		if step == 0 {
 			rec.FirstLoss = sr.Loss
@@ -249,7 +276,7 @@ func SpanCorruptT5(ctx context.Context, cfg Config, corpus string, texts []strin
 		logN++
 		if run != nil {
 			if err := run.LogMetrics(map[string]float64{"train/loss": sr.Loss, "train/learning_rate": sr.LearningRate, "train/grad_norm": sr.GradNorm}, sr.Step); err != nil {
-				return nil, fmt.Errorf("pretrain: %w", err)
+				return fmt.Errorf("pretrain: %w", err)
 			}
 		}
 		p := Progress{Phase: "train", Step: sr.Step, Steps: total, Epoch: epoch + 1, Loss: sr.Loss, LearningRate: sr.LearningRate,
@@ -269,16 +296,12 @@ func SpanCorruptT5(ctx context.Context, cfg Config, corpus string, texts []strin
 	if logN > 0 {
 		rec.FinalLoss = logLoss / float64(logN)
 	}
-	m.Config.DropoutRate = savedDropout
-	if err := save(m, tok, cfg.OutputDir, rec); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return nil
 }
 
 // save writes the checkpoint to a temporary sibling of dir and renames it
 // into place, so dir never holds half a checkpoint.
-func save(m *t5.Model, tok tokenizer.Tokenizer, dir string, rec *Record) error {
+func save(m interface{ Save(dir string) error }, tok tokenizer.Tokenizer, dir string, rec *Record) error {
 	err := atomicfile.Dir(dir, false, func(tmp string) error {
 		if err := m.Save(tmp); err != nil {
 			return err

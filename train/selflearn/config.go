@@ -19,12 +19,14 @@ package selflearn
 import (
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/hyde"
+	"github.com/ragforge/ragforge/train/lora"
 )
 
 // Config holds a self-learning run's settings; start from DefaultConfig.
@@ -37,8 +39,10 @@ type Config struct {
 	// of WorkDir/run.json's.
 	ResumeRunID string `json:"-"`
 
-	// Generator is the generator spec: "ict", "t5:<dir>" or
-	// "openai:<url>[#model]" (generate.ParseGeneratorSpec).
+	// Generator is the generator spec: "ict", "t5:<dir>", "hf:<dir>",
+	// "qwen2:<dir>", "llama:<dir>", "qwen3:<dir>" or "openai:<url>[#model]"
+	// (generate.ParseGeneratorSpec). A local T5 is fine-tuned in full
+	// (FineTuneT5), a local decoder with LoRA (GeneratorLoRA).
 	Generator string
 	// GeneratorImpl, when set, is used instead of opening Generator (tests,
 	// custom servers); Generator then only names it in the run.
@@ -95,12 +99,19 @@ type Config struct {
 	Temperature     float64 // InfoNCE τ, Eq. 8 (0.02)
 	RetrieverLR     float64 // retriever AdamW peak learning rate (1e-5)
 	RetrieverBatch  int     // retriever micro-batch (32)
-	GeneratorLR     float64 // generator AdamW peak learning rate (1e-5)
-	GeneratorBatch  int     // generator SFT batch (8)
-	WarmupRatio     float64 // warmup fraction of both trainings (0.1)
-	Epochs          int     // epochs of both trainings (1)
+	GeneratorLR     float64 // T5 generator AdamW peak learning rate (1e-5)
+	GeneratorBatch  int     // T5 generator SFT batch (8)
+	WarmupRatio     float64 // warmup fraction of the retriever and T5 generator trainings (0.1)
+	Epochs          int     // epochs of the retriever and T5 generator trainings (1)
 	MaxLength       int     // retriever token limit (512)
-	MaxTargetTokens int     // generator SFT target length limit (256)
+	MaxTargetTokens int     // generator SFT target length limit, eos included (256)
+	// GeneratorLoRA is the LoRA SFT of a decoder generator (Llama, Qwen2,
+	// Qwen3; Eq. 6); the zero value is lora.DefaultConfig(), AutoMIR's: r 8,
+	// AdamW, cosine schedule after 200 warmup steps, lr 1e-5, batch 2, 1
+	// epoch. Its Seed is replaced by Seed + round, as the T5's; MaxLength
+	// is capped at the decoder's max_position_embeddings. Omitted when
+	// zero, so the config hash of earlier runs stays.
+	GeneratorLoRA lora.Config `json:",omitzero"`
 	// SubBatchTokens bounds one GradCache encoder pass of the retriever
 	// training (retriever.Config.SubBatchTokens; 0 = its default 4096): the
 	// activation memory, not the loss. Omitted from the config hash when 0.
@@ -217,10 +228,23 @@ func (c Config) Validate() error {
 	case c.FusionHoldout < 0 || c.FusionHoldout >= 1:
 		return bad("FusionHoldout", c.FusionHoldout, "in [0, 1)")
 	}
+	if !reflect.ValueOf(c.GeneratorLoRA).IsZero() {
+		if err := c.GeneratorLoRA.Validate(); err != nil {
+			return fmt.Errorf("selflearn config: field %q: %w", "GeneratorLoRA", err)
+		}
+	}
 	if !c.BM25.IsZero() {
 		if err := c.BM25.Validate(); err != nil {
 			return fmt.Errorf("selflearn config: field %q: %w", "BM25", err)
 		}
 	}
 	return nil
+}
+
+// generatorLoRA is GeneratorLoRA, or lora.DefaultConfig() when zero.
+func (c Config) generatorLoRA() lora.Config {
+	if reflect.ValueOf(c.GeneratorLoRA).IsZero() {
+		return lora.DefaultConfig()
+	}
+	return c.GeneratorLoRA
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/lm"
+	"github.com/ragforge/ragforge/train/lora"
 )
 
 // genItems generates the items of kind under keys that are not stored
@@ -89,32 +91,60 @@ func (s *state) genOpt(t int, n, maxNew int) lm.Options {
 		Seed: s.cfg.Seed + int64(t), N: n}
 }
 
-// tunable reports whether the generator can be fine-tuned here (a T5
-// checkpoint directory).
+// tunable reports whether the generator can be fine-tuned here: a T5
+// (FineTuneT5) or a decoder (LoRA, tuneDecoder) checkpoint directory.
 func (s *state) tunable() bool {
-	g, ok := s.gen0.(*lm.T5)
-	return ok && g.Dir != ""
+	switch g := s.gen0.(type) {
+	case *lm.T5:
+		return g.Dir != ""
+	case *lm.Decoder:
+		return g.Dir != ""
+	}
+	return false
 }
 
+// generator returns G_tag: the initial generator (tag 0), else the tuned
+// checkpoint round-<tag>/generator, loaded as the initial one's kind.
 func (s *state) generator(tag int) (lm.Generator, error) {
 	if g, ok := s.gens[tag]; ok {
 		return g, nil
 	}
-	g, err := lm.LoadT5(filepath.Join(s.roundDir(tag), "generator"), s.cfg.Backend)
-	if err != nil {
-		return nil, err
+	dir := filepath.Join(s.roundDir(tag), "generator")
+	var g lm.Generator
+	switch g0 := s.gen0.(type) {
+	case *lm.Decoder:
+		d, err := lm.LoadDecoder(dir, s.cfg.Backend)
+		if err != nil {
+			return nil, err
+		}
+		g = d
+	case *lm.T5:
+		t5, err := lm.LoadT5(dir, s.cfg.Backend)
+		if err != nil {
+			return nil, err
+		}
+		t5.MaxInputTokens = g0.MaxInputTokens
+		g = t5
+	default:
+		return nil, fmt.Errorf("selflearn: generator %s cannot be tuned, so it has no round %d checkpoint", s.gen0.Name(), tag)
 	}
-	g.MaxInputTokens = s.gen0.(*lm.T5).MaxInputTokens
 	s.gens[tag] = g
 	return g, nil
 }
 
-// genTag is the tag of the generator after round t (0 when it is not tuned).
+// genTag is the tag of the generator after round t: the last round ≤ t
+// whose generator fine-tuning finished (a round without selected pairs
+// tunes nothing and keeps G_{t−1}); 0 when the generator is not tuned.
 func (s *state) genTag(t int) int {
 	if !s.tunable() {
 		return 0
 	}
-	return t
+	for ; t > 0; t-- {
+		if done, err := s.stepDone(t, "sft"); err == nil && done {
+			return t
+		}
+	}
+	return 0
 }
 
 // evalHypos returns the hypothetical documents of every evaluation query
@@ -228,25 +258,27 @@ func (s *state) selectAll(ctx context.Context, t int, keys []string, qs, cands m
 	return out, nil
 }
 
+// tuneGenerator fine-tunes G_{t−1} on the round's (q, d*) pairs into
+// round-<t>/generator (4., Eq. 6): a T5 in full (FineTuneT5), a decoder
+// with LoRA (tuneDecoder). The per-update losses go to the run as
+// r<t>/generator/loss. A finished step is skipped.
 func (s *state) tuneGenerator(ctx context.Context, t int, pairs []SFTPair) error {
 	if ok, err := s.stepDone(t, "sft"); ok || err != nil {
 		return err
 	}
 	stage := roundKey(t, "sft")
 	s.report(stage, 0, 1)
-	prev := s.gen0.(*lm.T5).Dir
-	if t > 1 {
-		prev = filepath.Join(s.roundDir(t-1), "generator")
+	out := filepath.Join(s.roundDir(t), "generator")
+	var losses []float64
+	var err error
+	switch g0 := s.gen0.(type) {
+	case *lm.Decoder:
+		losses, err = s.tuneDecoder(ctx, t, g0, pairs, out)
+	case *lm.T5:
+		losses, err = s.tuneT5(ctx, t, g0, pairs, out)
+	default:
+		err = fmt.Errorf("selflearn: generator %s cannot be tuned", s.gen0.Name())
 	}
-	// A fresh copy: the in-memory G_{t-1} stays untouched for the ablations.
-	g, err := lm.LoadT5(prev, s.cfg.Backend)
-	if err != nil {
-		return err
-	}
-	g.MaxInputTokens = s.gen0.(*lm.T5).MaxInputTokens
-	losses, err := FineTuneT5(ctx, g, pairs, SFTConfig{LearningRate: s.cfg.GeneratorLR, WarmupRatio: s.cfg.WarmupRatio,
-		Epochs: s.cfg.Epochs, BatchSize: s.cfg.GeneratorBatch, MaxTargetTokens: s.cfg.MaxTargetTokens,
-		Template: s.cfg.HypoTemplate, Seed: s.cfg.Seed + int64(t)})
 	if err != nil {
 		return err
 	}
@@ -255,19 +287,85 @@ func (s *state) tuneGenerator(ctx context.Context, t int, pairs []SFTPair) error
 			return err
 		}
 	}
-	out := filepath.Join(s.roundDir(t), "generator")
-	err = atomicfile.Dir(out, true, func(tmp string) error {
-		if err := g.Model.Save(tmp); err != nil {
-			return err
-		}
-		return g.Tokenizer.Save(tmp)
-	})
-	if err != nil {
-		return err
-	}
 	if err := s.run.Artifact("generator", filepath.Join(out, "model.safetensors")); err != nil {
 		return err
 	}
 	s.report(stage, 1, 1)
 	return s.markDone(t, "sft", out)
+}
+
+// prevGeneratorDir is G_{t−1}'s checkpoint directory (genTag: the initial
+// one until a round has tuned it).
+func (s *state) prevGeneratorDir(t int, initial string) string {
+	if tag := s.genTag(t - 1); tag > 0 {
+		return filepath.Join(s.roundDir(tag), "generator")
+	}
+	return initial
+}
+
+// tuneT5 fine-tunes a fresh copy of the T5 G_{t−1} (the in-memory one stays
+// untouched for the ablations) and saves it to out.
+func (s *state) tuneT5(ctx context.Context, t int, g0 *lm.T5, pairs []SFTPair, out string) ([]float64, error) {
+	g, err := lm.LoadT5(s.prevGeneratorDir(t, g0.Dir), s.cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	g.MaxInputTokens = g0.MaxInputTokens
+	losses, err := FineTuneT5(ctx, g, pairs, SFTConfig{LearningRate: s.cfg.GeneratorLR, WarmupRatio: s.cfg.WarmupRatio,
+		Epochs: s.cfg.Epochs, BatchSize: s.cfg.GeneratorBatch, MaxTargetTokens: s.cfg.MaxTargetTokens,
+		Template: s.cfg.HypoTemplate, Seed: s.cfg.Seed + int64(t)})
+	if err != nil {
+		return nil, err
+	}
+	return losses, atomicfile.Dir(out, true, func(tmp string) error {
+		if err := g.Model.Save(tmp); err != nil {
+			return err
+		}
+		return g.Tokenizer.Save(tmp)
+	})
+}
+
+// LoRADir is the LoRA run of a decoder generator inside round-<t>/: its
+// checkpoints and the PEFT adapter folder (adapter/), beside the merged
+// round-<t>/generator.
+const LoRADir = "generator-lora"
+
+// tuneDecoder LoRA-trains the decoder G_{t−1} on pairs (DecoderSFTExamples,
+// Config.GeneratorLoRA with seed Seed + t) into round-<t>/generator-lora
+// and moves its merged checkpoint to out, so round t+1 and the evaluation
+// generate with the tuned weights. A killed run resumes from the newest
+// LoRA checkpoint (lora.Train with Resume; GeneratorLoRA.SaveSteps sets
+// their spacing) and ends with the same adapter; if it was killed after the
+// merge, the merge is redone from the final checkpoint.
+func (s *state) tuneDecoder(ctx context.Context, t int, g0 *lm.Decoder, pairs []SFTPair, out string) ([]float64, error) {
+	prev := s.prevGeneratorDir(t, g0.Dir)
+	c := s.cfg.generatorLoRA()
+	c.Seed = s.cfg.Seed + int64(t)
+	c.MaxLength = min(c.MaxLength, g0.MaxContext())
+	examples, err := DecoderSFTExamples(g0.Tokenizer, pairs, s.cfg.HypoTemplate, s.cfg.MaxTargetTokens, c.MaxLength)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(s.roundDir(t), LoRADir)
+	stage := roundKey(t, "sft")
+	res, err := lora.Train(ctx, lora.Options{Config: c, ModelDir: prev, OutputDir: dir, Backend: s.cfg.Backend, Resume: true, Merge: true},
+		examples, nil, func(p lora.Progress) {
+			if p.Phase == "train" {
+				s.report(stage, p.Step, p.Steps+1) // the last unit is the merge
+			}
+		})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(res.MergedDir, out); err != nil {
+		return nil, err
+	}
+	losses := make([]float64, len(res.History))
+	for i, h := range res.History {
+		losses[i] = h.Loss
+	}
+	return losses, nil
 }

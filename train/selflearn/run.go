@@ -105,8 +105,11 @@ type state struct {
 //     inner-product index of the corpus (Eq. 4) and keeps the lowest rank,
 //     first on ties (Eq. 5, SelectBest);
 //  4. writes round-<t>/sft_alpaca.jsonl and sft_messages.jsonl and, for a
-//     T5 generator, fine-tunes it on (q, d*) into round-<t>/generator
-//     (Eq. 6, FineTuneT5);
+//     local generator, fine-tunes it on (q, d*) into round-<t>/generator
+//     (Eq. 6): a T5 in full (FineTuneT5), a decoder with LoRA
+//     (DecoderSFTExamples, Config.GeneratorLoRA; the PEFT adapter and the
+//     LoRA checkpoints in round-<t>/generator-lora, the merged checkpoint
+//     as round-<t>/generator);
 //  5. regenerates N hypothetical documents per query with the tuned
 //     generator (generators that cannot be tuned reuse the candidates in
 //     rank order, d* first);

@@ -29,6 +29,7 @@ import (
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/fusion"
+	"github.com/ragforge/ragforge/train/lora"
 	"github.com/ragforge/ragforge/train/retriever"
 )
 
@@ -117,6 +118,11 @@ func TestConfigValidate(t *testing.T) {
 		{"Pooling", func(c *Config) { c.Pooling = "max" }},
 		{"BM25", func(c *Config) { c.BM25 = bm25.Config{K1: 1.2, B: 0.75, Analyzer: "klingon"} }},
 		{"BM25", func(c *Config) { c.BM25 = bm25.Config{K1: 1.2, B: 1.5} }},
+		{"GeneratorLoRA", func(c *Config) { c.GeneratorLoRA = lora.DefaultConfig(); c.GeneratorLoRA.BatchSize = 0 }},
+		{"GeneratorLoRA", func(c *Config) {
+			c.GeneratorLoRA = lora.DefaultConfig()
+			c.GeneratorLoRA.LoRA.TargetModules = []string{"c_attn"}
+		}},
 	}
 	for _, tc := range tests {
 		c := ok
@@ -140,6 +146,25 @@ func TestConfigHashWithoutBM25(t *testing.T) {
 	pt.BM25 = bm25.Config{K1: 0.9, B: 0.75, Analyzer: "pt"}
 	if configHash(pt) == configHash(c) {
 		t.Error("a BM25 config leaves the config hash unchanged")
+	}
+}
+
+// The zero GeneratorLoRA (lora.DefaultConfig, AutoMIR's) is left out of
+// the config, so earlier runs still resume; a set one changes the hash and
+// replaces the defaults.
+func TestConfigHashGeneratorLoRA(t *testing.T) {
+	c := DefaultConfig()
+	if b, _ := json.Marshal(c); strings.Contains(string(b), "GeneratorLoRA") {
+		t.Errorf("default config JSON names GeneratorLoRA: %s", b)
+	}
+	if !reflect.DeepEqual(c.generatorLoRA(), lora.DefaultConfig()) {
+		t.Errorf("zero GeneratorLoRA gives %+v, want lora.DefaultConfig()", c.generatorLoRA())
+	}
+	set := c
+	set.GeneratorLoRA = lora.DefaultConfig()
+	set.GeneratorLoRA.WarmupSteps = 2
+	if configHash(set) == configHash(c) || set.generatorLoRA().WarmupSteps != 2 {
+		t.Error("a GeneratorLoRA leaves the config hash or the LoRA settings unchanged")
 	}
 }
 

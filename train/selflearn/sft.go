@@ -17,6 +17,8 @@ import (
 	"github.com/ragforge/ragforge/models/generate"
 	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/t5"
+	"github.com/ragforge/ragforge/models/tokenizer/bpe"
+	"github.com/ragforge/ragforge/train/lora"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -156,4 +158,27 @@ func FineTuneT5(ctx context.Context, g *lm.T5, pairs []SFTPair, cfg SFTConfig) (
 		}
 	}
 	return losses, nil
+}
+
+// DecoderSFTExamples encodes pairs for the LoRA SFT of a decoder generator
+// (Eq. 6): the prompt is Render(template, q, "") as the generator is asked
+// for a hypothetical document, encoded by lm.UserPromptIDs (one user turn
+// through the chat template, the assistant turn opened: the ids generation
+// uses); the response is d* cut to maxTargetTokens−1 tokens plus eos (the
+// tokenizer's eos_token, Qwen's <|im_end|>), and the whole to maxLength
+// (lora.EncodePairs). Errors name the pair.
+func DecoderSFTExamples(tok *bpe.Tokenizer, pairs []SFTPair, template string, maxTargetTokens, maxLength int) ([]lora.Example, error) {
+	lp := make([]lora.Pair, len(pairs))
+	for i, p := range pairs {
+		lp[i] = lora.Pair{Prompt: generate.Render(template, p.Query, ""), Response: p.Output}
+	}
+	resp := func(s string) []int {
+		ids := tok.Encode(s, false)
+		return ids[:min(len(ids), max(maxTargetTokens-1, 1))]
+	}
+	ex, err := lora.EncodePairs(lp, func(s string) ([]int, error) { return lm.UserPromptIDs(tok, s) }, resp, tok.EOSID(), maxLength)
+	if err != nil {
+		return nil, fmt.Errorf("decoder sft: %w", err)
+	}
+	return ex, nil
 }

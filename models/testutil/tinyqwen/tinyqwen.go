@@ -22,6 +22,8 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/internal/testutil"
+	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/decoder"
 )
 
 //go:embed tokenizer/tokenizer.json tokenizer/tokenizer_config.json
@@ -39,6 +41,14 @@ func Dir(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
+	WriteTokenizer(t, dir)
+	return dir
+}
+
+// WriteTokenizer writes the tokenizer files (tokenizer.json,
+// tokenizer_config.json) into dir.
+func WriteTokenizer(t testing.TB, dir string) {
+	t.Helper()
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
 		b, err := files.ReadFile("tokenizer/" + f)
 		if err != nil {
@@ -48,5 +58,31 @@ func Dir(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Random returns a fresh directory under t.TempDir() holding a random
+// qwen2 of decoder.TinyConfig's shape (1024 positions, as `ragforge models
+// init --arch qwen2 --size tiny` writes it) with the tokenizer: pad
+// <|endoftext|> 0, eos <|im_end|> 2. Needs no ../shared.
+func Random(t testing.TB, seed int64) string {
+	t.Helper()
+	be, err := backend.New("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := decoder.TinyConfig("qwen2", 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.PadTokenID, cfg.EOSTokenIDs = 0, []int{2}
+	m, err := decoder.NewRandom(be, cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	WriteTokenizer(t, dir)
 	return dir
 }
