@@ -14,6 +14,7 @@ import (
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/chunk"
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/models/backend"
@@ -201,11 +202,8 @@ func startOrResumeRun(g *globals, kind string, config any, dir string, resume bo
 		return nil, nil, err
 	}
 	b, _ := json.Marshal(map[string]string{"run_id": run.ID, "kind": kind})
-	if err := os.MkdirAll(dir, 0o755); err == nil {
-		tmp := path + ".tmp"
-		if err = os.WriteFile(tmp, append(b, '\n'), 0o644); err == nil {
-			err = os.Rename(tmp, path)
-		}
+	if err = os.MkdirAll(dir, 0o755); err == nil {
+		err = atomicfile.WriteBytes(path, append(b, '\n'), 0o644)
 	}
 	if err != nil {
 		run.Finish(err)
