@@ -161,49 +161,35 @@ func addFAISSSearchFlags(cmd *cobra.Command, nprobe, efSearch *int) {
 
 func (r *retrieverFlags) bm25Config() (bm25.Config, error) { return r.bm25Flags.config() }
 
-// build returns the retriever and a function that releases it.
+// build returns the retriever and a function that releases it: the
+// encoder loaded from the flags, the rest assembled by search.Assemble.
 func (r *retrieverFlags) build(g *globals, chunks []data.Chunk) (retrieval.Retriever, func(), error) {
 	cfg, err := r.bm25Config()
 	if err != nil {
 		return nil, nil, err
 	}
-	bar := progress.New(g.Err, len(chunks), "bm25 index")
-	var idx *bm25.Index
-	if r.IndexDir != "" {
-		idx, err = bm25.Build(r.IndexDir, chunks, cfg, bar.Func())
-	} else {
-		idx, err = bm25.NewMemory(chunks, cfg)
-		bar.Set(len(chunks), len(chunks)) // one batch in memory
-	}
-	bar.Finish()
-	if err != nil {
-		return nil, nil, err
-	}
-	closeFn := func() { idx.Close() }
 	// The AP paper's hybrid: RRF c 60, each side's top max(k, 100).
-	p := &search.Pipeline{Config: search.Config{Mode: r.Mode, C: fusion.DefaultC, Depth: search.DefaultDepth, Union: r.Union}, BM25: idx}
-	if r.Mode == search.BM25 {
-		return p, closeFn, nil
-	}
-	enc, dix, err := buildDense(g, r, chunks)
-	if err != nil {
-		closeFn()
-		return nil, nil, err
-	}
-	p.Encoder, p.Index = enc, dix
-	closeAll := func() { dix.Close(); closeFn() }
-	if r.Mode == search.Hybrid {
-		if err := r.encoderWeights(); err != nil {
-			closeAll()
+	a := search.Assembly{Config: search.Config{Mode: r.Mode, C: fusion.DefaultC, Depth: search.DefaultDepth, Union: r.Union},
+		BM25: cfg, IndexDir: r.IndexDir, Factory: r.Factory, Search: r.searchParams(), Encoded: r.pre}
+	if r.Mode != search.BM25 {
+		if a.Encoder, err = loadDenseEncoder(g, r); err != nil {
 			return nil, nil, err
 		}
-		p.DenseWeight, p.BM25Weight = r.DenseWeight, r.BM25Weight
 	}
-	if err := p.Validate(); err != nil {
-		closeAll()
+	if r.Mode == search.Hybrid {
+		if err := r.encoderWeights(); err != nil {
+			return nil, nil, err
+		}
+		a.DenseWeight, a.BM25Weight = r.DenseWeight, r.BM25Weight
+	}
+	stages := progress.NewStages(g.Err, "")
+	a.Progress = stages.Func()
+	p, release, err := search.Assemble(chunks, a)
+	stages.Finish()
+	if err != nil {
 		return nil, nil, err
 	}
-	return p, closeAll, nil
+	return p, release, nil
 }
 
 // encoderWeights takes the hybrid's weights from the encoder directory's
