@@ -234,7 +234,7 @@ func (o *evalRetrievalOptions) validate() ([]int, error) {
 	if o.Retriever.Union && o.Retriever.Mode != search.Hybrid {
 		return nil, fmt.Errorf("--union applies to --retriever hybrid only, not %s", o.Retriever.Mode)
 	}
-	if o.Relevance != "contains" && o.Relevance != "span" {
+	if o.Relevance != eval.RelevanceContains && o.Relevance != eval.RelevanceSpan {
 		return nil, fmt.Errorf("--relevance %q: want contains or span", o.Relevance)
 	}
 	if maxK := slices.Max(ks); o.Depth < maxK {
@@ -279,32 +279,18 @@ func (o *evalRetrievalOptions) querySet(ctx context.Context, g *globals, docs []
 	if o.Limit > 0 && o.Limit < len(queries) {
 		queries = queries[:o.Limit]
 	}
-	set := &evalQuerySet{queries: queries, ids: allQueryIDs[:len(queries)], qrels: qrels, relevance: "qrels", index: index}
+	set := &evalQuerySet{queries: queries, ids: allQueryIDs[:len(queries)], qrels: qrels, relevance: eval.RelevanceQrels, index: index}
 	if index != nil {
-		set.relevance = o.Pseudo // chunk-level judgments
-	}
-	if qrels == nil {
-		set.relevance = o.Relevance
-		rule := eval.Rule{}
-		if o.Relevance == "span" {
-			rule = eval.SpanRule(docs)
-		}
-		var err error
-		if set.qrels, err = eval.BuildQrels(queries, chunks, rule); err != nil {
+		// ICT judgments are chunk-level, of the chunks indexed in place of the corpus.
+		set.relevance = o.Pseudo
+		set.check = eval.CheckQrels(qrels, allQueryIDs, eval.JudgedIDs(false, docs, chunks))
+	} else {
+		j, err := eval.Judge(queries, allQueryIDs, qrels, docs, chunks, o.Relevance)
+		if err != nil {
 			return nil, err
 		}
+		set.qrels, set.relevance, set.check = j.Qrels, j.Relevance, j.Check
 	}
-	judgedIDs := make([]string, 0, len(chunks))
-	if set.relevance == "qrels" {
-		for _, d := range docs {
-			judgedIDs = append(judgedIDs, d.ID)
-		}
-	} else {
-		for _, c := range chunks {
-			judgedIDs = append(judgedIDs, c.ID)
-		}
-	}
-	set.check = eval.CheckQrels(set.qrels, allQueryIDs, judgedIDs)
 	warnQrels(g, set.check)
 	return set, nil
 }
