@@ -278,7 +278,7 @@ func TestModelsInitXLMR(t *testing.T) {
 func TestModelsInitDecoder(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "runs.db")
-	tok := filepath.Join("..", "..", "internal", "testutil", "tinyqwen", "tokenizer")
+	tok := filepath.Join("..", "..", "models", "testutil", "tinyqwen", "tokenizer")
 	out := filepath.Join(dir, "qwen2")
 	run(t, "models", "init", "--db", db, "--backend", "go", "--arch", "qwen2", "--size", "tiny", "--tokenizer", tok, "--out", out)
 	cfg, err := decoder.LoadConfig(out)

@@ -43,7 +43,7 @@ func TestSelflearnDecoderSIGKILLResume(t *testing.T) {
 		return out
 	}
 	qwen, pt, bert := filepath.Join(dir, "qwen2-tiny"), filepath.Join(dir, "qwen2-tiny-pt"), filepath.Join(dir, "bert")
-	sh("models", "init", "--arch", "qwen2", "--size", "tiny", "--tokenizer", filepath.Join("..", "..", "internal", "testutil", "tinyqwen", "tokenizer"), "--out", qwen)
+	sh("models", "init", "--arch", "qwen2", "--size", "tiny", "--tokenizer", filepath.Join("..", "..", "models", "testutil", "tinyqwen", "tokenizer"), "--out", qwen)
 	sh("pretrain", "--model", qwen, "--corpus", corpus, "--out", pt, "--max-seq-length", "128", "--batch-size", "8", "--epochs", "30", "--lr", "1e-2")
 	sh("models", "init", "--arch", "bert", "--size", "tiny", "--tokenizer", filepath.Join("..", "..", "train", "selflearn", "testdata", "vocab.txt"), "--out", bert)
 	args := func(work string) []string {
