@@ -59,8 +59,8 @@ func (s *Store) Start(kind string, config any, version, backend string) (*Run, e
 		if err != nil {
 			return nil, fmt.Errorf("start run %s: id: %w", kind, err)
 		}
-		res, err := s.db.Exec(`INSERT OR IGNORE INTO runs (id, kind, config, status, started_at, version, backend, pid, host, proc_token)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, kind, string(cfg), StatusRunning, now.Format(timeFormat), version, backend,
+		res, err := s.db.Exec(`INSERT INTO runs (id, kind, config, status, started_at, version, backend, pid, host, proc_token)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`, id, kind, string(cfg), StatusRunning, now.Format(timeFormat), version, backend,
 			s.self.PID, s.self.Host, s.self.Token)
 		if err != nil {
 			return nil, fmt.Errorf("start run %s: %w", kind, err)
