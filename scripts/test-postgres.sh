@@ -6,6 +6,7 @@
 #   eval "$(scripts/test-postgres.sh start)"   # exports RAGFORGE_TEST_POSTGRES and RAGFORGE_TEST_PGDATA
 #   scripts/test-postgres.sh stop              # stops the server of $RAGFORGE_TEST_PGDATA and removes it
 #   scripts/test-postgres.sh run CMD...        # start, run CMD with the variable set, stop (always)
+#   scripts/test-postgres.sh check             # exit 0 when the server binaries are installed
 set -euo pipefail
 
 pgbin() {
@@ -47,6 +48,7 @@ stop() {
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  check) pgbin >/dev/null 2>&1 ;;
   run)
     shift
     eval "$(start)"
