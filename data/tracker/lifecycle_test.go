@@ -350,3 +350,36 @@ func testMigrateV1Both(t *testing.T, target string) {
 		t.Error("status CHECK lost in migration: 'bogus' accepted")
 	}
 }
+
+// A shared run is created once, joined by workers with the same kind and
+// config, refused to others, never stale, and finished once.
+func TestStartShared(t *testing.T) { storedbtest.Each(t, testStartShared) }
+
+func testStartShared(t *testing.T, target string) {
+	s := openAt(t, target, t0)
+	defer s.Close()
+	cfg := map[string]any{"top_n": 2}
+	a, created, err := s.StartShared("job-7", "label-perplexity", cfg, "v", "cpu")
+	if err != nil || !created {
+		t.Fatalf("first = %v, %v", created, err)
+	}
+	b, created, err := s.StartShared("job-7", "label-perplexity", cfg, "v", "cpu")
+	if err != nil || created || b.ID != a.ID {
+		t.Fatalf("join = %v, %v, %v", b, created, err)
+	}
+	if _, _, err := s.StartShared("job-7", "label-perplexity", map[string]any{"top_n": 3}, "v", "cpu"); err == nil {
+		t.Error("joined with another config")
+	}
+	if _, _, err := s.StartShared("job 7/x", "label-perplexity", cfg, "v", "cpu"); err == nil {
+		t.Error("accepted an id with a space and a slash")
+	}
+	if ri, _ := s.Get("job-7"); ri.Status != StatusRunning || ri.PID != 0 {
+		t.Errorf("shared run = %+v, want running without owner", ri.RunInfo)
+	}
+	if err := a.Finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Finish(nil); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("second Finish err = %v, want ErrNotRunning", err)
+	}
+}
