@@ -22,7 +22,11 @@ if [ -z "${FACTORY:-}" ]; then
   nlist=1; while [ $((nlist * nlist)) -lt $((16 * N)) ]; do nlist=$((nlist * 2)); done
   FACTORY="IVF$nlist,PQ16"
 fi
-rm -rf "$W"; mkdir -p "$W"
+# WORKDIR is emptied only when this script made it (it holds .scale-bench).
+if [ -e "$W" ] && [ ! -e "$W/.scale-bench" ]; then
+  echo "$W exists and was not made by $0; pass a new WORKDIR" >&2; exit 1
+fi
+rm -rf "$W"; mkdir -p "$W"; touch "$W/.scale-bench"
 go build -o "$W/ragforge" ./cmd/ragforge
 go build -o "$W/scalebench" ./scripts/scalebench
 

@@ -3,7 +3,7 @@
 # directory, run as a non-root user (the `postgres` system user when started
 # as root), listening on 127.0.0.1 only, trust auth on loopback.
 #
-#   eval "$(scripts/test-postgres.sh start)"   # exports RAGFORGE_TEST_POSTGRES and RAGFORGE_TEST_PGDATA
+#   env=$(scripts/test-postgres.sh start) && eval "$env"   # sets RAGFORGE_TEST_POSTGRES and RAGFORGE_TEST_PGDATA
 #   scripts/test-postgres.sh stop              # stops the server of $RAGFORGE_TEST_PGDATA and removes it
 #   scripts/test-postgres.sh run CMD...        # start, run CMD with the variable set, stop (always)
 #   scripts/test-postgres.sh check             # exit 0 when the server binaries are installed
@@ -51,7 +51,8 @@ case "${1:-}" in
   check) pgbin >/dev/null 2>&1 ;;
   run)
     shift
-    eval "$(start)"
+    env=$(start)
+    eval "$env"
     export RAGFORGE_TEST_PGDATA RAGFORGE_TEST_POSTGRES
     trap stop EXIT
     "$@"
