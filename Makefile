@@ -44,9 +44,10 @@ test:
 	else echo "PostgreSQL is not installed (make setup installs it): the store tests' PostgreSQL half skips"; \
 	  $(GO) test -count=1 -timeout 30m ./...; fi
 
-## test-stores: the store tests only (run store, labels, runs export/import), on SQLite and PostgreSQL.
+## test-stores: the store tests only (run store, labels, work queue, runs export/import, label workers), on SQLite and PostgreSQL.
 test-stores:
-	scripts/test-postgres.sh run $(GO) test -count=1 ./data/storedb/... ./data/tracker/ ./models/labelstore/ ./models/runarchive/ ./data/workqueue/
+	scripts/test-postgres.sh run sh -c '$(GO) test -count=1 ./data/storedb/... ./data/tracker/ ./data/workqueue/ ./models/labelstore/ ./models/runarchive/ ./label/ && \
+	  $(GO) test -count=1 -run "TestRunsExportImport|TestLabelWorkers" ./cmd/ragforge/'
 
 test-short:
 	$(GO) test -short -count=1 ./...
