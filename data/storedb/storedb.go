@@ -200,3 +200,17 @@ func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Ro
 }
 
 func (t *Tx) Prepare(q string) (*sql.Stmt, error) { return t.Tx.Prepare(rebind(t.dialect, q)) }
+
+func (d *DB) Prepare(q string) (*sql.Stmt, error) { return d.DB.Prepare(d.Rebind(q)) }
+
+func (d *DB) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
+	return d.DB.PrepareContext(ctx, d.Rebind(q))
+}
+
+func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.Tx.QueryContext(ctx, rebind(t.dialect, q), args...)
+}
+
+func (t *Tx) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
+	return t.Tx.PrepareContext(ctx, rebind(t.dialect, q))
+}
