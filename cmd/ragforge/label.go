@@ -264,7 +264,8 @@ func newScorer(g *globals, spec string, timeout time.Duration, retries, concurre
 // labelPerplexityOptions are the flags of `label perplexity`.
 type labelPerplexityOptions struct {
 	Candidates  candidateFlags
-	Scorer      string // t5:DIR | openai:URL[#model]
+	Scorers     []string // t5:DIR | hf:DIR | openai:URL[#model]; worker k uses Scorers[k % len]
+	Work        workFlags
 	Margin      float64
 	Relative    bool
 	Timeout     time.Duration
@@ -292,16 +293,28 @@ openai:URL[#model], a server returning prompt log-probabilities with
 echo=true (vLLM, ragforge serve); llama.cpp server and Ollama return only
 generated-token log-probabilities and are refused with a clear error.
 Scores are cached in the run database, so --resume RUN continues an
-interrupted run without rescoring finished pairs.`,
-		Example: `  ragforge label perplexity --corpus ../shared/data/ap_protocols --qa ../shared/data/ap_protocols_qa/dev.csv --scorer t5:work/t5-tiny --limit 10`,
-		Args:    cobra.NoArgs,
+interrupted run without rescoring finished pairs.
+
+Workers: --workers N labels with N workers in this process, claiming
+batches of --batch-size questions from a queue in the run store; --job NAME
+makes processes on several machines, started with the same flags and
+--db postgres://…, work on one run named NAME (the first creates it and
+the batches; a killed worker's batch returns to the queue when its --lease
+expires; the worker that completes the last batch finishes the run and
+writes --out). Repeat --scorer to give workers their own servers (worker k
+uses the k-th, round robin); --concurrency is the limit per server. --shard
+i/N instead labels every N-th question from the i-th, in its own run.`,
+		Example: `  ragforge label perplexity --corpus ../shared/data/ap_protocols --qa ../shared/data/ap_protocols_qa/dev.csv --scorer t5:work/t5-tiny --limit 10
+  # on each of several machines, one vLLM server per worker:
+  ragforge --db postgres://ragforge@db.lab/ragforge label perplexity --corpus … --qa … --job ap-ppl-1 --scorer openai:http://127.0.0.1:8000/v1#qwen2-7b`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLabelPerplexity(cmdContext(cmd), g, o)
 		},
 	}
 	o.Candidates.add(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.Scorer, "scorer", "", "scorer LM: t5:DIR, hf:DIR or openai:URL[#model] (required)")
+	f.StringArrayVar(&o.Scorers, "scorer", nil, "scorer LM: t5:DIR, hf:DIR or openai:URL[#model] (required); repeat to give workers their own servers")
 	f.Float64Var(&o.Margin, "margin", 0, "minimum perplexity reduction for [HELPFUL]")
 	f.BoolVar(&o.Relative, "relative", false, "margin is relative: (ppl_without - ppl_with) / ppl_without")
 	f.DurationVar(&o.Timeout, "timeout", 120*time.Second, "per-request timeout (HTTP scorer)")
@@ -309,22 +322,38 @@ interrupted run without rescoring finished pairs.`,
 	f.IntVar(&o.Concurrency, "concurrency", 4, "pairs scored at once")
 	minInt(f, 1, "concurrency")
 	f.StringVar(&o.Resume, "resume", "", "continue the labeling run with this id (finished pairs come from the score cache)")
+	o.Work.add(cmd)
 	f.StringVar(&o.DatasetName, "dataset-name", "", "dataset_name written to each example (default: the corpus name, e.g. ap_protocols for .../ap_protocols)")
 	return cmd
 }
 
 func runLabelPerplexity(ctx context.Context, g *globals, o labelPerplexityOptions) (err error) {
-	if o.Scorer == "" {
+	if len(o.Scorers) == 0 {
 		return fmt.Errorf("--scorer is required")
 	}
-	sc, err := newScorer(g, o.Scorer, o.Timeout, o.Retries, o.Concurrency)
-	if err != nil {
+	if err := o.Work.check(o.Resume); err != nil {
 		return err
 	}
+	if len(o.Scorers) > 1 && !o.Work.queued() {
+		return fmt.Errorf("%d --scorer values: several scorers need --workers or --job (worker k uses the k-th)", len(o.Scorers))
+	}
+	scorers := make([]lm.Scorer, len(o.Scorers))
+	for i, spec := range o.Scorers {
+		if scorers[i], err = newScorer(g, spec, o.Timeout, o.Retries, o.Concurrency); err != nil {
+			return err
+		}
+	}
+	sc := scorers[0]
 	c := o.Candidates
 	tasks, err := perplexityTasks(g, c)
 	if err != nil {
 		return err
+	}
+	if tasks, err = o.Work.shard(tasks); err != nil {
+		return err
+	}
+	if o.Work.queued() {
+		return runLabelPerplexityWorkers(ctx, g, o, scorers, tasks)
 	}
 	var st *tracker.Store
 	var run *tracker.Run
@@ -336,7 +365,7 @@ func runLabelPerplexity(ctx context.Context, g *globals, o labelPerplexityOption
 			st.Close()
 			return err
 		}
-	} else if st, run, err = startRun(g, "label-perplexity", map[string]any{"flags": c, "scorer": sc.Name(), "margin": o.Margin, "relative": o.Relative}); err != nil {
+	} else if st, run, err = startRun(g, "label-perplexity", o.Work.config(map[string]any{"flags": c, "scorer": sc.Name(), "margin": o.Margin, "relative": o.Relative})); err != nil {
 		return err
 	}
 	defer st.Close()

@@ -16,7 +16,7 @@ import (
 
 // globals are the flags every command shares.
 type globals struct {
-	DB          string // run store (SQLite)
+	DB          string // run store: SQLite path or postgres:// URL
 	Backend     string // GoMLX backend: "go" (default) or "xla[:plugin]"
 	JSON        bool   // machine-readable output
 	Profile     string // --cpuprofile: pprof CPU profile of the command
@@ -40,7 +40,7 @@ func newRoot(g *globals) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.DB, "db", defaultDB(), "run store: SQLite database path ($RAGFORGE_DB)")
+	root.PersistentFlags().StringVar(&g.DB, "db", defaultDB(), "run store: SQLite database path, or a postgres:// URL to share runs and labels between machines ($RAGFORGE_DB)")
 	root.PersistentFlags().StringVar(&g.Backend, "backend", "", "GoMLX backend: go (pure Go, default) or xla[:plugin] (needs a PJRT plugin; $GOMLX_BACKEND)")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print JSON instead of tables")
 	root.PersistentFlags().StringVar(&g.Profile, "cpuprofile", "", "write a pprof CPU profile of the command to this file (go tool pprof)")
@@ -86,7 +86,8 @@ func addCommands(root *cobra.Command, g *globals) {
 		group("pipeline", "Assemble the directory `ragforge serve` loads (corpora, indexes, retriever, filter, generator)",
 			newPipelineBuildCmd(g)),
 		group("runs", "List, show and compare runs stored in the run database",
-			newRunsListCmd(g), newRunsShowCmd(g), newRunsCompareCmd(g), newRunsMarkCmd(g), newRunsGCCmd(g)),
+			newRunsListCmd(g), newRunsShowCmd(g), newRunsCompareCmd(g), newRunsMarkCmd(g), newRunsGCCmd(g),
+			newRunsExportCmd(g), newRunsImportCmd(g)),
 		newPretrainCmd(g),
 		newSelflearnCmd(g),
 		newServeCmd(g),

@@ -59,8 +59,8 @@ func (s *Store) Start(kind string, config any, version, backend string) (*Run, e
 		if err != nil {
 			return nil, fmt.Errorf("start run %s: id: %w", kind, err)
 		}
-		res, err := s.db.Exec(`INSERT OR IGNORE INTO runs (id, kind, config, status, started_at, version, backend, pid, host, proc_token)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, kind, string(cfg), StatusRunning, now.Format(timeFormat), version, backend,
+		res, err := s.db.Exec(`INSERT INTO runs (id, kind, config, status, started_at, version, backend, pid, host, proc_token)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`, id, kind, string(cfg), StatusRunning, now.Format(timeFormat), version, backend,
 			s.self.PID, s.self.Host, s.self.Token)
 		if err != nil {
 			return nil, fmt.Errorf("start run %s: %w", kind, err)
@@ -164,9 +164,49 @@ func (s *Store) end(ctx context.Context, id, status, msg string) error {
 	}
 	s.setOpen(id, false)
 	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("run %s: finish: not a running run", id)
+		return fmt.Errorf("run %s: finish: %w", id, ErrNotRunning)
 	}
 	return nil
+}
+
+// ErrNotRunning is returned (wrapped) by Finish for a run that is unknown
+// or already finished.
+var ErrNotRunning = errors.New("not a running run")
+
+// StartShared records the run id, chosen by the caller (a job name that
+// worker processes on several machines are started with), as running with no
+// owner process: its workers come and go, so it never reads as stale, and it
+// stays running until a worker finishes it (Finish; the others then get
+// ErrNotRunning). When id is already stored it returns that run, after
+// checking that it is of kind with the same config; created tells which.
+// Errors: an invalid id (letters, digits, '-', '_' and '.' only), a stored run
+// of another kind or config (workers started with other flags).
+func (s *Store) StartShared(id, kind string, config any, version, backend string) (r *Run, created bool, err error) {
+	if id == "" || strings.Trim(strings.ToLower(id), "abcdefghijklmnopqrstuvwxyz0123456789-_.") != "" {
+		return nil, false, fmt.Errorf("start shared run: id %q: use letters, digits, '-', '_' and '.'", id)
+	}
+	cfg, err := json.Marshal(config)
+	if err != nil {
+		return nil, false, fmt.Errorf("start shared run %s: field %q: %w", id, "config", err)
+	}
+	res, err := s.db.Exec(`INSERT INTO runs (id, kind, config, status, started_at, version, backend, pid, host, proc_token)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', '') ON CONFLICT (id) DO NOTHING`, id, kind, string(cfg), StatusRunning,
+		s.now().Format(timeFormat), version, backend)
+	if err != nil {
+		return nil, false, fmt.Errorf("start shared run %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return &Run{ID: id, s: s}, true, nil
+	}
+	var k, c string
+	if err := s.db.QueryRow(`SELECT kind, config FROM runs WHERE id = ?`, id).Scan(&k, &c); err != nil {
+		return nil, false, fmt.Errorf("start shared run %s: %w", id, err)
+	}
+	if k != kind || c != string(cfg) {
+		return nil, false, fmt.Errorf("start shared run %s: stored as kind %q with config %s; this worker has kind %q and config %s (start every worker of a job with the same flags)",
+			id, k, c, kind, cfg)
+	}
+	return &Run{ID: id, s: s}, false, nil
 }
 
 // OpenRuns returns the ids of the runs this Store started or resumed and has

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/data/storedb"
+	"github.com/ragforge/ragforge/data/storedb/storedbtest"
 )
 
 // deadPID returns the PID of a child process that has exited and been reaped.
@@ -29,8 +32,10 @@ func setOwner(t *testing.T, s *Store, id string, pid int, host, token string) {
 	}
 }
 
-func TestStaleStatus(t *testing.T) {
-	s := openAt(t, filepath.Join(t.TempDir(), "runs.db"), t0)
+func TestStaleStatus(t *testing.T) { storedbtest.Each(t, testStaleStatus) }
+
+func testStaleStatus(t *testing.T, target string) {
+	s := openAt(t, target, t0)
 	defer s.Close()
 	host := s.self.Host
 	dead := deadPID(t)
@@ -82,8 +87,10 @@ func TestStaleStatus(t *testing.T) {
 	}
 }
 
-func TestStartRecordsOwner(t *testing.T) {
-	s := openAt(t, filepath.Join(t.TempDir(), "runs.db"), t0)
+func TestStartRecordsOwner(t *testing.T) { storedbtest.Each(t, testStartRecordsOwner) }
+
+func testStartRecordsOwner(t *testing.T, target string) {
+	s := openAt(t, target, t0)
 	defer s.Close()
 	r, _ := s.Start("x", nil, "v", "cpu")
 	d, err := s.Get(r.ID)
@@ -99,8 +106,10 @@ func TestStartRecordsOwner(t *testing.T) {
 	}
 }
 
-func TestFinishStatuses(t *testing.T) {
-	s := openAt(t, filepath.Join(t.TempDir(), "runs.db"), t0)
+func TestFinishStatuses(t *testing.T) { storedbtest.Each(t, testFinishStatuses) }
+
+func testFinishStatuses(t *testing.T, target string) {
+	s := openAt(t, target, t0)
 	defer s.Close()
 	tests := []struct {
 		err  error
@@ -128,8 +137,10 @@ func TestFinishStatuses(t *testing.T) {
 	}
 }
 
-func TestMarkRunAndMarkStale(t *testing.T) {
-	s := openAt(t, filepath.Join(t.TempDir(), "runs.db"), t0)
+func TestMarkRunAndMarkStale(t *testing.T) { storedbtest.Each(t, testMarkRunAndMarkStale) }
+
+func testMarkRunAndMarkStale(t *testing.T, target string) {
+	s := openAt(t, target, t0)
 	defer s.Close()
 	live, _ := s.Start("live", nil, "v", "cpu")
 	gone, _ := s.Start("gone", nil, "v", "cpu")
@@ -177,8 +188,10 @@ func TestMarkRunAndMarkStale(t *testing.T) {
 	}
 }
 
-func TestResume(t *testing.T) {
-	s := openAt(t, filepath.Join(t.TempDir(), "runs.db"), t0)
+func TestResume(t *testing.T) { storedbtest.Each(t, testResume) }
+
+func testResume(t *testing.T, target string) {
+	s := openAt(t, target, t0)
 	defer s.Close()
 	r, _ := s.Start("train", nil, "v", "cpu")
 	r.Metric("loss", 1, 1)
@@ -235,8 +248,10 @@ func TestResume(t *testing.T) {
 	}
 }
 
-func TestInterruptOpen(t *testing.T) {
-	s := openAt(t, filepath.Join(t.TempDir(), "runs.db"), t0)
+func TestInterruptOpen(t *testing.T) { storedbtest.Each(t, testInterruptOpen) }
+
+func testInterruptOpen(t *testing.T, target string) {
+	s := openAt(t, target, t0)
 	defer s.Close()
 	a, _ := s.Start("a", nil, "v", "cpu")
 	b, _ := s.Start("b", nil, "v", "cpu")
@@ -289,5 +304,82 @@ func TestMigrateFromV1(t *testing.T) {
 	}
 	if err := s.Check(); err != nil {
 		t.Error(err)
+	}
+}
+
+// The migration list brings a version-1 schema to the current one on both
+// engines (on PostgreSQL by ALTER, on SQLite by a table rebuild that must not
+// cascade into metrics), keeping runs, metrics and items.
+func TestMigrateV1Both(t *testing.T) { storedbtest.Each(t, testMigrateV1Both) }
+
+func testMigrateV1Both(t *testing.T, target string) {
+	db, err := storedb.Open(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Migrate("schema_version", migrations[:1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO runs (id, kind, config, status, started_at, version, backend) VALUES ('r1', 'old', '{}', 'running', '2026-01-01T00:00:00Z', 'v', 'cpu')`,
+		`INSERT INTO metrics (run_id, name, step, value, created) VALUES ('r1', 'loss', 1, 0.5, '2026-01-01T00:00:00Z')`,
+		`INSERT INTO items (run_id, kind, key, json, updated) VALUES ('r1', 'k', 'a', '1', '2026-01-01T00:00:00Z')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s := openAt(t, target, t0)
+	defer s.Close()
+	d, err := s.Get("r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := s.Items("r1", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Metrics) != 1 || d.Metrics[0].Value != 0.5 || d.Status != StatusRunning || d.PID != 0 || len(items) != 1 {
+		t.Errorf("migrated run = %+v, metrics %v, items %v", d.RunInfo, d.Metrics, items)
+	}
+	if _, err := s.MarkRun("r1", StatusInterrupted, "", true); err != nil {
+		t.Errorf("status interrupted after migration: %v", err)
+	}
+	if _, err := s.db.Exec(`UPDATE runs SET status = 'bogus' WHERE id = 'r1'`); err == nil {
+		t.Error("status CHECK lost in migration: 'bogus' accepted")
+	}
+}
+
+// A shared run is created once, joined by workers with the same kind and
+// config, refused to others, never stale, and finished once.
+func TestStartShared(t *testing.T) { storedbtest.Each(t, testStartShared) }
+
+func testStartShared(t *testing.T, target string) {
+	s := openAt(t, target, t0)
+	defer s.Close()
+	cfg := map[string]any{"top_n": 2}
+	a, created, err := s.StartShared("job-7", "label-perplexity", cfg, "v", "cpu")
+	if err != nil || !created {
+		t.Fatalf("first = %v, %v", created, err)
+	}
+	b, created, err := s.StartShared("job-7", "label-perplexity", cfg, "v", "cpu")
+	if err != nil || created || b.ID != a.ID {
+		t.Fatalf("join = %v, %v, %v", b, created, err)
+	}
+	if _, _, err := s.StartShared("job-7", "label-perplexity", map[string]any{"top_n": 3}, "v", "cpu"); err == nil {
+		t.Error("joined with another config")
+	}
+	if _, _, err := s.StartShared("job 7/x", "label-perplexity", cfg, "v", "cpu"); err == nil {
+		t.Error("accepted an id with a space and a slash")
+	}
+	if ri, _ := s.Get("job-7"); ri.Status != StatusRunning || ri.PID != 0 {
+		t.Errorf("shared run = %+v, want running without owner", ri.RunInfo)
+	}
+	if err := a.Finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Finish(nil); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("second Finish err = %v, want ErrNotRunning", err)
 	}
 }

@@ -228,7 +228,7 @@ func (s *Store) Get(id string) (*RunDetail, error) {
 		return nil, fmt.Errorf("get run %s: %w", full, err)
 	}
 	d := &RunDetail{RunInfo: ri}
-	rows, err := s.db.Query(`SELECT name, step, value, created FROM metrics WHERE run_id = ? ORDER BY name, step, rowid`, full)
+	rows, err := s.db.Query(`SELECT name, step, value, created FROM metrics WHERE run_id = ? ORDER BY name, step, `+s.db.InsertOrder(), full)
 	if err != nil {
 		return nil, fmt.Errorf("get run %s: metrics: %w", full, err)
 	}
@@ -249,7 +249,7 @@ func (s *Store) Get(id string) (*RunDetail, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("get run %s: metrics: %w", full, err)
 	}
-	rows, err = s.db.Query(`SELECT kind, path, sha256, bytes, created FROM artifacts WHERE run_id = ? ORDER BY rowid`, full)
+	rows, err = s.db.Query(`SELECT kind, path, sha256, bytes, created FROM artifacts WHERE run_id = ? ORDER BY `+s.db.InsertOrder(), full)
 	if err != nil {
 		return nil, fmt.Errorf("get run %s: artifacts: %w", full, err)
 	}

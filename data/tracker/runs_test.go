@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ragforge/ragforge/data/storedb/storedbtest"
 )
 
 var t0 = time.Date(2026, 11, 29, 16, 30, 0, 0, time.UTC)
@@ -24,9 +26,11 @@ func openAt(t *testing.T, path string, now time.Time) *Store {
 	return s
 }
 
-func TestLifecycleAndReopen(t *testing.T) {
+func TestLifecycleAndReopen(t *testing.T) { storedbtest.Each(t, testLifecycleAndReopen) }
+
+func testLifecycleAndReopen(t *testing.T, target string) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "runs.db")
+	path := target
 	s := openAt(t, path, t0)
 
 	type cfg struct {
@@ -106,8 +110,10 @@ func TestLifecycleAndReopen(t *testing.T) {
 	}
 }
 
-func TestErrors(t *testing.T) {
-	s := openAt(t, filepath.Join(t.TempDir(), "runs.db"), t0)
+func TestErrors(t *testing.T) { storedbtest.Each(t, testErrors) }
+
+func testErrors(t *testing.T, target string) {
+	s := openAt(t, target, t0)
 	defer s.Close()
 	r, err := s.Start("x", nil, "v", "cpu")
 	if err != nil {
@@ -121,15 +127,16 @@ func TestErrors(t *testing.T) {
 	}{
 		{"nan metric", r.Metric("loss", 3, math.NaN()), `metric "loss" step 3: value NaN is not finite`},
 		{"empty metric name", r.Metric("", 3, 1), "empty name"},
-		{"metric of unknown run", ghost.Metric("loss", 0, 1), "FOREIGN KEY"},
-		{"item of unknown run", ghost.PutItem("k", "a", 1), "FOREIGN KEY"},
+		{"metric of unknown run", ghost.Metric("loss", 0, 1), "foreign key"},
+		{"item of unknown run", ghost.PutItem("k", "a", 1), "foreign key"},
 		{"finish unknown run", ghost.Finish(nil), "not a running run"},
 		{"missing artifact", r.Artifact("model", "/no/such/file"), "artifact /no/such/file"},
 		{"bad config", func() error { _, err := s.Start("x", func() {}, "v", "cpu"); return err }(), `field "config"`},
 		{"empty kind", func() error { _, err := s.Start("", nil, "v", "cpu"); return err }(), `field "kind": empty`},
 	}
 	for _, tt := range tests {
-		if tt.err == nil || !strings.Contains(tt.err.Error(), tt.want) {
+		// SQLite says "FOREIGN KEY constraint failed", PostgreSQL "violates foreign key constraint".
+		if tt.err == nil || !strings.Contains(strings.ToLower(tt.err.Error()), strings.ToLower(tt.want)) {
 			t.Errorf("%s: err = %v, want containing %q", tt.name, tt.err, tt.want)
 		}
 	}
@@ -138,8 +145,10 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func TestNewerSchemaRejected(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "runs.db")
+func TestNewerSchemaRejected(t *testing.T) { storedbtest.Each(t, testNewerSchemaRejected) }
+
+func testNewerSchemaRejected(t *testing.T, target string) {
+	path := target
 	s := openAt(t, path, t0)
 	if _, err := s.db.Exec(`UPDATE schema_version SET version = 99`); err != nil {
 		t.Fatal(err)
@@ -150,8 +159,10 @@ func TestNewerSchemaRejected(t *testing.T) {
 	}
 }
 
-func TestListGetPrefixCompare(t *testing.T) {
-	s := openAt(t, filepath.Join(t.TempDir(), "runs.db"), t0)
+func TestListGetPrefixCompare(t *testing.T) { storedbtest.Each(t, testListGetPrefixCompare) }
+
+func testListGetPrefixCompare(t *testing.T, target string) {
+	s := openAt(t, target, t0)
 	defer s.Close()
 	a, _ := s.Start("eval", nil, "v", "cpu")
 	b, _ := s.Start("eval", nil, "v", "cpu")
@@ -228,8 +239,10 @@ func TestListGetPrefixCompare(t *testing.T) {
 	}
 }
 
-func TestItems(t *testing.T) {
-	s := openAt(t, filepath.Join(t.TempDir(), "runs.db"), t0)
+func TestItems(t *testing.T) { storedbtest.Each(t, testItems) }
+
+func testItems(t *testing.T, target string) {
+	s := openAt(t, target, t0)
 	defer s.Close()
 	r, _ := s.Start("label", nil, "v", "cpu")
 	type label struct {
@@ -276,8 +289,10 @@ func TestItems(t *testing.T) {
 
 // TestConcurrent writes from 8 goroutines through one Store and, at the same
 // time, from a second Store on the same file (as a second process would).
-func TestConcurrent(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "runs.db")
+func TestConcurrent(t *testing.T) { storedbtest.Each(t, testConcurrent) }
+
+func testConcurrent(t *testing.T, target string) {
+	path := target
 	s1 := openAt(t, path, t0)
 	defer s1.Close()
 	s2 := openAt(t, path, t0)

@@ -39,7 +39,8 @@ func (s *Store) PutLogProbs(ctx context.Context, scorer, prompt, target string, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err = s.db.ExecContext(ctx, `INSERT OR REPLACE INTO score_cache (scorer, prompt_sha, target_sha, logprobs, created) VALUES (?, ?, ?, ?, ?)`,
+	_, err = s.db.ExecContext(ctx, `INSERT INTO score_cache (scorer, prompt_sha, target_sha, logprobs, created) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (scorer, prompt_sha, target_sha) DO UPDATE SET logprobs = excluded.logprobs, created = excluded.created`,
 		scorer, fullHash(prompt), fullHash(target), string(js), s.stamp())
 	if err != nil {
 		return fmt.Errorf("score cache: %w", err)
@@ -48,7 +49,7 @@ func (s *Store) PutLogProbs(ctx context.Context, scorer, prompt, target string, 
 }
 
 // Cached wraps a Scorer with the Store's score cache: a (Name, prompt, target)
-// already scored is answered from SQLite, anything else is scored and stored
+// already scored is answered from the store, anything else is scored and stored
 // before it is returned. Concurrent calls for the same triple share one
 // scorer call.
 func (s *Store) Cached(sc lm.Scorer) lm.Scorer {

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragforge/ragforge/data/storedb/storedbtest"
 	"github.com/ragforge/ragforge/models/filter"
 )
 
-func openTestStore(t *testing.T) *Store {
+func openTestStore(t *testing.T, target string) *Store {
 	t.Helper()
-	s, err := OpenStore(filepath.Join(t.TempDir(), "labels.db"))
+	s, err := OpenStore(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +37,10 @@ func counts(t *testing.T, s *Store, run string) map[string]int {
 	return c
 }
 
-func TestStoreReviewUndo(t *testing.T) {
-	s := openTestStore(t)
+func TestStoreReviewUndo(t *testing.T) { storedbtest.Each(t, testStoreReviewUndo) }
+
+func testStoreReviewUndo(t *testing.T, target string) {
+	s := openTestStore(t, target)
 	labels := []Label{mk("a", "q1", "c1", filter.Helpful, MethodPerplexity, 3, 2), mk("a", "q1", "c2", filter.NotHelpful, MethodPerplexity, 3, 4)}
 	if err := s.Put(labels); err != nil {
 		t.Fatal(err)
@@ -98,8 +101,10 @@ func TestStoreReviewUndo(t *testing.T) {
 	}
 }
 
-func TestStorePutValidates(t *testing.T) {
-	s := openTestStore(t)
+func TestStorePutValidates(t *testing.T) { storedbtest.Each(t, testStorePutValidates) }
+
+func testStorePutValidates(t *testing.T, target string) {
+	s := openTestStore(t, target)
 	bad := []Label{mk("a", "q", "c1", filter.Helpful, MethodEvidence, 0, 0), mk("a", "q", "c2", "HELPFUL", MethodEvidence, 0, 0)}
 	err := s.Put(bad)
 	if err == nil || !strings.Contains(err.Error(), `label 2`) || !strings.Contains(err.Error(), `field "label"`) {
@@ -110,8 +115,10 @@ func TestStorePutValidates(t *testing.T) {
 	}
 }
 
-func TestStoreDiff(t *testing.T) {
-	s := openTestStore(t)
+func TestStoreDiff(t *testing.T) { storedbtest.Each(t, testStoreDiff) }
+
+func testStoreDiff(t *testing.T, target string) {
+	s := openTestStore(t, target)
 	must(t, s.Put([]Label{
 		mk("a", "q1", "same", filter.Helpful, MethodPerplexity, 2, 1),
 		mk("a", "q1", "changed", filter.Helpful, MethodPerplexity, 2, 1),
@@ -139,8 +146,10 @@ func TestStoreDiff(t *testing.T) {
 	}
 }
 
-func TestStoreListFilters(t *testing.T) {
-	s := openTestStore(t)
+func TestStoreListFilters(t *testing.T) { storedbtest.Each(t, testStoreListFilters) }
+
+func testStoreListFilters(t *testing.T, target string) {
+	s := openTestStore(t, target)
 	must(t, s.Put([]Label{
 		mk("p", "q1", "c1", filter.Helpful, MethodPerplexity, 2, 1.95), // |Δ| 0.05, evidence disagrees
 		mk("p", "q1", "c2", filter.NotHelpful, MethodPerplexity, 2, 5), // |Δ| 3, evidence agrees
@@ -193,8 +202,10 @@ func TestStoreListFilters(t *testing.T) {
 	}
 }
 
-func TestStoreExportImport(t *testing.T) {
-	s := openTestStore(t)
+func TestStoreExportImport(t *testing.T) { storedbtest.Each(t, testStoreExportImport) }
+
+func testStoreExportImport(t *testing.T, target string) {
+	s := openTestStore(t, target)
 	dir := t.TempDir()
 	// Importing the golden file and exporting it again gives the same bytes.
 	for _, golden := range []string{"examples.json", "examples.jsonl"} {
@@ -250,8 +261,10 @@ func TestStoreExportImport(t *testing.T) {
 	}
 }
 
-func TestStoreReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "labels.db")
+func TestStoreReopen(t *testing.T) { storedbtest.Each(t, testStoreReopen) }
+
+func testStoreReopen(t *testing.T, target string) {
+	path := target
 	s, err := OpenStore(path)
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +296,11 @@ func must(t *testing.T, err error) {
 // Concurrent labelers store in completion order; identical runs must still
 // export identical files.
 func TestExportOrderIndependentOfStorageOrder(t *testing.T) {
-	s := openTestStore(t)
+	storedbtest.Each(t, testExportOrderIndependentOfStorageOrder)
+}
+
+func testExportOrderIndependentOfStorageOrder(t *testing.T, target string) {
+	s := openTestStore(t, target)
 	dir := t.TempDir()
 	base := []Label{mk("", "q2", "c1", filter.Helpful, MethodPerplexity, 3, 2), mk("", "q1", "c2", filter.NotHelpful, MethodPerplexity, 3, 4),
 		mk("", "q1", "c1", filter.Helpful, MethodPerplexity, 3, 1)}
@@ -319,4 +336,23 @@ var goldenDir = filepath.Join("..", "filter", "testdata")
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// The score cache answers a stored triple and a second Put replaces it (an
+// upsert on both engines).
+func TestScoreCache(t *testing.T) { storedbtest.Each(t, testScoreCache) }
+
+func testScoreCache(t *testing.T, target string) {
+	s := openTestStore(t, target)
+	ctx := t.Context()
+	if _, ok, err := s.CachedLogProbs(ctx, "m", "p", "t"); err != nil || ok {
+		t.Fatalf("empty cache: ok %v, err %v", ok, err)
+	}
+	must(t, s.PutLogProbs(ctx, "m", "p", "t", []float64{-1.5, -0.25}))
+	must(t, s.PutLogProbs(ctx, "m", "p", "t", []float64{-2, -0.125}))
+	must(t, s.PutLogProbs(ctx, "other", "p", "t", []float64{-9}))
+	lp, ok, err := s.CachedLogProbs(ctx, "m", "p", "t")
+	if err != nil || !ok || !reflect.DeepEqual(lp, []float64{-2, -0.125}) {
+		t.Errorf("cached = %v %v %v, want [-2 -0.125]", lp, ok, err)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -80,6 +81,31 @@ func (c *Client) Model() string { return c.opt.Model }
 type StatusError struct {
 	Code int
 	Body string
+	// RetryAfter is the wait the server asked for in its Retry-After header
+	// (delay-seconds or an HTTP date; 0 when absent or unparsable). A retry
+	// waits at least this long (at most MaxRetryAfter).
+	RetryAfter time.Duration
+}
+
+// MaxRetryAfter bounds the wait a Retry-After header can impose on one retry.
+const MaxRetryAfter = 2 * time.Minute
+
+// retryAfter parses a Retry-After header value (RFC 9110 §10.2.3).
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 0 {
+			return 0
+		}
+		return min(time.Duration(n)*time.Second, MaxRetryAfter)
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), MaxRetryAfter)
+	}
+	return 0
 }
 
 func (e *StatusError) Error() string {
@@ -209,9 +235,12 @@ func (c *Client) post(ctx context.Context, path string, body, out any) error {
 			}
 			return nil
 		}
-		jitter := time.Duration((rand.Float64()*0.4 - 0.2) * float64(delay))
+		wait := delay + time.Duration((rand.Float64()*0.4-0.2)*float64(delay))
+		if se := (*StatusError)(nil); errors.As(err, &se) && se.RetryAfter > wait {
+			wait = se.RetryAfter // the server said when it can take more
+		}
 		select {
-		case <-time.After(delay + jitter):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return fmt.Errorf("POST %s%s: %w (last error: %v)", c.base, path, ctx.Err(), err)
 		}
@@ -243,7 +272,7 @@ func (c *Client) once(ctx context.Context, path string, payload []byte, out any)
 		if len(data) > 512 {
 			data = data[:512]
 		}
-		return &StatusError{Code: resp.StatusCode, Body: string(data)}
+		return &StatusError{Code: resp.StatusCode, Body: string(data), RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return &MalformedError{Err: err}

@@ -179,3 +179,46 @@ func TestConcurrencyLimit(t *testing.T) {
 		t.Fatalf("peak in flight %d > 2", peak.Load())
 	}
 }
+
+// A 429 with Retry-After: 1 is retried no sooner than a second later, though
+// the backoff alone would retry after a millisecond.
+func TestRetryAfterHonored(t *testing.T) {
+	var calls atomic.Int32
+	var first time.Time
+	var gap time.Duration
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			first = time.Now()
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, `{"error":"overloaded"}`, http.StatusTooManyRequests)
+			return
+		}
+		gap = time.Since(first)
+		json.NewEncoder(w).Encode(ChatResponse{Choices: []ChatChoice{{Message: Message{Role: "assistant", Content: "ok"}}}})
+	}))
+	defer srv.Close()
+	c := New(srv.URL+"/v1", Options{Backoff: time.Millisecond})
+	if text, err := c.ChatText(context.Background(), "", "hi", 8, 0); err != nil || text != "ok" {
+		t.Fatalf("text %q err %v", text, err)
+	}
+	if gap < time.Second {
+		t.Errorf("retried after %v, want ≥ 1s (Retry-After: 1)", gap)
+	}
+}
+
+func TestRetryAfterParse(t *testing.T) {
+	now := time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0}, {"3", 3 * time.Second}, {"-1", 0}, {"soon", 0}, {"100000", MaxRetryAfter},
+		{now.Add(7 * time.Second).Format(http.TimeFormat), 7 * time.Second},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
+	}
+	for _, tt := range tests {
+		if got := retryAfter(tt.in, now); got != tt.want {
+			t.Errorf("retryAfter(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
