@@ -23,8 +23,8 @@ import (
 	"github.com/ragforge/ragforge/data/storedb/storedbtest"
 	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/data/workqueue"
-	"github.com/ragforge/ragforge/internal/testutil/tinyqwen"
 	"github.com/ragforge/ragforge/models/labelstore"
+	"github.com/ragforge/ragforge/models/testutil/tinyqwen"
 )
 
 // startServe runs `ragforge serve` on a free loopback port and returns its
