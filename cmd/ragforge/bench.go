@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/models/backend"
@@ -147,29 +149,9 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Steps < 1 {
-		return fmt.Errorf("--steps %d: must be at least 1", o.Steps)
-	}
-	if o.SubBatchTokens < 0 {
-		return fmt.Errorf("--sub-batch-tokens %d: want >= 0", o.SubBatchTokens)
-	}
-	configs := benchModels()
-	decoders := []benchDecoder{
-		{"qwen2.5-0.5b", decoder.Qwen25HalfBConfig(), 8, 448, 64, 16},
-	}
-	var names []string
-	for _, c := range configs {
-		names = append(names, c.Name)
-	}
-	for _, c := range decoders {
-		names = append(names, c.Name)
-	}
-	names = append(names, benchLoRAName)
-	if o.Only != "" && !slices.Contains(names, o.Only) {
-		return fmt.Errorf("--only %q: want one of %s", o.Only, strings.Join(names, ", "))
-	}
-	if (o.SubBatchTokens != 0 || o.SkipTrain) && (o.Only == "" || benchModelByName(configs, o.Only).Encoder == nil) {
-		return fmt.Errorf("--sub-batch-tokens and --skip-train apply to --only bge-large or bge-m3")
+	configs, decoders, err := o.validate()
+	if err != nil {
+		return err
 	}
 	avail, src, err := memory.Available()
 	if err != nil {
@@ -180,44 +162,10 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 		if (o.Only != "" && o.Only != c.Name) || (o.Only == "" && c.RealSize) {
 			continue
 		}
-		r := benchModelResult{Name: c.Name, Backend: backend.Describe(be), Threads: runtime.GOMAXPROCS(0)}
-		var e memory.Estimate
-		if c.Encoder != nil {
-			s := c.Shape
-			s.SubBatchTokens, s.SkipTrain = o.SubBatchTokens, o.SkipTrain
-			pass := s.SubBatchTokens
-			if pass == 0 {
-				pass = retriever.DefaultSubBatchTokens
-			}
-			e = memory.Retriever(*c.Encoder, c.Arch.ModelType, pass, s.Length)
-			if s.SkipTrain {
-				e = memory.Estimate{What: c.Name + " encoding", Params: e.Params, Weights: e.Weights}
-			}
-		} else {
-			e = memory.Filter(c.Config, c.Batch, c.EncLen, c.DecLen)
+		r, err := benchTrainShape(g, o, be, c, avail, src)
+		if err != nil {
+			return err
 		}
-		r.Estimate = &e
-		fmt.Fprintf(g.Err, "bench %s: %s\n", c.Name, e)
-		if err := memory.Check(e, avail, src, nil); err != nil {
-			return fmt.Errorf("bench %s: %w", c.Name, err)
-		}
-		fmt.Fprintf(g.Err, "bench %s: compiling and running %d steps...\n", c.Name, o.Steps)
-		if c.Encoder != nil {
-			s := c.Shape
-			s.SubBatchTokens, s.SkipTrain = o.SubBatchTokens, o.SkipTrain
-			res, err := retriever.BenchTrainStep(g.Backend, *c.Encoder, c.Arch, s, o.Steps)
-			if err != nil {
-				return fmt.Errorf("bench %s: %w", c.Name, err)
-			}
-			r.Retriever = &res
-		} else {
-			res, err := filtertrain.BenchTrainStep(g.Backend, c.Config, c.Batch, c.EncLen, c.DecLen, o.Steps)
-			if err != nil {
-				return fmt.Errorf("bench %s: %w", c.Name, err)
-			}
-			r.Result = &res
-		}
-		r.PeakRSS = peakRSS()
 		results = append(results, r)
 	}
 	for _, c := range decoders {
@@ -242,8 +190,86 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 	if g.JSON {
 		return printJSON(g.Out, results)
 	}
+	return printBenchModels(g.Out, results)
+}
+
+// validate checks the flags and returns the shapes --only may name.
+func (o benchModelsOptions) validate() ([]benchModel, []benchDecoder, error) {
+	if o.Steps < 1 {
+		return nil, nil, fmt.Errorf("--steps %d: must be at least 1", o.Steps)
+	}
+	if o.SubBatchTokens < 0 {
+		return nil, nil, fmt.Errorf("--sub-batch-tokens %d: want >= 0", o.SubBatchTokens)
+	}
+	configs := benchModels()
+	decoders := []benchDecoder{
+		{"qwen2.5-0.5b", decoder.Qwen25HalfBConfig(), 8, 448, 64, 16},
+	}
+	var names []string
+	for _, c := range configs {
+		names = append(names, c.Name)
+	}
+	for _, c := range decoders {
+		names = append(names, c.Name)
+	}
+	names = append(names, benchLoRAName)
+	if o.Only != "" && !slices.Contains(names, o.Only) {
+		return nil, nil, fmt.Errorf("--only %q: want one of %s", o.Only, strings.Join(names, ", "))
+	}
+	if (o.SubBatchTokens != 0 || o.SkipTrain) && (o.Only == "" || benchModelByName(configs, o.Only).Encoder == nil) {
+		return nil, nil, fmt.Errorf("--sub-batch-tokens and --skip-train apply to --only bge-large or bge-m3")
+	}
+	return configs, decoders, nil
+}
+
+// benchTrainShape estimates one T5 or retriever shape's memory, refuses it
+// when it would not fit, and measures its training step.
+func benchTrainShape(g *globals, o benchModelsOptions, be backends.Backend, c benchModel, avail int64, src string) (benchModelResult, error) {
+	r := benchModelResult{Name: c.Name, Backend: backend.Describe(be), Threads: runtime.GOMAXPROCS(0)}
+	var e memory.Estimate
+	if c.Encoder != nil {
+		s := c.Shape
+		s.SubBatchTokens, s.SkipTrain = o.SubBatchTokens, o.SkipTrain
+		pass := s.SubBatchTokens
+		if pass == 0 {
+			pass = retriever.DefaultSubBatchTokens
+		}
+		e = memory.Retriever(*c.Encoder, c.Arch.ModelType, pass, s.Length)
+		if s.SkipTrain {
+			e = memory.Estimate{What: c.Name + " encoding", Params: e.Params, Weights: e.Weights}
+		}
+	} else {
+		e = memory.Filter(c.Config, c.Batch, c.EncLen, c.DecLen)
+	}
+	r.Estimate = &e
+	fmt.Fprintf(g.Err, "bench %s: %s\n", c.Name, e)
+	if err := memory.Check(e, avail, src, nil); err != nil {
+		return r, fmt.Errorf("bench %s: %w", c.Name, err)
+	}
+	fmt.Fprintf(g.Err, "bench %s: compiling and running %d steps...\n", c.Name, o.Steps)
+	if c.Encoder != nil {
+		s := c.Shape
+		s.SubBatchTokens, s.SkipTrain = o.SubBatchTokens, o.SkipTrain
+		res, err := retriever.BenchTrainStep(g.Backend, *c.Encoder, c.Arch, s, o.Steps)
+		if err != nil {
+			return r, fmt.Errorf("bench %s: %w", c.Name, err)
+		}
+		r.Retriever = &res
+	} else {
+		res, err := filtertrain.BenchTrainStep(g.Backend, c.Config, c.Batch, c.EncLen, c.DecLen, o.Steps)
+		if err != nil {
+			return r, fmt.Errorf("bench %s: %w", c.Name, err)
+		}
+		r.Result = &res
+	}
+	r.PeakRSS = peakRSS()
+	return r, nil
+}
+
+// printBenchModels prints the training, decoder and LoRA tables.
+func printBenchModels(out io.Writer, results []benchModelResult) error {
 	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
-	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if slices.ContainsFunc(results, func(r benchModelResult) bool { return r.Result != nil || r.Retriever != nil }) {
 		fmt.Fprintln(tw, "MODEL\tSTEP SHAPE\tTRAIN TOK/S\tMS/STEP MIN\tMS/STEP MEDIAN\tINFER RATE\tCOMPILE MS\tPEAK RSS MiB\tEXPECTED PEAK MiB\tBACKEND")
 	}
@@ -267,7 +293,7 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	tw = tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if slices.ContainsFunc(results, func(r benchModelResult) bool { return r.Decoder != nil }) {
 		fmt.Fprintln(tw, "DECODER\tPAIRS×(PROMPT+CONT)\tPPL MS MIN\tPPL MS MEDIAN\tTOK/S\tGEN MS/STEP\tCOMPILE MS\tINIT MS\tPEAK RSS MiB\tBACKEND")
 	}
@@ -282,7 +308,7 @@ func runBenchModels(_ context.Context, g *globals, o benchModelsOptions) error {
 	}
 	for _, r := range results {
 		if l := r.LoRA; l != nil {
-			tw = tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "LORA STEP\tBATCH×LEN\tTRAIN TOK/S\tMS/STEP MIN\tMS/STEP MEDIAN\tCOMPILE MS\tLORA PARAMS\tADAMW FLOATS\tPEAK RSS MiB\tBACKEND")
 			fmt.Fprintf(tw, "%s\t%d×%d\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%.0f\t%s\n", r.Name, l.Batch, l.SeqLen, l.TokensPerSec, l.MsPerStepMin,
 				l.MsPerStepMedian, l.CompileMs, l.TrainableParams, l.OptimizerFloats, mib(r.PeakRSS), r.Backend)
