@@ -118,6 +118,9 @@ func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (er
 			return err
 		}
 	}
+	if err := pipeline.CheckParts(pipeline.Parts{Retriever: o.Retriever, Filter: o.Filter, Generator: o.Generator, Reranker: o.Reranker}); err != nil {
+		return fmt.Errorf("--%w", err) // names the flag: "--filter DIR: ..."
+	}
 	if o.Retriever != "" {
 		// The retriever's own settings (sentence-transformers files), not 512 defaults.
 		es, src, err := encode.DirSettings(o.Retriever)
