@@ -157,6 +157,10 @@ type Manifest struct {
 	Filter    Filter      `json:"filter"`
 	Rerank    Rerank      `json:"rerank"`
 	Prompts   Prompts     `json:"prompts"`
+	// FromRun is the eval-retrieval run whose settings (mode, hybrid
+	// weights, depth, BM25, chunking, encoder options) this pipeline
+	// serves (pipeline build --from-run); empty when built from flags.
+	FromRun string `json:"from_run,omitempty"`
 	// FAISSFactory is the faiss index factory of the dense indexes ("Flat",
 	// exact inner product as RAG² and SL-HyDE; "HNSW32", "IVF256,Flat").
 	FAISSFactory string `json:"faiss_factory"`
