@@ -710,7 +710,7 @@ func demoServe(ctx context.Context, st *demoState) (demoStage, error) {
 	}
 	os.WriteFile(st.path("pipeline-response.json"), b, 0o644)
 	return demoStage{
-		Command:   fmt.Sprintf("ragforge --db %s serve --run %s --addr 127.0.0.1:8080 --open-read\n  curl -s -XPOST 127.0.0.1:8080/v1/pipeline -d '%s'", st.db, st.dirs["pipeline-run"], body),
+		Command:   fmt.Sprintf("ragforge --db %s serve --run %s --addr 127.0.0.1:8080 --open-read\n  curl -s -XPOST 127.0.0.1:8080/v1/pipeline -H 'Content-Type: application/json' -d '%s'", st.db, st.dirs["pipeline-run"], body),
 		Metrics:   map[string]float64{"pipeline_seconds": took, "retrieved": float64(len(pr.Retrieved)), "kept": float64(len(pr.Kept))},
 		Artifacts: []string{st.path("pipeline-response.json")},
 	}, nil
