@@ -317,7 +317,7 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 	}
 	if g.JSON {
 		rep.Predictions = nil
-		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": dir, "windows": o.Windows, "report": rep})
+		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": dir, "windows": o.Windows, "report": rep, "notes": earlierBetterNotes(o.Models)})
 	}
 	auc := "n/a (one class)"
 	if rep.ROCAUC != nil {
@@ -329,8 +329,29 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 	for _, k := range sortedKeys(rep.PerClass) {
 		fmt.Fprintf(g.Out, "accuracy on %-14s %.4f\n", k, rep.PerClass[k])
 	}
+	for _, n := range earlierBetterNotes(o.Models) {
+		fmt.Fprintln(g.Out, n)
+	}
 	fmt.Fprintf(g.Out, "files in %s\n", dir)
 	return nil
+}
+
+// earlierBetterNotes says, for each training checkpoint among models
+// (its trainer_state.json), when an earlier checkpoint of its run scored
+// higher on validation: the figures above are this checkpoint's.
+func earlierBetterNotes(models []string) []string {
+	var notes []string
+	for _, m := range models {
+		s, err := trainer.ReadState(m)
+		if err != nil {
+			continue // an export or a base model: no training history
+		}
+		if best, bestAcc, own, ok := s.EarlierBest(); ok {
+			notes = append(notes, fmt.Sprintf("note: %s (step %d) scored validation accuracy %.4f; an earlier checkpoint of its run, %s, scored %.4f (evaluate %s to see it)",
+				m, s.GlobalStep, own, best, bestAcc, filepath.Join(filepath.Dir(m), best)))
+		}
+	}
+	return notes
 }
 
 // exportOptions are the flags of `export`.
