@@ -389,7 +389,7 @@ set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
   ragforge export --retriever work/selflearn/round-1/retriever --out work/retriever-st`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runExport(g, o)
+			return runExportRecorded(g, o)
 		},
 	}
 	f := cmd.Flags()
@@ -403,61 +403,63 @@ set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
 
 // runExport writes a filter checkpoint (a train-filter run's best, or
 // o.From) or, with --retriever, a bi-encoder to o.Out.
-func runExport(g *globals, o exportOptions) error {
+func runExport(g *globals, o exportOptions) (exportResult, error) {
 	if o.Retriever.Dir != "" {
 		if o.Out == "" || o.Run != "" || o.From != "" {
-			return fmt.Errorf("--retriever takes --out and neither --run nor --from")
+			return exportResult{}, fmt.Errorf("--retriever takes --out and neither --run nor --from")
 		}
 		for _, f := range []string{"max-seq-length", "doc-stride"} {
 			if o.Windows.changed(f) {
-				return fmt.Errorf("--%s applies to filter exports only (a retriever's is --max-length)", f)
+				return exportResult{}, fmt.Errorf("--%s applies to filter exports only (a retriever's is --max-length)", f)
 			}
 		}
-		return o.Retriever.export(g, o.Out)
+		line, err := o.Retriever.export(g, o.Out)
+		return exportResult{Kind: "retriever", Source: o.Retriever.Dir, Dir: o.Out, Line: line}, err
 	}
 	if o.Out == "" || (o.Run == "") == (o.From == "") {
-		return fmt.Errorf("--out and exactly one of --run, --from or --retriever are required")
+		return exportResult{}, fmt.Errorf("--out and exactly one of --run, --from or --retriever are required")
 	}
 	if err := o.Retriever.stray(); err != nil {
-		return err
+		return exportResult{}, err
 	}
 	src, err := modelDir(g, "from", o.From)
 	if err != nil {
-		return err
+		return exportResult{}, err
 	}
 	if o.Run != "" {
 		st, err := openStore(g)
 		if err != nil {
-			return err
+			return exportResult{}, err
 		}
 		d, err := st.Get(o.Run)
 		st.Close()
 		if err != nil {
-			return err
+			return exportResult{}, err
 		}
 		if d.Kind != "train-filter" {
-			return fmt.Errorf("run %s is a %s run; export takes a train-filter run", d.ID, d.Kind)
+			return exportResult{}, fmt.Errorf("run %s is a %s run; export takes a train-filter run", d.ID, d.Kind)
 		}
 		var cfg struct {
 			Config filter.Config `json:"config"`
 		}
 		if err := jsonUnmarshal(d.Config, &cfg); err != nil {
-			return fmt.Errorf("run %s: config: %w", d.ID, err)
+			return exportResult{}, fmt.Errorf("run %s: config: %w", d.ID, err)
 		}
 		src = filepath.Join(cfg.Config.OutputDir, "best")
 	}
 	if err := o.Windows.resolve([]string{src}, g.Err); err != nil {
-		return err
+		return exportResult{}, err
 	}
 	w := o.Windows.set()
 	if err := filter.ExportAt(src, o.Out, &w); err != nil {
-		return err
+		return exportResult{}, err
 	}
-	fmt.Fprintf(g.Out, "exported %s to %s (windows: %d tokens sharing %d, %s)\n", src, o.Out, w.MaxSeqLength, w.DocStride, o.Windows.Sources.MaxSeqLength)
+	res := exportResult{Kind: "filter", Source: src, Dir: o.Out, Windows: &w,
+		Line: fmt.Sprintf("exported %s to %s (windows: %d tokens sharing %d, %s)", src, o.Out, w.MaxSeqLength, w.DocStride, o.Windows.Sources.MaxSeqLength)}
 	if c, err := t5.LoadConfig(o.Out); err == nil {
 		if _, marked := c.Extra(mfilter.MatchMarksKey); marked {
 			fmt.Fprintf(g.Err, "note: %s reads match-marked evidence (%s in config.json); mark inputs before tokenizing them outside ragforge (docs/recipes.md)\n", o.Out, mfilter.MatchMarksKey)
 		}
 	}
-	return nil
+	return res, nil
 }
