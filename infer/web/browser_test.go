@@ -482,6 +482,14 @@ func TestBrowserPlayground(t *testing.T) {
 	if n := js[int](t, ctx, `document.querySelectorAll('section[data-stage="retrieved"] tbody tr').length`); n != 2 {
 		t.Fatalf("retrieved rows %d, want 2", n)
 	}
+	// Each passage's text is printed once (retrieved, filtered and kept
+	// hold the same two); later stages name the stage that shows it.
+	if n := js[int](t, ctx, `[...document.querySelectorAll('#stages td.text div.text')].filter(d => d.textContent === 'Grade 3 tumors show necrosis.').length`); n != 1 {
+		t.Fatalf("passage doc1#0 printed %d times, want once", n)
+	}
+	if s := text("kept"); strings.Contains(s, "Grade 3 tumors show necrosis.") || !strings.Contains(s, "text under retrieved") {
+		t.Fatalf("kept stage %q: want a reference to the retrieved text, not the text again", s)
+	}
 	labels := js[[]string](t, ctx, `[...document.querySelectorAll('section[data-stage="filtered"] .badge')].map(b => b.textContent)`)
 	if strings.Join(labels, ",") != "[HELPFUL],[NOT_HELPFUL]" {
 		t.Fatalf("filter decisions %v", labels)
