@@ -277,6 +277,24 @@ func TestBrowserPages(t *testing.T) {
 		if n := js[int](t, ctx, `document.querySelectorAll('svg[data-metric="loss"] circle').length`); n != 3 {
 			t.Fatalf("loss markers %d, want 3", n)
 		}
+		// Every point of every chart lies inside its axes (the y axis
+		// used to end below the largest value), and a loss whose values
+		// span 10× or more is drawn on a log axis.
+		const outside = `[...document.querySelectorAll('svg.chart')].flatMap(s => [...s.querySelectorAll('circle')].filter(c => {
+			const d = s.dataset, x = +c.getAttribute('cx'), y = +c.getAttribute('cy');
+			return x < +d.left - 0.01 || x > +d.right + 0.01 || y < +d.top - 0.01 || y > +d.bottom + 0.01; })).length`
+		if n := js[int](t, ctx, outside); n != 0 {
+			t.Fatalf("%d chart points outside their axes", n)
+		}
+		if n := js[int](t, ctx, `(() => { const c = document.createElement('div'); c.id = 'probe-charts'; document.body.append(c);
+			c.append(RF.lineChart([{name: 'a', points: [[0, 1.06], [1, 0.2], [2, 0.97]]}], {title: 'acc'}),
+				RF.lineChart([{name: 'l', points: [[0, 250], [1, 3], [2, 1.2], [3, 0.9]]}], {title: 'loss'}));
+			return c.querySelectorAll('svg[data-scale="log"]').length; })()`); n != 1 {
+			t.Fatalf("%d log-scale charts among an accuracy and a spiky loss, want 1 (the loss)", n)
+		}
+		if n := js[int](t, ctx, outside); n != 0 {
+			t.Fatalf("%d points of the probe charts (max 1.06; loss 0.9..250) outside their axes", n)
+		}
 		if s := js[string](t, ctx, `document.querySelector('table.artifacts').textContent`); !strings.Contains(s, "checkpoint") {
 			t.Fatalf("artifacts %q", s)
 		}
