@@ -321,6 +321,19 @@ func TestBrowserPages(t *testing.T) {
 		if n := js[int](t, ctx, `document.querySelectorAll('svg[data-metric="loss"] path.series').length`); n != 2 {
 			t.Fatalf("loss overlay has %d paths, want 2", n)
 		}
+		// Metric names sort with their numbers as numbers.
+		if s := js[string](t, ctx, `['F1@10', 'F1@2', 'nDCG@10', 'F1@1', 'acc'].sort(RF.metricNameOrder).join(',')`); s != "acc,F1@1,F1@2,F1@10,nDCG@10" {
+			t.Fatalf("metric order %s", s)
+		}
+		// Runs A and B draw each series in a colour of its own.
+		strokes := js[[]string](t, ctx, `[...document.querySelectorAll('#charts path.series')].map(p => p.getAttribute('stroke'))`)
+		seen := map[string]bool{}
+		for _, c := range strokes {
+			seen[c] = true
+		}
+		if len(strokes) < 2 || len(seen) != len(strokes) {
+			t.Fatalf("compare chart strokes %v: want one colour per line", strokes)
+		}
 		screenshot(t, ctx, "small-compare")
 	})
 	t.Run("labels", func(t *testing.T) {

@@ -159,6 +159,10 @@ RF.runPage = async function (root, id) {
       RF.el('td', { class: 'num', text: a.bytes }), RF.el('td', {}, RF.el('code', { class: 'small', title: a.sha256, text: a.sha256.slice(0, 16) + '…' })))))));
 };
 
+// metricNameOrder orders metric names with their numbers compared as
+// numbers: F1@1, F1@2, F1@10 (not F1@1, F1@10, F1@2).
+RF.metricNameOrder = (a, b) => a.localeCompare(b, 'en', { numeric: true });
+
 // changeClass maps the server's verdict on a metric change to its colour.
 RF.changeClass = function (m) {
   return m.change === 'better' ? 'better' : m.change === 'worse' ? 'worse' : m.change === 'same' ? 'same' : 'neutral';
@@ -189,7 +193,7 @@ RF.comparePage = async function (root) {
   const arrow = m => m.change === 'better' ? ' ▲' : m.change === 'worse' ? ' ▼' : '';
   const diff = RF.el('table', { class: 'metricdiff metrics', id: 'metric-diff' },
     RF.el('thead', {}, RF.el('tr', {}, ['metric', 'A', 'B', 'B − A'].map(h => RF.el('th', { text: h })))),
-    RF.el('tbody', {}, (c.metrics || []).map(m => RF.el('tr', { dataset: { metric: m.name, change: m.change || '' } },
+    RF.el('tbody', {}, (c.metrics || []).slice().sort((x, y) => RF.metricNameOrder(x.name, y.name)).map(m => RF.el('tr', { dataset: { metric: m.name, change: m.change || '' } },
       RF.el('th', { text: m.name, title: m.better ? m.better + ' is better' : 'no better direction' }),
       RF.el('td', { class: 'num', text: m.has_a ? RF.fmtMetric(m.a) : '—' }), RF.el('td', { class: 'num', text: m.has_b ? RF.fmtMetric(m.b) : '—' }),
       RF.el('td', { class: 'num ' + RF.changeClass(m), title: m.change || null, text: m.has_a && m.has_b ? RF.fmtMetric(m.diff) + arrow(m) : '—' })))));
@@ -211,9 +215,10 @@ RF.comparePage = async function (root) {
   if (groups.size) {
     const charts = RF.el('div', { class: 'charts', id: 'charts' });
     for (const g of groups.values()) {
-      // The same line of A and B shares a colour; B is dashed.
+      // Each line of each run has its own colour (B's lines also dashed),
+      // so A and B are told apart without the legend's dash.
       const names = [...new Set(g.lines.map(l => l.name.slice(2)))];
-      for (const l of g.lines) l.color = RF.seriesColors[names.indexOf(l.name.slice(2)) % RF.seriesColors.length];
+      for (const l of g.lines) l.color = RF.seriesColors[(2 * names.indexOf(l.name.slice(2)) + (l.dashed ? 1 : 0)) % RF.seriesColors.length];
       charts.append(RF.chartFigure(g.lines, g));
     }
     out.append(RF.el('h2', { text: 'Series' }), charts);
