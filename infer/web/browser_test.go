@@ -244,6 +244,20 @@ func TestBrowserPages(t *testing.T) {
 				t.Errorf("run A row %q lacks %q", text, want)
 			}
 		}
+		// At 800 px the metrics column keeps its room (the fixed columns
+		// took it all): start time and duration give way.
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(800, 700)); err != nil {
+			t.Fatal(err)
+		}
+		if w := js[float64](t, ctx, `document.querySelector('#runs-table tbody td.metrics').getBoundingClientRect().width`); w < 250 {
+			t.Errorf("metrics column %.0f px wide at 800 px, want at least 250", w)
+		}
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+			t.Fatal(err)
+		}
+		if n := js[int](t, ctx, `[...document.querySelectorAll('#runs-table th.c-started')].filter(th => th.getBoundingClientRect().width > 0).length`); n != 1 {
+			t.Errorf("start time column shown %d times at 1280 px, want 1", n)
+		}
 		// Selecting two runs enables Compare, which opens the comparison.
 		if err := chromedp.Do(ctx,
 			chromedp.Click(chromedp.CSS(`input[data-run="`+f.runA+`"]`)),

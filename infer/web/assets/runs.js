@@ -42,15 +42,16 @@ RF.runsTable = function (list, select, onSelect) {
       RF.el('td', {}, RF.el('a', { href: '/runs/' + encodeURIComponent(r.id), class: 'runid', text: r.id })),
       RF.el('td', { text: r.kind }),
       RF.el('td', { class: 'status' }, RF.statusBadge(r.status), r.error ? RF.el('span', { class: 'err small clip', title: r.error, text: ' ' + r.error }) : null),
-      RF.el('td', { text: RF.fmtTime(r.started_at).replace(/:\d\d(\.\d+)?Z$/, '') }),
-      RF.el('td', { class: 'num', text: RF.fmtDuration(r.started_at, r.finished_at) || '—' }),
+      RF.el('td', { class: 'c-started', text: RF.fmtTime(r.started_at).replace(/:\d\d(\.\d+)?Z$/, '') }),
+      RF.el('td', { class: 'num c-duration', text: RF.fmtDuration(r.started_at, r.finished_at) || '—' }),
       RF.el('td', { class: 'metrics' }, RF.headlineCell(r))));
   }
   // The config is on the run's page and in the comparison; the row stays one line.
   const head = ['id', 'kind', 'status', 'started (UTC)', 'duration', 'metrics'];
   if (select) head.unshift('');
+  const cls = { status: 'c-status', 'started (UTC)': 'c-started', duration: 'c-duration' };
   return RF.el('table', { class: 'runs', id: 'runs-table' },
-    RF.el('thead', {}, RF.el('tr', {}, head.map(h => RF.el('th', { text: h })))), tbody);
+    RF.el('thead', {}, RF.el('tr', {}, head.map(h => RF.el('th', { class: cls[h] || null, text: h })))), tbody);
 };
 
 RF.homePage = async function (root) {
