@@ -244,6 +244,18 @@ func TestBrowserPages(t *testing.T) {
 				t.Errorf("run A row %q lacks %q", text, want)
 			}
 		}
+		// One chart of a metric across the listed runs; the picker
+		// switches it (loss: both runs, oldest first).
+		if !js[bool](t, ctx, `(() => { const s = document.getElementById('metric-across'); s.value = 'loss'; return s.dispatchEvent(new Event('change')); })()`) {
+			t.Fatal("change event cancelled")
+		}
+		if m := js[string](t, ctx, `document.querySelector('#across svg.chart').dataset.metric`); m != "loss" {
+			t.Fatalf("metric-across-runs chart shows %q, want loss", m)
+		}
+		pts := js[[]string](t, ctx, `[...document.querySelectorAll('#across svg.chart circle title')].map(t => t.textContent)`)
+		if len(pts) != 2 || !strings.HasSuffix(pts[0], " 1: 1.2") || !strings.HasSuffix(pts[1], " 2: 1") {
+			t.Fatalf("loss across runs: points %v, want run 1 (A) at 1.2 and run 2 (B)", pts)
+		}
 		// At 800 px the metrics column keeps its room (the fixed columns
 		// took it all): start time and duration give way.
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(800, 700)); err != nil {

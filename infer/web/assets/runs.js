@@ -106,6 +106,36 @@ RF.runsPage = async function (root) {
     box.append(RF.runsTable(list.runs, true, ids => { selected = ids; cmp.disabled = ids.length !== 2; }));
   }
   box.append(RF.pager(list, params));
+  if (list.runs.length >= 2) root.append(RF.metricAcrossRuns(list.runs, params.get('metric')));
+};
+
+// metricAcrossRuns charts one metric's final value across the listed runs
+// (oldest to newest, x = the run's position), one line per run kind, with
+// a picker of every metric the runs recorded (?metric= preselects one).
+RF.metricAcrossRuns = function (runs, preset) {
+  const ordered = runs.slice().reverse(); // the list is newest first
+  const names = [...new Set(ordered.flatMap(r => Object.keys(r.final || {})))].sort(RF.metricNameOrder);
+  const sec = RF.el('section', { id: 'across' }, RF.el('h2', { text: 'A metric across runs' }));
+  if (!names.length) return sec;
+  const first = (runs[0].headline || [])[0];
+  let cur = names.includes(preset) ? preset : first && names.includes(first.name) ? first.name : names[0];
+  const box = RF.el('div', { class: 'charts' });
+  const draw = () => {
+    const byKind = new Map();
+    ordered.forEach((r, i) => {
+      const v = (r.final || {})[cur];
+      if (typeof v !== 'number') return;
+      if (!byKind.has(r.kind)) byKind.set(r.kind, []);
+      byKind.get(r.kind).push([i + 1, v]);
+    });
+    box.replaceChildren(RF.chartFigure([...byKind].map(([k, pts]) => ({ name: k, points: pts, metric: cur })),
+      { title: cur, xLabel: 'run (oldest → newest on this page)', integerX: true }));
+  };
+  const pick = RF.el('select', { id: 'metric-across', onchange: ev => { cur = ev.target.value; draw(); } },
+    names.map(n => RF.el('option', { value: n, text: n, selected: n === cur })));
+  draw();
+  sec.append(RF.el('label', { class: 'small' }, 'metric ', pick), box);
+  return sec;
 };
 
 // pager links the previous and next pages, keeping the filters.
