@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,6 +94,9 @@ func LoadRAG2Corpus(root, corpus string) (docs []Document, vecs []float32, dim i
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %w", corpus, err)
 		}
+		if err := checkEmbeddingRows(x, dim); err != nil {
+			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %s: %w", corpus, p.npy, err)
+		}
 		recs, err := readRecords(p.json)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %w", corpus, err)
@@ -117,6 +121,27 @@ func LoadRAG2Corpus(root, corpus string) (docs []Document, vecs []float32, dim i
 		vecs = append(vecs, x...)
 	}
 	return docs, vecs, dim, nil
+}
+
+// checkEmbeddingRows refuses an embedding matrix [len(x)/d, d] with a NaN
+// or infinite value or an all-zero row: such a row scores NaN or 0 against
+// every query, so retrieval metrics quietly drop to 0 (a failed encoding
+// or a file written before its data).
+func checkEmbeddingRows(x []float32, d int) error {
+	for row := 0; row*d < len(x); row++ {
+		v := x[row*d : (row+1)*d]
+		zero := true
+		for j, f := range v {
+			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+				return fmt.Errorf("row %d column %d is %v: embeddings must be finite (re-encode the corpus)", row, j, f)
+			}
+			zero = zero && f == 0
+		}
+		if zero {
+			return fmt.Errorf("row %d is all zeros: an embedding without a direction scores 0 for every query (re-encode the corpus)", row)
+		}
+	}
+	return nil
 }
 
 // articlesFile returns the JSON file in artDir paired with the .npy file

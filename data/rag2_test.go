@@ -1,6 +1,7 @@
 package data
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,13 +39,14 @@ func f4npy(shape string, v ...float32) []byte {
 func TestLoadRAG2Corpus(t *testing.T) {
 	root := t.TempDir()
 	// Four PubMed-style chunks: name order must be 0, 1, 2, 10 (numeric),
-	// not 0, 1, 10, 2. Row r of chunk c holds the vector (c, r).
+	// not 0, 1, 10, 2. Row r of chunk c holds the vector (c, r+1) (an
+	// all-zero row is refused).
 	writeRAG2(t, root, "pubmed",
 		map[string][]byte{
-			"PubMed_Embeds_0.npy":  f4npy("(2, 2)", 0, 0, 0, 1),
-			"PubMed_Embeds_1.npy":  f4npy("(1, 2)", 1, 0),
-			"PubMed_Embeds_10.npy": f4npy("(1, 2)", 10, 0),
-			"PubMed_Embeds_2.npy":  f4npy("(1, 2)", 2, 0),
+			"PubMed_Embeds_0.npy":  f4npy("(2, 2)", 0, 1, 0, 2),
+			"PubMed_Embeds_1.npy":  f4npy("(1, 2)", 1, 1),
+			"PubMed_Embeds_10.npy": f4npy("(1, 2)", 10, 1),
+			"PubMed_Embeds_2.npy":  f4npy("(1, 2)", 2, 1),
 		},
 		map[string]string{
 			"PubMed_Articles_0.json":  `["first text", "second text"]`,
@@ -60,7 +62,7 @@ func TestLoadRAG2Corpus(t *testing.T) {
 	if dim != 2 {
 		t.Fatalf("dim = %d, want 2", dim)
 	}
-	wantVecs := []float32{0, 0, 0, 1, 1, 0, 2, 0, 10, 0}
+	wantVecs := []float32{0, 1, 0, 2, 1, 1, 2, 1, 10, 1}
 	if !slices.Equal(vecs, wantVecs) {
 		t.Errorf("vecs = %v, want %v", vecs, wantVecs)
 	}
@@ -124,6 +126,12 @@ func TestLoadRAG2CorpusErrors(t *testing.T) {
 			map[string]string{"a.json": `["ok", {"text": 3}]`}, `record 1: field "text": want a string`},
 		{"duplicate id", map[string][]byte{"a.npy": f4npy("(2, 1)", 1, 2)},
 			map[string]string{"a.json": `[{"id": "x"}, {"id": "x"}]`}, `duplicate id "x"`},
+		{"NaN embedding", map[string][]byte{"a.npy": f4npy("(2, 2)", 1, 2, 3, float32(math.NaN()))},
+			map[string]string{"a.json": `["a", "b"]`}, "a.npy: row 1 column 1 is NaN"},
+		{"Inf embedding", map[string][]byte{"a.npy": f4npy("(2, 2)", float32(math.Inf(-1)), 2, 3, 4)},
+			map[string]string{"a.json": `["a", "b"]`}, "a.npy: row 0 column 0 is -Inf"},
+		{"zero embedding", map[string][]byte{"a.npy": f4npy("(3, 2)", 1, 2, 0, 0, 3, 4)},
+			map[string]string{"a.json": `["a", "b", "c"]`}, "a.npy: row 1 is all zeros"},
 		{"float64 embeddings", map[string][]byte{"a.npy": testutil.RawNPY(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }", make([]byte, 8))},
 			map[string]string{"a.json": `["a"]`}, `a.npy: dtype "<f8"`},
 	}

@@ -93,6 +93,7 @@ func TestGenerateFlagsRefused(t *testing.T) {
 // replaced by a default, are refused at the edge naming the flag.
 func TestSilentAcceptsRefused(t *testing.T) {
 	t5 := sharedDir(t, "fixtures/t5-flan-tiny")
+	bert := sharedDir(t, "fixtures/bert-tiny")
 	corpus := []string{"--corpus", "/nonexistent/corpus.jsonl", "--qa", "/nonexistent/qa.csv"}
 	for _, tc := range []struct {
 		args []string
@@ -107,6 +108,8 @@ func TestSilentAcceptsRefused(t *testing.T) {
 		{[]string{"serve", "--pipeline", "/nonexistent/p", "--request-timeout", "1ns"}, "--request-timeout 1ns: under 10ms"},
 		{[]string{"serve", "--pipeline", "/nonexistent/p", "--max-queue", "0"}, "--max-queue 0: must be positive"},
 		{[]string{"train", "filter", "--model", t5, "--train", "/nonexistent/t.jsonl", "--out", "/nonexistent/f", "--lr", "1e9"}, "--lr 1e+09: want a learning rate in (0, 1]"},
+		{[]string{"pipeline", "build", "--corpus", "/nonexistent/c.jsonl", "--filter", bert, "--out", "/nonexistent/p"}, `--filter ` + bert + `: config.json model_type "bert" is not a T5 filter`},
+		{[]string{"pipeline", "build", "--corpus", "/nonexistent/c.jsonl", "--reranker", t5, "--out", "/nonexistent/p"}, `--reranker ` + t5 + `: config.json model_type "t5" is not a BERT cross-encoder`},
 	} {
 		t.Run(strings.Join(tc.args[:3], " "), func(t *testing.T) {
 			code, stderr := runErr(append(tc.args, "--db", filepath.Join(t.TempDir(), "runs.db"))...)

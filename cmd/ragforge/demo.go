@@ -274,7 +274,9 @@ func (st *demoState) runLane(ctx context.Context, stages []stageFunc) error {
 		if err != nil {
 			return fmt.Errorf("demo stage %q: %w", s.name, err)
 		}
-		line.Name = s.name
+		if line.Name == "" { // a stage may name what it turned out to be
+			line.Name = s.name
+		}
 		line.Seconds = time.Since(start).Seconds()
 		st.metrics[s.name] = line.Metrics
 		st.summary = append(st.summary, line)

@@ -119,19 +119,30 @@ func (st *demoState) subJSON(v any, args ...string) error {
 
 // evalRetrieval runs `eval retrieval` with extra args and returns the summary line.
 func (st *demoState) evalRetrieval(extra ...string) (demoStage, error) {
+	line, _, err := st.evalRetrievalResult(extra...)
+	return line, err
+}
+
+// evalRetrievalResult is evalRetrieval with the command's result. A hybrid
+// whose dense weight is 0 ranks by BM25 alone: its line is named so.
+func (st *demoState) evalRetrievalResult(extra ...string) (demoStage, *evalRetrievalResult, error) {
 	args := append([]string{"eval", "retrieval"}, st.chunkArgs()...)
 	args = append(args, "--qa", st.qa, "--k", "1,2,4,8")
 	args = append(args, extra...)
 	args = append(args, st.bm25Args()...)
 	var res evalRetrievalResult
 	if err := st.subJSON(&res, args...); err != nil {
-		return demoStage{}, err
+		return demoStage{}, nil, err
 	}
 	keep := map[string]float64{}
 	for _, k := range []string{"P@1", "Recall@4", "nDCG@10", "MRR@10"} {
 		keep[k] = res.Metrics[k]
 	}
-	return demoStage{Command: st.command(args...), RunID: res.RunID, Metrics: keep, Artifacts: []string{res.Files["per_query"], res.Files["trec"]}}, nil
+	line := demoStage{Command: st.command(args...), RunID: res.RunID, Metrics: keep, Artifacts: []string{res.Files["per_query"], res.Files["trec"]}}
+	if res.Retriever == "hybrid" && res.DenseWeight == 0 {
+		line.Name = "retrieval: " + retrievalLabel(res.Retriever, res.DenseWeight, res.BM25Weight)
+	}
+	return line, &res, nil
 }
 
 func demoEvalBM25(ctx context.Context, st *demoState) (demoStage, error) {
@@ -549,14 +560,21 @@ func demoSelflearn(ctx context.Context, st *demoState) (demoStage, error) {
 // the fusion weights selflearn chose on held-out pseudo-queries
 // (ragforge_fusion.json beside the retriever).
 func demoEvalTuned(ctx context.Context, st *demoState) (demoStage, error) {
-	line, err := st.evalRetrieval("--retriever", "hybrid", "--encoder", st.dirs["retriever-tuned"])
+	line, res, err := st.evalRetrievalResult("--retriever", "hybrid", "--encoder", st.dirs["retriever-tuned"])
 	if err != nil {
 		return line, err
+	}
+	// The pipeline is built from this evaluation (demoExport: --from-run).
+	st.dirs["retrieval-tuned-run"] = res.RunID
+	name := "hybrid (self-learned retriever)"
+	if res.DenseWeight == 0 {
+		line.Name += ", self-learned retriever unused"
+		name = retrievalLabel(res.Retriever, res.DenseWeight, res.BM25Weight)
 	}
 	for _, b := range []struct{ stage, name string }{{"retrieval: hybrid (base)", "base hybrid"}, {"retrieval: BM25", "BM25"}} {
 		for _, k := range []string{"nDCG@10", "P@1"} {
 			if base, ok := st.metrics[b.stage][k]; ok {
-				line.Versus = append(line.Versus, versusRow{"hybrid (self-learned retriever)", k, line.Metrics[k], b.name, base})
+				line.Versus = append(line.Versus, versusRow{name, k, line.Metrics[k], b.name, base})
 			}
 		}
 	}
@@ -615,9 +633,10 @@ func demoExport(ctx context.Context, st *demoState) (demoStage, error) {
 		}
 	}
 	pl := st.fresh("export", "pipeline")
-	args2 := []string{"pipeline", "build", "--corpus", "lab=" + st.corpus, "--chunk-size", strconv.Itoa(st.o.ChunkSize), "--chunk-overlap", strconv.Itoa(st.o.Overlap),
-		"--retriever", st.dirs["retriever-tuned"], "--filter", fexp, "--generator", st.dirs["t5-tiny"], "--k", "4", "--out", pl}
-	args2 = append(args2, st.bm25Args()...)
+	// The retrieval served is the one evaluated last (the tuned hybrid):
+	// its mode, weights, depth, BM25 and chunking come from that run.
+	args2 := []string{"pipeline", "build", "--corpus", "lab=" + st.corpus, "--from-run", st.dirs["retrieval-tuned-run"],
+		"--filter", fexp, "--generator", st.dirs["t5-tiny"], "--k", "4", "--out", pl}
 	var res struct {
 		RunID string `json:"run_id"`
 	}
@@ -692,7 +711,7 @@ func demoServe(ctx context.Context, st *demoState) (demoStage, error) {
 	}
 	atomicfile.WriteBytes(st.path("pipeline-response.json"), b, 0o644)
 	return demoStage{
-		Command:   fmt.Sprintf("ragforge --db %s serve --run %s --addr 127.0.0.1:8080 --open-read\n  curl -s -XPOST 127.0.0.1:8080/v1/pipeline -d '%s'", st.db, st.dirs["pipeline-run"], body),
+		Command:   fmt.Sprintf("ragforge --db %s serve --run %s --addr 127.0.0.1:8080 --open-read\n  curl -s -XPOST 127.0.0.1:8080/v1/pipeline -H 'Content-Type: application/json' -d '%s'", st.db, st.dirs["pipeline-run"], body),
 		Metrics:   map[string]float64{"pipeline_seconds": took, "retrieved": float64(len(pr.Retrieved)), "kept": float64(len(pr.Kept))},
 		Artifacts: []string{st.path("pipeline-response.json")},
 	}, nil

@@ -42,19 +42,24 @@ type evalRetrievalResult struct {
 	RunID     string `json:"run_id"`
 	Retriever string `json:"retriever"`
 	Chunks    int    `json:"chunks"`
+	// Queries counts every question; Unjudged those without a relevant
+	// chunk (scored 0 in Metrics); Judged the rest (MetricsJudged, what
+	// trec_eval -c prints on qrels.tsv and run.trec).
 	Queries   int    `json:"queries"`
-	Skipped   int    `json:"skipped"`
+	Judged    int    `json:"judged"`
+	Unjudged  int    `json:"unjudged"`
 	Relevance string `json:"relevance"`
 	Ks        []int  `json:"ks"`
 	Depth     int    `json:"depth"`
 	// Shortfall counts the questions that got fewer hits than the largest
 	// k (capped at the corpus size): an IVF index with a small --nprobe,
 	// an HNSW index with a small --ef-search, a BM25 query matching little.
-	Shortfall int                `json:"shortfall"`
-	Qrels     eval.QrelsCheck    `json:"qrels"`
-	Metrics   map[string]float64 `json:"metrics"`
-	Files     map[string]string  `json:"files"`
-	Seconds   float64            `json:"seconds"`
+	Shortfall     int                `json:"shortfall"`
+	Qrels         eval.QrelsCheck    `json:"qrels"`
+	Metrics       map[string]float64 `json:"metrics"`
+	MetricsJudged map[string]float64 `json:"metrics_judged"`
+	Files         map[string]string  `json:"files"`
+	Seconds       float64            `json:"seconds"`
 	// Hybrid only: the RRF weights used and, when they came from the
 	// encoder's ragforge_fusion.json, that file.
 	DenseWeight float64 `json:"dense_weight,omitempty"`
@@ -79,8 +84,13 @@ to choose settings such as the BM25 analyzer without relevance labels.
 
 Success@k is the hit rate (1 when any relevant chunk is in the top k), the
 figure the AP paper's table calls recall; Recall@k is the fraction of the
-relevant chunks found. Queries judged without any relevant chunk score 0 and
-count (trec_eval); questions with no judgment at all are skipped. The summary
+relevant chunks found. Every figure divides by all the questions: a question
+without any relevant chunk (or with judgments {}) is a miss scoring 0, and
+their count is printed beside the figures. When there are such questions the
+same table over the judged ones follows: that one is what trec_eval -c gives
+on the qrels.tsv and run.trec written here (a query absent from qrels does
+not exist for trec_eval); figure over all = figure over the judged × judged
+/ all. The summary
 says how many questions got fewer than k hits (raise --nprobe for IVF
 indexes, --ef-search for HNSW).
 
@@ -194,9 +204,9 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 		return nil, err
 	}
 	res = &evalRetrievalResult{
-		RunID: run.ID, Retriever: string(o.Retriever.Mode), Chunks: len(chunks), Queries: len(rep.Queries), Skipped: len(rep.Skipped),
+		RunID: run.ID, Retriever: string(o.Retriever.Mode), Chunks: len(chunks), Queries: len(rep.Queries), Judged: len(rep.Judged), Unjudged: len(rep.Unjudged),
 		Relevance: set.relevance, Ks: rep.Ks, Depth: o.Depth, Shortfall: len(fill.Short()), Qrels: set.check,
-		Metrics: rep.Mean, Files: files, Seconds: time.Since(start).Seconds(),
+		Metrics: rep.Mean, MetricsJudged: rep.MeanJudged, Files: files, Seconds: time.Since(start).Seconds(),
 	}
 	if o.Retriever.Mode == search.Hybrid {
 		res.DenseWeight, res.BM25Weight, res.WeightsFrom = o.Retriever.DenseWeight, o.Retriever.BM25Weight, o.Retriever.WeightsFrom
@@ -297,8 +307,8 @@ func (o *evalRetrievalOptions) querySet(ctx context.Context, g *globals, docs []
 
 // printEvalRetrieval prints the human summary and the metric table.
 func printEvalRetrieval(g *globals, res *evalRetrievalResult, rep *eval.Report) error {
-	fmt.Fprintf(g.Out, "run %s: %s over %d chunks, %d questions (%d without relevant chunks skipped), relevance %s\n",
-		res.RunID, res.Retriever, res.Chunks, len(rep.Queries), len(rep.Skipped), res.Relevance)
+	fmt.Fprintf(g.Out, "run %s: %s over %d chunks, %d questions (%d without relevant chunks, scored 0), relevance %s\n",
+		res.RunID, res.Retriever, res.Chunks, len(rep.Queries), len(rep.Unjudged), res.Relevance)
 	if res.Retriever == string(search.Hybrid) {
 		from := "flags/defaults"
 		if res.WeightsFrom != "" {

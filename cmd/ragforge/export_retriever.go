@@ -45,11 +45,12 @@ func (r *retrieverExportFlags) stray() error {
 	return nil
 }
 
-// export writes r.Dir to out as a sentence-transformers directory.
-func (r *retrieverExportFlags) export(g *globals, out string) error {
+// export writes r.Dir to out as a sentence-transformers directory and
+// returns the summary line.
+func (r *retrieverExportFlags) export(g *globals, out string) (string, error) {
 	st := hf.SentenceTransformer{Pooling: "cls", Normalize: true, MaxSeqLength: encode.DefaultMaxLength}
 	if have, ok, err := hf.ReadSentenceTransformer(r.Dir); err != nil {
-		return err
+		return "", err
 	} else if ok {
 		st = have
 	}
@@ -69,14 +70,13 @@ func (r *retrieverExportFlags) export(g *globals, out string) error {
 		st.DocumentPrompt = r.PassagePrefix
 	}
 	if st.Pooling != "cls" && st.Pooling != "mean" {
-		return fmt.Errorf("--pooling %q: want cls or mean", st.Pooling)
+		return "", fmt.Errorf("--pooling %q: want cls or mean", st.Pooling)
 	}
 	if st.MaxSeqLength < 2 {
-		return fmt.Errorf("--max-length %d: want >= 2", st.MaxSeqLength)
+		return "", fmt.Errorf("--max-length %d: want >= 2", st.MaxSeqLength)
 	}
 	if err := retriever.Export(r.Dir, out, g.Backend, st); err != nil {
-		return err
+		return "", err
 	}
-	fmt.Fprintf(g.Out, "exported %s to %s (sentence-transformers: %s pooling, normalize %v)\n", r.Dir, out, st.Pooling, st.Normalize)
-	return nil
+	return fmt.Sprintf("exported %s to %s (sentence-transformers: %s pooling, normalize %v)", r.Dir, out, st.Pooling, st.Normalize), nil
 }

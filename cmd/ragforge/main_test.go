@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,8 +106,15 @@ func TestEvalRetrievalAPCorpus(t *testing.T) {
 	if res.Chunks != 956 {
 		t.Errorf("AP corpus gave %d chunks at 512/128, want 956", res.Chunks)
 	}
-	if res.Queries+res.Skipped != 200 {
-		t.Errorf("queries %d + skipped %d != 200", res.Queries, res.Skipped)
+	if res.Queries != 200 || res.Judged+res.Unjudged != 200 {
+		t.Errorf("queries %d (judged %d + unjudged %d), want 200", res.Queries, res.Judged, res.Unjudged)
+	}
+	// Every figure divides by all 200 questions; the judged ones' figure
+	// (trec_eval -c on qrels.tsv) is the same sum over fewer.
+	for _, m := range []string{"Success@1", "Recall@8", "nDCG@10", "MRR@10"} {
+		if want := res.MetricsJudged[m] * float64(res.Judged) / float64(res.Queries); math.Abs(res.Metrics[m]-want) > 1e-9 {
+			t.Errorf("%s over all %v, want the judged %v × %d/%d = %v", m, res.Metrics[m], res.MetricsJudged[m], res.Judged, res.Queries, want)
+		}
 	}
 	t.Logf("AP BM25: P@1 %.3f R@1 %.3f | P@8 %.3f R@8 %.3f | nDCG@10 %.3f MRR@10 %.3f",
 		res.Metrics["P@1"], res.Metrics["Recall@1"], res.Metrics["P@8"], res.Metrics["Recall@8"], res.Metrics["nDCG@10"], res.Metrics["MRR@10"])
@@ -129,8 +137,8 @@ func TestEvalRetrievalPseudoQueries(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatal(err)
 		}
-		if res.Relevance != "ict" || res.Queries == 0 || res.Queries > res.Chunks || res.Skipped != 0 {
-			t.Errorf("keep %s: relevance %q, %d queries (%d skipped) over %d chunks", keep, res.Relevance, res.Queries, res.Skipped, res.Chunks)
+		if res.Relevance != "ict" || res.Queries == 0 || res.Queries > res.Chunks || res.Unjudged != 0 {
+			t.Errorf("keep %s: relevance %q, %d queries (%d unjudged) over %d chunks", keep, res.Relevance, res.Queries, res.Unjudged, res.Chunks)
 		}
 		if q, err := os.ReadFile(res.Files["qrels"]); err != nil || !strings.Contains(string(q), "ict:") || !strings.Contains(string(q), "#") {
 			t.Errorf("keep %s: qrels.tsv does not judge chunks of ict: queries: %v\n%.200s", keep, err, q)

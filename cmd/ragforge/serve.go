@@ -43,6 +43,9 @@ type pipelineBuildOptions struct {
 	Nprobe    int         `json:"nprobe,omitempty"`
 	EfSearch  int         `json:"ef_search,omitempty"`
 	BM25      bm25Flags   `json:"bm25"`
+	FromRun   string      `json:"from_run,omitempty"`
+
+	changed func(name string) bool // the command's Flags().Changed
 }
 
 func newPipelineBuildCmd(g *globals) *cobra.Command {
@@ -63,10 +66,12 @@ and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` 
     --filter work/filter-export --out work/pipeline`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.changed = cmd.Flags().Changed
 			return runPipelineBuild(cmd.Context(), g, o)
 		},
 	}
 	f := build.Flags()
+	f.StringVar(&o.FromRun, "from-run", "", "eval-retrieval run id whose settings the pipeline serves: retriever mode and directory, hybrid weights, fusion depth, BM25, chunking, faiss and encoder options (recorded as from_run in pipeline.json; a flag that disagrees is an error)")
 	f.StringSliceVar(&o.Corpora, "corpus", nil, "corpus path, name=path, or rag2:DIR[#name] (pre-encoded by ragforge encode: its vectors are the dense index); repeat for several corpora (balanced retrieval) (required)")
 	f.StringVar(&o.Chunk.TextField, "text-field", "", "text field name")
 	f.StringVar(&o.Chunk.IDField, "id-field", "", "id field name")
@@ -92,8 +97,23 @@ func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (er
 		return fmt.Errorf("--corpus and --out are required")
 	}
 	man := pipeline.DefaultManifest()
-	if man.BM25, err = o.BM25.config(); err != nil {
-		return err
+	var ev *evaluatedRetrieval
+	if o.FromRun != "" {
+		if ev, err = readEvaluatedRetrieval(g, o.FromRun); err != nil {
+			return err
+		}
+		changed := o.changed
+		if changed == nil {
+			changed = func(string) bool { return false }
+		}
+		if err := ev.applyTo(&o, &man, changed); err != nil {
+			return err
+		}
+	}
+	if ev == nil {
+		if man.BM25, err = o.BM25.config(); err != nil {
+			return err
+		}
 	}
 	if o.Mode != "" {
 		man.Retrieval.Mode = search.Mode(o.Mode)
@@ -119,6 +139,9 @@ func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (er
 			return err
 		}
 	}
+	if err := pipeline.CheckParts(pipeline.Parts{Retriever: o.Retriever, Filter: o.Filter, Generator: o.Generator, Reranker: o.Reranker}); err != nil {
+		return fmt.Errorf("--%w", err) // names the flag: "--filter DIR: ..."
+	}
 	if o.Retriever != "" {
 		// The retriever's own settings (sentence-transformers files), not 512 defaults.
 		es, src, err := encode.DirSettings(o.Retriever)
@@ -128,6 +151,9 @@ func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (er
 		r := &man.Retrieval
 		r.Pooling, r.Normalize, r.MaxLength, r.QueryInstruction, r.DocInstruction = string(es.Pooling), es.Normalize, es.MaxLength, es.QueryPrefix, es.PassagePrefix
 		r.Sources = src
+		if ev != nil {
+			ev.applyEncoder(r)
+		}
 	}
 	if o.Filter != "" {
 		// The windows the filter was evaluated at (its export's config.json).
@@ -188,6 +214,9 @@ func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (er
 		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": o.Out})
 	}
 	fmt.Fprintf(g.Out, "run %s: pipeline in %s (mode %s, k %d)\n", run.ID, o.Out, man.Retrieval.Mode, man.Retrieval.K)
+	if ev != nil {
+		fmt.Fprintf(g.Out, "settings of evaluation run %s: %s\n", ev.RunID, retrievalLabel(string(man.Retrieval.Mode), man.Retrieval.DenseWeight, man.Retrieval.BM25Weight))
+	}
 	if o.Retriever != "" {
 		fmt.Fprintf(g.Out, "dense indexes: faiss %s, nprobe %d, efSearch %d (0 = faiss's default)\n", man.FAISSFactory, man.FAISSSearch.Nprobe, man.FAISSSearch.EfSearch)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -11,10 +12,20 @@ import (
 
 // tokenizerTrainOptions are the flags of `tokenizer train`.
 type tokenizerTrainOptions struct {
-	Corpus    corpusFlags
-	Kind      string // unigram | wordpiece
-	VocabSize int
-	Out       string
+	Corpus    corpusFlags `json:"corpus"`
+	Kind      string      `json:"kind"` // unigram | wordpiece
+	VocabSize int         `json:"vocab_size"`
+	Out       string      `json:"out"`
+}
+
+// tokenizerTrainResult is what --json prints.
+type tokenizerTrainResult struct {
+	RunID string `json:"run_id"`
+	Kind  string `json:"kind"`
+	Dir   string `json:"dir"`
+	// Size is the trained vocabulary: Unigram pieces (before T5's 100
+	// sentinels) or WordPiece tokens; it may be below --vocab-size.
+	Size int `json:"size"`
 }
 
 func newTokenizerTrainCmd(g *globals) *cobra.Command {
@@ -44,12 +55,23 @@ The vocabulary may come out smaller than --vocab-size on a small corpus.`,
 }
 
 // runTokenizerTrain trains a tokenizer on the corpus documents' text and
-// writes it in HF layout to o.Out.
-func runTokenizerTrain(_ context.Context, g *globals, o tokenizerTrainOptions) error {
+// writes it in HF layout to o.Out, recorded as a run (kind
+// tokenizer-train, its spiece.model or vocab.txt the artifact).
+func runTokenizerTrain(_ context.Context, g *globals, o tokenizerTrainOptions) (err error) {
 	if o.Out == "" {
 		return fmt.Errorf("--out is required")
 	}
+	if o.Kind != "unigram" && o.Kind != "wordpiece" {
+		return fmt.Errorf("--kind %q: want unigram or wordpiece", o.Kind)
+	}
 	o.Corpus.ChunkSize = 0
+	st, run, err := startRun(g, "tokenizer-train", o)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer finishRun(run, &err)
+	res := tokenizerTrainResult{RunID: run.ID, Kind: o.Kind, Dir: o.Out}
 	docs, _, err := o.Corpus.load(g)
 	if err != nil {
 		return err
@@ -58,6 +80,7 @@ func runTokenizerTrain(_ context.Context, g *globals, o tokenizerTrainOptions) e
 	for i, d := range docs {
 		texts[i] = d.Text
 	}
+	var line string
 	switch o.Kind {
 	case "unigram":
 		m, err := learn.TrainUnigram(texts, learn.UnigramOptions{VocabSize: o.VocabSize})
@@ -67,7 +90,8 @@ func runTokenizerTrain(_ context.Context, g *globals, o tokenizerTrainOptions) e
 		if err := learn.WriteT5Dir(o.Out, m); err != nil {
 			return err
 		}
-		fmt.Fprintf(g.Out, "wrote a %d-piece Unigram tokenizer (+100 sentinels) to %s\n", m.Size(), o.Out)
+		res.Size = m.Size()
+		line = fmt.Sprintf("wrote a %d-piece Unigram tokenizer (+100 sentinels) to %s", m.Size(), o.Out)
 	case "wordpiece":
 		v, err := learn.TrainWordPiece(texts, learn.WordPieceOptions{VocabSize: o.VocabSize})
 		if err != nil {
@@ -76,9 +100,19 @@ func runTokenizerTrain(_ context.Context, g *globals, o tokenizerTrainOptions) e
 		if err := learn.WriteBERTDir(o.Out, v, true); err != nil {
 			return err
 		}
-		fmt.Fprintf(g.Out, "wrote a %d-token WordPiece vocabulary to %s\n", len(v), o.Out)
-	default:
-		return fmt.Errorf("--kind %q: want unigram or wordpiece", o.Kind)
+		res.Size = len(v)
+		line = fmt.Sprintf("wrote a %d-token WordPiece vocabulary to %s", len(v), o.Out)
 	}
+	file := "spiece.model"
+	if o.Kind == "wordpiece" {
+		file = "vocab.txt"
+	}
+	if err := run.Artifact("tokenizer", filepath.Join(o.Out, file)); err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(g.Out, res)
+	}
+	fmt.Fprintf(g.Out, "run %s: %s\n", run.ID, line)
 	return nil
 }

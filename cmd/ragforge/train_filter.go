@@ -317,7 +317,7 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 	}
 	if g.JSON {
 		rep.Predictions = nil
-		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": dir, "windows": o.Windows, "report": rep})
+		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": dir, "windows": o.Windows, "report": rep, "notes": earlierBetterNotes(o.Models)})
 	}
 	auc := "n/a (one class)"
 	if rep.ROCAUC != nil {
@@ -329,8 +329,29 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 	for _, k := range sortedKeys(rep.PerClass) {
 		fmt.Fprintf(g.Out, "accuracy on %-14s %.4f\n", k, rep.PerClass[k])
 	}
+	for _, n := range earlierBetterNotes(o.Models) {
+		fmt.Fprintln(g.Out, n)
+	}
 	fmt.Fprintf(g.Out, "files in %s\n", dir)
 	return nil
+}
+
+// earlierBetterNotes says, for each training checkpoint among models
+// (its trainer_state.json), when an earlier checkpoint of its run scored
+// higher on validation: the figures above are this checkpoint's.
+func earlierBetterNotes(models []string) []string {
+	var notes []string
+	for _, m := range models {
+		s, err := trainer.ReadState(m)
+		if err != nil {
+			continue // an export or a base model: no training history
+		}
+		if best, bestAcc, own, ok := s.EarlierBest(); ok {
+			notes = append(notes, fmt.Sprintf("note: %s (step %d) scored validation accuracy %.4f; an earlier checkpoint of its run, %s, scored %.4f (evaluate %s to see it)",
+				m, s.GlobalStep, own, best, bestAcc, filepath.Join(filepath.Dir(m), best)))
+		}
+	}
+	return notes
 }
 
 // exportOptions are the flags of `export`.
@@ -368,7 +389,7 @@ set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
   ragforge export --retriever work/selflearn/round-1/retriever --out work/retriever-st`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runExport(g, o)
+			return runExportRecorded(g, o)
 		},
 	}
 	f := cmd.Flags()
@@ -382,61 +403,63 @@ set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
 
 // runExport writes a filter checkpoint (a train-filter run's best, or
 // o.From) or, with --retriever, a bi-encoder to o.Out.
-func runExport(g *globals, o exportOptions) error {
+func runExport(g *globals, o exportOptions) (exportResult, error) {
 	if o.Retriever.Dir != "" {
 		if o.Out == "" || o.Run != "" || o.From != "" {
-			return fmt.Errorf("--retriever takes --out and neither --run nor --from")
+			return exportResult{}, fmt.Errorf("--retriever takes --out and neither --run nor --from")
 		}
 		for _, f := range []string{"max-seq-length", "doc-stride"} {
 			if o.Windows.changed(f) {
-				return fmt.Errorf("--%s applies to filter exports only (a retriever's is --max-length)", f)
+				return exportResult{}, fmt.Errorf("--%s applies to filter exports only (a retriever's is --max-length)", f)
 			}
 		}
-		return o.Retriever.export(g, o.Out)
+		line, err := o.Retriever.export(g, o.Out)
+		return exportResult{Kind: "retriever", Source: o.Retriever.Dir, Dir: o.Out, Line: line}, err
 	}
 	if o.Out == "" || (o.Run == "") == (o.From == "") {
-		return fmt.Errorf("--out and exactly one of --run, --from or --retriever are required")
+		return exportResult{}, fmt.Errorf("--out and exactly one of --run, --from or --retriever are required")
 	}
 	if err := o.Retriever.stray(); err != nil {
-		return err
+		return exportResult{}, err
 	}
 	src, err := modelDir(g, "from", o.From)
 	if err != nil {
-		return err
+		return exportResult{}, err
 	}
 	if o.Run != "" {
 		st, err := openStore(g)
 		if err != nil {
-			return err
+			return exportResult{}, err
 		}
 		d, err := st.Get(o.Run)
 		st.Close()
 		if err != nil {
-			return err
+			return exportResult{}, err
 		}
 		if d.Kind != "train-filter" {
-			return fmt.Errorf("run %s is a %s run; export takes a train-filter run", d.ID, d.Kind)
+			return exportResult{}, fmt.Errorf("run %s is a %s run; export takes a train-filter run", d.ID, d.Kind)
 		}
 		var cfg struct {
 			Config filtertrain.Config `json:"config"`
 		}
 		if err := jsonUnmarshal(d.Config, &cfg); err != nil {
-			return fmt.Errorf("run %s: config: %w", d.ID, err)
+			return exportResult{}, fmt.Errorf("run %s: config: %w", d.ID, err)
 		}
 		src = filepath.Join(cfg.Config.OutputDir, "best")
 	}
 	if err := o.Windows.resolve([]string{src}, g.Err); err != nil {
-		return err
+		return exportResult{}, err
 	}
 	w := o.Windows.set()
 	if err := filtertrain.ExportAt(src, o.Out, &w); err != nil {
-		return err
+		return exportResult{}, err
 	}
-	fmt.Fprintf(g.Out, "exported %s to %s (windows: %d tokens sharing %d, %s)\n", src, o.Out, w.MaxSeqLength, w.DocStride, o.Windows.Sources.MaxSeqLength)
+	res := exportResult{Kind: "filter", Source: src, Dir: o.Out, Windows: &w,
+		Line: fmt.Sprintf("exported %s to %s (windows: %d tokens sharing %d, %s)", src, o.Out, w.MaxSeqLength, w.DocStride, o.Windows.Sources.MaxSeqLength)}
 	if c, err := t5.LoadConfig(o.Out); err == nil {
 		if _, marked := c.Extra(filter.MatchMarksKey); marked {
 			fmt.Fprintf(g.Err, "note: %s reads match-marked evidence (%s in config.json); mark inputs before tokenizing them outside ragforge (docs/recipes.md)\n", o.Out, filter.MatchMarksKey)
 		}
 	}
-	return nil
+	return res, nil
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/train/trainer"
 )
 
 // A trainer flag value that makes no sense is an error naming the flag,
@@ -49,5 +52,33 @@ func TestEvalFilterEmptyMember(t *testing.T) {
 	code, stderr := runErr("--db", filepath.Join(dir, "runs.db"), "eval", "filter", "--model", dir, "--model", "", "--data", filepath.Join(dir, "x.jsonl"))
 	if code == 0 || !strings.Contains(stderr, "--model 2 of 2: empty directory") {
 		t.Errorf("exit %d, stderr %q; want an error naming the empty --model", code, stderr)
+	}
+}
+
+// eval filter on the last checkpoint says when an earlier one of its run
+// scored higher on validation, naming both; an export (no
+// trainer_state.json) or the best checkpoint gets no note.
+func TestEvalFilterEarlierBetterNote(t *testing.T) {
+	out := t.TempDir()
+	hist := []trainer.LogEntry{{Step: 10, Loss: 0.7, LearningRate: 1e-4}, {Step: 10, EvalAccuracy: 0.74}, {Step: 20, Loss: 0.5, LearningRate: 5e-5}, {Step: 20, EvalAccuracy: 0.7}}
+	last, best, export := filepath.Join(out, "checkpoint-20"), filepath.Join(out, "checkpoint-10"), t.TempDir()
+	for _, c := range []struct {
+		dir string
+		s   trainer.State
+	}{
+		{last, trainer.State{GlobalStep: 20, BestMetric: 0.74, BestModelCheckpoint: best, LogHistory: hist}},
+		{best, trainer.State{GlobalStep: 10, BestMetric: 0.74, BestModelCheckpoint: best, LogHistory: hist[:2]}},
+	} {
+		if err := os.MkdirAll(c.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := trainer.WriteState(c.dir, c.s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes := earlierBetterNotes([]string{last, best, export})
+	want := "note: " + last + " (step 20) scored validation accuracy 0.7000; an earlier checkpoint of its run, checkpoint-10, scored 0.7400 (evaluate " + best + " to see it)"
+	if len(notes) != 1 || notes[0] != want {
+		t.Errorf("notes %q, want [%q]", notes, want)
 	}
 }

@@ -18,10 +18,21 @@ import (
 // progress receives (documents split, total documents). Errors: an invalid
 // cfg (Size > 0) and SplitAll's, naming c.Path.
 func Corpus(c *data.Corpus, cfg Config, progress func(done, total int)) ([]data.Chunk, error) {
+	// The pre-encoded and whole-document paths split nothing, but still
+	// report their documents as done: a progress line "done 0" reads as
+	// if nothing was chunked.
+	done := func(n int) {
+		if progress != nil {
+			progress(n, n)
+		}
+	}
 	if c.Encoded != nil {
-		return c.Encoded.Chunks(), nil
+		chunks := c.Encoded.Chunks()
+		done(len(chunks))
+		return chunks, nil
 	}
 	if cfg.Size == 0 {
+		defer done(len(c.Docs))
 		chunks := make([]data.Chunk, len(c.Docs))
 		for i, d := range c.Docs {
 			text := d.Text

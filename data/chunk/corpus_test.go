@@ -36,4 +36,24 @@ func TestCorpus(t *testing.T) {
 	if _, err := Corpus(&data.Corpus{Path: "x", Docs: docs}, cfg, nil); err == nil {
 		t.Error("invalid config: no error")
 	}
+	// Every path reports its documents done, even when it splits nothing
+	// (a "chunk: done 0" line read as if the corpus were empty).
+	for _, tc := range []struct {
+		name string
+		c    *data.Corpus
+		cfg  Config
+		want [2]int
+	}{
+		{"whole documents", &data.Corpus{Path: "x", Docs: docs}, Config{}, [2]int{2, 2}},
+		{"split", &data.Corpus{Path: "x", Docs: docs}, DefaultConfig(), [2]int{2, 2}},
+		{"encoded", &data.Corpus{Encoded: enc}, DefaultConfig(), [2]int{1, 1}},
+	} {
+		var last [2]int
+		if _, err := Corpus(tc.c, tc.cfg, func(done, total int) { last = [2]int{done, total} }); err != nil {
+			t.Fatal(err)
+		}
+		if last != tc.want {
+			t.Errorf("%s: last progress %v, want %v", tc.name, last, tc.want)
+		}
+	}
 }

@@ -3,11 +3,18 @@ package pipeline
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/atomicfile"
+	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/lm"
+	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -37,6 +44,41 @@ type Parts struct {
 	Progress func(stage string, done, total int)
 }
 
+// CheckParts refuses, by name, a model directory of a family its part
+// cannot load, before anything is copied or encoded (serve would fail on
+// it later, or run a filter that is no T5): the retriever must be a BERT-
+// family bi-encoder (encode.Arch), the filter a T5 (models/t5.ModelTypes),
+// the generator a language model family (lm.Families), the reranker a BERT
+// cross-encoder. Families come from config.json model_type (hf.ModelType).
+func CheckParts(p Parts) error {
+	if p.Retriever != "" {
+		if _, err := encode.Arch(p.Retriever); err != nil {
+			return fmt.Errorf("%s: %w", RetrieverDir, err)
+		}
+	}
+	for _, part := range []struct {
+		name, dir, what string
+		ok              func(mt string) bool
+		want            []string
+	}{
+		{FilterDir, p.Filter, "a T5 filter", func(mt string) bool { return slices.Contains(t5.ModelTypes, mt) }, t5.ModelTypes},
+		{GeneratorDir, p.Generator, "a language model", func(mt string) bool { _, ok := lm.Families()[mt]; return ok }, slices.Sorted(maps.Keys(lm.Families()))},
+		{RerankerDir, p.Reranker, "a BERT cross-encoder", func(mt string) bool { return mt == bert.BERT.ModelType }, []string{bert.BERT.ModelType}},
+	} {
+		if part.dir == "" {
+			continue
+		}
+		mt, err := hf.ModelType(part.dir)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", part.name, part.dir, err)
+		}
+		if !part.ok(mt) {
+			return fmt.Errorf("%s %s: config.json model_type %q is not %s (want %s)", part.name, part.dir, mt, part.what, strings.Join(part.want, ", "))
+		}
+	}
+	return nil
+}
+
 // Save writes a pipeline directory at dir (which must not exist) from parts:
 // the manifest, each corpus's chunks.jsonl, a BM25 index built from the
 // chunks with Manifest.BM25, the dense index when given, and copies of the
@@ -47,6 +89,9 @@ type Parts struct {
 func Save(dir string, parts Parts) error {
 	if _, err := os.Stat(dir); err == nil {
 		return fmt.Errorf("save pipeline %s: already exists", dir)
+	}
+	if err := CheckParts(parts); err != nil {
+		return fmt.Errorf("save pipeline %s: %w", dir, err)
 	}
 	m := parts.Manifest
 	if len(m.Corpora) == 0 {
@@ -143,6 +188,9 @@ type BuildOptions struct {
 // Save, the encoder's, faiss's.
 func Build(dir string, opt BuildOptions) error {
 	parts := opt.Parts
+	if err := CheckParts(parts); err != nil {
+		return fmt.Errorf("build pipeline %s: %w", dir, err)
+	}
 	parts.Corpora = append([]CorpusPart(nil), opt.Corpora...)
 	if parts.Retriever != "" {
 		enc := opt.Encoder

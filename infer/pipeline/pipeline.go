@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
@@ -146,6 +147,10 @@ type Manifest struct {
 	Filter    Filter      `json:"filter"`
 	Rerank    Rerank      `json:"rerank"`
 	Prompts   Prompts     `json:"prompts"`
+	// FromRun is the eval-retrieval run whose settings (mode, hybrid
+	// weights, depth, BM25, chunking, encoder options) this pipeline
+	// serves (pipeline build --from-run); empty when built from flags.
+	FromRun string `json:"from_run,omitempty"`
 	// FAISSFactory is the faiss index factory of the dense indexes ("Flat",
 	// exact inner product as RAG² and SL-HyDE; "HNSW32", "IVF256,Flat").
 	FAISSFactory string `json:"faiss_factory"`
@@ -165,6 +170,14 @@ const (
 	DefaultAnswerPrompt    = "Answer the question using the numbered context passages, citing the passages you use as [n].\n{context}\nQuestion: {question}\nAnswer:"
 	DefaultHyDEPrompt      = "Please write a medical passage to answer the question.\nQuestion: {query}\nPassage:"
 )
+
+// promptVars are the placeholders each prompt must hold: without them a
+// stage ignores its question (or its retrieved context).
+var promptVars = map[string][]string{
+	"prompts.rationale": {"{question}"},
+	"prompts.answer":    {"{question}", "{context}"},
+	"prompts.hyde":      {"{query}"},
+}
 
 // DefaultManifest returns the defaults documented on the fields: hybrid
 // retrieval with RRF weights 0.3/0.7 and C 60 (AP paper), k 5, balanced
@@ -232,6 +245,16 @@ func (m Manifest) Validate() error {
 	}
 	if f.Threshold < 0 || f.Threshold > 1 {
 		return fmt.Errorf("field %q: %v outside [0, 1]", "filter.threshold", f.Threshold)
+	}
+	for _, p := range []struct{ field, text string }{
+		{"prompts.rationale", m.Prompts.Rationale}, {"prompts.answer", m.Prompts.Answer}, {"prompts.hyde", m.Prompts.HyDE},
+	} {
+		for _, v := range promptVars[p.field] {
+			if !strings.Contains(p.text, v) {
+				return fmt.Errorf("field %q: %q has no %s: the stage would send the LLM the same text for every question (the defaults: rationale %q, answer %q, hyde %q)",
+					p.field, p.text, v, DefaultRationalePrompt, DefaultAnswerPrompt, DefaultHyDEPrompt)
+			}
+		}
 	}
 	seenPart := map[string]bool{}
 	for _, name := range m.Parts {

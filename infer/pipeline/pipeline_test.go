@@ -71,6 +71,17 @@ func TestSaveErrors(t *testing.T) {
 	good := []CorpusPart{{Name: "A", Chunks: corpusA}}
 	bad := DefaultManifest()
 	bad.Retrieval.Mode = "sparse"
+	noContext, noQuestion := DefaultManifest(), DefaultManifest()
+	noContext.Prompts.Answer = "Question: {question}\nAnswer:"
+	noQuestion.Prompts.Rationale = "Explain the medical knowledge needed."
+	// Model directories whose config.json names a family (all CheckParts reads).
+	typed := func(mt string) string {
+		d := filepath.Join(base, "models", mt)
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "config.json"), []byte(`{"model_type": "`+mt+`"}`), 0o644)
+		return d
+	}
+	bertDir, t5Dir := typed("bert"), typed("t5")
 	cases := []struct {
 		name  string
 		parts Parts
@@ -78,7 +89,13 @@ func TestSaveErrors(t *testing.T) {
 	}{
 		{"bad mode", Parts{Manifest: bad, Corpora: good}, `"retrieval.mode": unknown mode "sparse"`},
 		{"bad corpus name", Parts{Manifest: DefaultManifest(), Corpora: []CorpusPart{{Name: "../x", Chunks: corpusA}}}, `name "../x"`},
-		{"retriever without dense", Parts{Manifest: DefaultManifest(), Corpora: good, Retriever: base}, "a dense index needs a retriever"},
+		{"retriever without dense", Parts{Manifest: DefaultManifest(), Corpora: good, Retriever: bertDir}, "a dense index needs a retriever"},
+		{"answer prompt without context", Parts{Manifest: noContext, Corpora: good}, `field "prompts.answer": "Question: {question}\nAnswer:" has no {context}`},
+		{"rationale prompt without question", Parts{Manifest: noQuestion, Corpora: good}, `field "prompts.rationale": "Explain the medical knowledge needed." has no {question}`},
+		{"bert as filter", Parts{Manifest: DefaultManifest(), Corpora: good, Filter: bertDir}, `filter ` + bertDir + `: config.json model_type "bert" is not a T5 filter (want t5, mt5)`},
+		{"bert as generator", Parts{Manifest: DefaultManifest(), Corpora: good, Generator: bertDir}, `generator ` + bertDir + `: config.json model_type "bert" is not a language model`},
+		{"t5 as reranker", Parts{Manifest: DefaultManifest(), Corpora: good, Reranker: t5Dir}, `reranker ` + t5Dir + `: config.json model_type "t5" is not a BERT cross-encoder`},
+		{"t5 as retriever", Parts{Manifest: DefaultManifest(), Corpora: good, Retriever: t5Dir}, `retriever: encoder ` + t5Dir + `: config.json model_type "t5" is not a supported bi-encoder`},
 		{"repeated chunk id", Parts{Manifest: DefaultManifest(), Corpora: []CorpusPart{{Name: "A", Chunks: []data.Chunk{corpusA[0], corpusA[0]}}}}, "a#0"},
 	}
 	for i, c := range cases {
@@ -206,7 +223,7 @@ func TestBuildHNSWEfSearch(t *testing.T) {
 	if err := os.MkdirAll(retr, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(retr, "config.json"), []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(retr, "config.json"), []byte(`{"model_type": "bert"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m := DefaultManifest()

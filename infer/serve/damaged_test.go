@@ -1,6 +1,10 @@
 package serve
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +58,25 @@ func TestLoadRefusesDamagedPipeline(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "dimensions but corpus"},
+		{"filter replaced by a BERT", func(t *testing.T, dir string) {
+			f := filepath.Join(dir, pipeline.FilterDir)
+			os.RemoveAll(f)
+			if err := os.CopyFS(f, os.DirFS(filepath.Join(dir, pipeline.RetrieverDir))); err != nil {
+				t.Fatal(err)
+			}
+		}, `/filter: config.json model_type "bert" is not a T5 filter`},
+		{"reranker's vocab.txt longer than its vocab_size", func(t *testing.T, dir string) {
+			v := filepath.Join(dir, pipeline.RerankerDir, "vocab.txt")
+			b, err := os.ReadFile(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var extra strings.Builder
+			for i := range 64 {
+				fmt.Fprintf(&extra, "extra%d\n", i)
+			}
+			os.WriteFile(v, append(b, extra.String()...), 0o644)
+		}, "more than the model's vocab_size"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "p")
@@ -74,5 +97,47 @@ func TestLoadRefusesDamagedPipeline(t *testing.T) {
 				t.Errorf("Load: %v, want an error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// failingFilter answers every Predict with err, or with scores.
+type failingFilter struct {
+	scores []float64
+	err    error
+}
+
+func (f failingFilter) Predict(context.Context, string, []string) ([]float64, error) {
+	return f.scores, f.err
+}
+
+// Issue 30, acceptance 5: Load runs each part once, so /healthz lists what
+// was checked, and a part that loads but cannot answer (here a filter that
+// fails or returns no probability) stops the start naming it.
+func TestProbeNamesFailingPart(t *testing.T) {
+	f := newFixture(t, Options{})
+	code, b := f.call(t, "GET", "/healthz", nil, "")
+	var h struct {
+		Status  string   `json:"status"`
+		Checked []string `json:"checked"`
+	}
+	decodeInto(t, b, &h)
+	want := []string{"bm25", "retriever", "filter", "reranker", "generator"}
+	if code != 200 || h.Status != "ok" || strings.Join(h.Checked, ",") != strings.Join(want, ",") {
+		t.Errorf("/healthz: %d %s, want ok with checked %v", code, b, want)
+	}
+	for _, c := range []struct {
+		name string
+		f    Filter
+		want string
+	}{
+		{"error", failingFilter{err: errors.New("window scoring failed")}, `part "filter" fails its start-up check: window scoring failed`},
+		{"NaN", failingFilter{scores: []float64{math.NaN()}}, `part "filter" fails its start-up check: scored 1 snippet as [NaN]`},
+		{"no score", failingFilter{}, `part "filter" fails its start-up check: scored 1 snippet as []`},
+	} {
+		comps := *f.comps
+		comps.Filter = c.f
+		if _, err := comps.probe(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/ragforge/ragforge/infer/pipeline"
@@ -22,6 +23,9 @@ type Components struct {
 	Reranker *rerank.CrossEncoder // cross-encoder of /v1/pipeline
 	LLM      LLM                  // rationale, answer and HyDE documents
 	Local    *LocalLM             // /v1/completions and /v1/chat/completions
+	// Checked are the parts Load ran once at start-up (probe), as /healthz
+	// lists them.
+	Checked []string
 }
 
 // Config is what Run needs: the HTTP options, where the pipeline is, and
@@ -47,8 +51,11 @@ type Config struct {
 // Load opens cfg.PipelineDir and loads its models on cfg.Backend: the
 // retriever as an encode.BERTEncoder, the filter, the reranker
 // (rerank.CrossEncoder with the manifest's TopN/K) and the generator, plus
-// the LLM of cfg.LLM, with cfg.Search applied to the dense indexes. Errors
-// name the part that failed.
+// the LLM of cfg.LLM, with cfg.Search applied to the dense indexes, then
+// runs each part once (probe). Errors name the part that failed: one of the
+// wrong family (pipeline.CheckParts), a tokenizer with ids past the model's
+// vocab_size, a retriever of another width than its dense indexes, a part
+// that loads but fails its start-up check.
 func Load(cfg Config) (*Components, error) {
 	p, err := pipeline.Load(cfg.PipelineDir)
 	if err != nil {
@@ -61,6 +68,11 @@ func Load(cfg Config) (*Components, error) {
 	}
 	if err := p.SetSearch(cfg.Search); err != nil {
 		return fail(err)
+	}
+	// A part of the wrong family (a BERT copied over filter/) is refused
+	// by name before its weights are read.
+	if err := pipeline.CheckParts(pipeline.Parts{Retriever: p.Retriever, Filter: p.Filter, Generator: p.Generator, Reranker: p.Reranker}); err != nil {
+		return fail(fmt.Errorf("pipeline %s: %w", p.Dir, err))
 	}
 	m := p.Manifest
 	if p.Retriever != "" {
@@ -113,6 +125,9 @@ func Load(cfg Config) (*Components, error) {
 		default:
 			return fail(fmt.Errorf("llm %q: want openai:<url>[#model], t5:<dir> or hf:<dir>", cfg.LLM))
 		}
+	}
+	if c.Checked, err = c.probe(context.Background()); err != nil {
+		return fail(err)
 	}
 	return c, nil
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
@@ -279,4 +280,36 @@ func TestOpenAIRefusals(t *testing.T) {
 func asString(v any) string {
 	s, _ := v.(string)
 	return s
+}
+
+// TestT5OverContext: a prompt longer than the T5's input (512 tokens) is
+// refused with vLLM's 400 naming the limit on both completion endpoints,
+// not cut and answered 200; one that fits is served.
+func TestT5OverContext(t *testing.T) {
+	f := newFixture(t, Options{})
+	local, ok := f.comps.Local.Local.(*lm.T5)
+	if !ok {
+		t.Fatalf("fixture's local model is %T, want *lm.T5", f.comps.Local.Local)
+	}
+	long := strings.Repeat("uric acid crystals in the joint ", 200)
+	if n := len(local.PromptIDs(long)); n <= lm.DefaultT5MaxTokens {
+		t.Fatalf("long prompt has %d tokens, want over %d", n, lm.DefaultT5MaxTokens)
+	}
+	const want = "maximum context length is 512 tokens"
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/v1/completions", map[string]any{"prompt": long, "max_tokens": 2}},
+		{"/v1/chat/completions", map[string]any{"messages": []openai.Message{{Role: "user", Content: long}}, "max_tokens": 2}},
+	} {
+		code, b := f.call(t, "POST", c.path, c.body, "")
+		if code != 400 || !strings.Contains(string(b), want) {
+			t.Errorf("%s over the context: %d %s, want 400 naming %q", c.path, code, b, want)
+		}
+	}
+	code, b := f.call(t, "POST", "/v1/completions", map[string]any{"prompt": "uric acid crystals", "max_tokens": 2}, "")
+	if code != 200 {
+		t.Errorf("short prompt: %d %s", code, b)
+	}
 }

@@ -14,7 +14,9 @@
 //	GET  /v1/labels/{id}        one label with its review state
 //	POST /v1/labels/{id}/review change a label's effective class (write: bearer token)
 //	POST /v1/labels/{id}/undo   undo its latest review (write: bearer token)
-//	GET  /healthz, GET /metrics (Prometheus text format)
+//	GET  /healthz               the loaded parts and those Load ran once at start ("checked"); a server
+//	                            only exists once every part passed, so "ok" means each route can answer
+//	GET  /metrics               Prometheus text format
 //	/                           the web workbench (Options.Web): pages open, its /api reads guarded by the
 //	                            workbench itself, non-GET requests are writes
 //
@@ -267,7 +269,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, 200, map[string]any{
 		"status": "ok", "corpora": s.c.Pipeline.Manifest.Corpora,
 		"retriever": s.c.Encoder != nil, "filter": s.c.Filter != nil, "reranker": s.c.Reranker != nil,
-		"llm": s.c.LLM != nil, "generator": s.c.Local != nil,
+		"llm": s.c.LLM != nil, "generator": s.c.Local != nil, "checked": s.c.Checked,
 	})
 	return nil
 }

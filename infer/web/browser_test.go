@@ -244,6 +244,32 @@ func TestBrowserPages(t *testing.T) {
 				t.Errorf("run A row %q lacks %q", text, want)
 			}
 		}
+		// One chart of a metric across the listed runs; the picker
+		// switches it (loss: both runs, oldest first).
+		if !js[bool](t, ctx, `(() => { const s = document.getElementById('metric-across'); s.value = 'loss'; return s.dispatchEvent(new Event('change')); })()`) {
+			t.Fatal("change event cancelled")
+		}
+		if m := js[string](t, ctx, `document.querySelector('#across svg.chart').dataset.metric`); m != "loss" {
+			t.Fatalf("metric-across-runs chart shows %q, want loss", m)
+		}
+		pts := js[[]string](t, ctx, `[...document.querySelectorAll('#across svg.chart circle title')].map(t => t.textContent)`)
+		if len(pts) != 2 || !strings.HasSuffix(pts[0], " 1: 1.2") || !strings.HasSuffix(pts[1], " 2: 1") {
+			t.Fatalf("loss across runs: points %v, want run 1 (A) at 1.2 and run 2 (B)", pts)
+		}
+		// At 800 px the metrics column keeps its room (the fixed columns
+		// took it all): start time and duration give way.
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(800, 700)); err != nil {
+			t.Fatal(err)
+		}
+		if w := js[float64](t, ctx, `document.querySelector('#runs-table tbody td.metrics').getBoundingClientRect().width`); w < 250 {
+			t.Errorf("metrics column %.0f px wide at 800 px, want at least 250", w)
+		}
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+			t.Fatal(err)
+		}
+		if n := js[int](t, ctx, `[...document.querySelectorAll('#runs-table th.c-started')].filter(th => th.getBoundingClientRect().width > 0).length`); n != 1 {
+			t.Errorf("start time column shown %d times at 1280 px, want 1", n)
+		}
 		// Selecting two runs enables Compare, which opens the comparison.
 		if err := chromedp.Do(ctx,
 			chromedp.Click(chromedp.CSS(`input[data-run="`+f.runA+`"]`)),
@@ -277,6 +303,24 @@ func TestBrowserPages(t *testing.T) {
 		if n := js[int](t, ctx, `document.querySelectorAll('svg[data-metric="loss"] circle').length`); n != 3 {
 			t.Fatalf("loss markers %d, want 3", n)
 		}
+		// Every point of every chart lies inside its axes (the y axis
+		// used to end below the largest value), and a loss whose values
+		// span 10× or more is drawn on a log axis.
+		const outside = `[...document.querySelectorAll('svg.chart')].flatMap(s => [...s.querySelectorAll('circle')].filter(c => {
+			const d = s.dataset, x = +c.getAttribute('cx'), y = +c.getAttribute('cy');
+			return x < +d.left - 0.01 || x > +d.right + 0.01 || y < +d.top - 0.01 || y > +d.bottom + 0.01; })).length`
+		if n := js[int](t, ctx, outside); n != 0 {
+			t.Fatalf("%d chart points outside their axes", n)
+		}
+		if n := js[int](t, ctx, `(() => { const c = document.createElement('div'); c.id = 'probe-charts'; document.body.append(c);
+			c.append(RF.lineChart([{name: 'a', points: [[0, 1.06], [1, 0.2], [2, 0.97]]}], {title: 'acc'}),
+				RF.lineChart([{name: 'l', points: [[0, 250], [1, 3], [2, 1.2], [3, 0.9]]}], {title: 'loss'}));
+			return c.querySelectorAll('svg[data-scale="log"]').length; })()`); n != 1 {
+			t.Fatalf("%d log-scale charts among an accuracy and a spiky loss, want 1 (the loss)", n)
+		}
+		if n := js[int](t, ctx, outside); n != 0 {
+			t.Fatalf("%d points of the probe charts (max 1.06; loss 0.9..250) outside their axes", n)
+		}
 		if s := js[string](t, ctx, `document.querySelector('table.artifacts').textContent`); !strings.Contains(s, "checkpoint") {
 			t.Fatalf("artifacts %q", s)
 		}
@@ -302,6 +346,19 @@ func TestBrowserPages(t *testing.T) {
 		}
 		if n := js[int](t, ctx, `document.querySelectorAll('svg[data-metric="loss"] path.series').length`); n != 2 {
 			t.Fatalf("loss overlay has %d paths, want 2", n)
+		}
+		// Metric names sort with their numbers as numbers.
+		if s := js[string](t, ctx, `['F1@10', 'F1@2', 'nDCG@10', 'F1@1', 'acc'].sort(RF.metricNameOrder).join(',')`); s != "acc,F1@1,F1@2,F1@10,nDCG@10" {
+			t.Fatalf("metric order %s", s)
+		}
+		// Runs A and B draw each series in a colour of its own.
+		strokes := js[[]string](t, ctx, `[...document.querySelectorAll('#charts path.series')].map(p => p.getAttribute('stroke'))`)
+		seen := map[string]bool{}
+		for _, c := range strokes {
+			seen[c] = true
+		}
+		if len(strokes) < 2 || len(seen) != len(strokes) {
+			t.Fatalf("compare chart strokes %v: want one colour per line", strokes)
 		}
 		screenshot(t, ctx, "small-compare")
 	})
@@ -481,6 +538,14 @@ func TestBrowserPlayground(t *testing.T) {
 	}
 	if n := js[int](t, ctx, `document.querySelectorAll('section[data-stage="retrieved"] tbody tr').length`); n != 2 {
 		t.Fatalf("retrieved rows %d, want 2", n)
+	}
+	// Each passage's text is printed once (retrieved, filtered and kept
+	// hold the same two); later stages name the stage that shows it.
+	if n := js[int](t, ctx, `[...document.querySelectorAll('#stages td.text div.text')].filter(d => d.textContent === 'Grade 3 tumors show necrosis.').length`); n != 1 {
+		t.Fatalf("passage doc1#0 printed %d times, want once", n)
+	}
+	if s := text("kept"); strings.Contains(s, "Grade 3 tumors show necrosis.") || !strings.Contains(s, "text under retrieved") {
+		t.Fatalf("kept stage %q: want a reference to the retrieved text, not the text again", s)
 	}
 	labels := js[[]string](t, ctx, `[...document.querySelectorAll('section[data-stage="filtered"] .badge')].map(b => b.textContent)`)
 	if strings.Join(labels, ",") != "[HELPFUL],[NOT_HELPFUL]" {

@@ -94,11 +94,13 @@ func Load(be backends.Backend, dir string, cfg Config) (*Predictor, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.Load(dir)
+	mc, err := t5.LoadConfig(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load filter %s: %w", dir, err)
 	}
-	mc, err := t5.LoadConfig(dir)
+	// Ids past vocab_size would have no embedding row (another model's
+	// tokenizer beside these weights).
+	tok, err := tokenizer.LoadFor(dir, mc.VocabSize)
 	if err != nil {
 		return nil, fmt.Errorf("load filter %s: %w", dir, err)
 	}

@@ -94,15 +94,23 @@ func (l *T5) maxInput() int {
 	return l.MaxInputTokens
 }
 
-// PromptIDs returns the encoder ids of a prompt: tokens cut to
-// MaxInputTokens−1 (default 512), then eos.
-func (l *T5) PromptIDs(prompt string) []int {
+// InputIDs returns the encoder ids of a prompt as HF's truncation=True
+// makes them: tokens cut to MaxInputTokens−1 (default 512), then eos. It is
+// the input of Generate, UserIDs (the pipeline's prompts) and fine-tuning.
+func (l *T5) InputIDs(prompt string) []int {
 	return EncoderIDs(l.Tokenizer, prompt, l.maxInput())
+}
+
+// PromptIDs returns the encoder ids of an OpenAI completions prompt: all
+// its tokens, then eos, not cut, so that GenerateIDs refuses a prompt over
+// MaxInputTokens (vLLM answers 400 there, it never truncates).
+func (l *T5) PromptIDs(prompt string) []int {
+	return append(l.Tokenizer.Encode(prompt, false), l.Tokenizer.EOSID())
 }
 
 // ChatIDs is how chat messages become the T5 encoder input: the contents
 // of all messages, in order, joined by a blank line (Flan-T5 has no chat
-// template; roles are not written), through PromptIDs.
+// template; roles are not written), through PromptIDs (not cut).
 func (l *T5) ChatIDs(msgs []openai.Message) ([]int, error) {
 	parts := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -111,8 +119,9 @@ func (l *T5) ChatIDs(msgs []openai.Message) ([]int, error) {
 	return l.PromptIDs(strings.Join(parts, "\n\n")), nil
 }
 
-// UserIDs is PromptIDs (a T5 takes the instruction as its encoder input).
-func (l *T5) UserIDs(prompt string) ([]int, error) { return l.PromptIDs(prompt), nil }
+// UserIDs is InputIDs (a T5 takes the instruction as its encoder input;
+// a pipeline prompt longer than the model's input is cut, as HF's).
+func (l *T5) UserIDs(prompt string) ([]int, error) { return l.InputIDs(prompt), nil }
 
 // EchoIDs are the SentencePiece piece ids Echo scores (no eos); nil for a
 // tokenizer that is not SentencePiece.
@@ -174,7 +183,7 @@ func (l *T5) Generate(ctx context.Context, prompts []string, opt Options) ([][]s
 			errs[i] = fmt.Errorf("%s: top_k %d: the t5 backend samples with temperature and top_p only", l.Name(), opt.TopK)
 			continue
 		}
-		ids := l.PromptIDs(p)
+		ids := l.InputIDs(p)
 		rows := make([][]int, n)
 		for k := range rows {
 			rows[k] = ids
@@ -236,8 +245,9 @@ type GenResult struct {
 // them from text) with t5.Model.Generate, one sequence. ctx is checked
 // after every decoding step, so a cancelled request stops within one step.
 // The text is the decoded tokens without special tokens and leading
-// spaces. Errors: ErrBadPrompt for ids outside the vocabulary or over
-// MaxInputTokens, ctx's error, the model's.
+// spaces. Errors: ErrBadPrompt for ids outside the vocabulary, a
+// *ContextError (an ErrBadPrompt, vLLM's message) over MaxInputTokens,
+// ctx's error, the model's.
 func (l *T5) GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (GenResult, error) {
 	maxTokens := opt.MaxTokens
 	if maxTokens <= 0 {
@@ -247,8 +257,13 @@ func (l *T5) GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (GenRes
 		return GenResult{}, fmt.Errorf("%w: top_k %d: the t5 backend samples with temperature and top_p only", ErrBadPrompt, opt.TopK)
 	}
 	limit := l.maxInput()
-	if len(ids) == 0 || len(ids) > limit {
-		return GenResult{}, fmt.Errorf("%w: %d prompt tokens, want 1..%d", ErrBadPrompt, len(ids), limit)
+	if len(ids) == 0 {
+		return GenResult{}, fmt.Errorf("%w: no prompt tokens", ErrBadPrompt)
+	}
+	if len(ids) > limit {
+		// The decoder's tokens do not share T5's encoder input, so the
+		// completion counts 0 towards this limit.
+		return GenResult{}, &ContextError{Limit: limit, Prompt: len(ids)}
 	}
 	for _, id := range ids {
 		if id < 0 || id >= l.Model.Config.VocabSize {

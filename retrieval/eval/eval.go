@@ -50,15 +50,24 @@ type Report struct {
 	Metrics []string `json:"metrics"`
 	// Ks are the cutoffs evaluated, ascending (the requested ks plus 10).
 	Ks []int `json:"ks"`
-	// Mean is the arithmetic mean of each metric over Queries.
+	// Mean is the arithmetic mean of each metric over all Queries: a
+	// question without any judgment (Unjudged) is a miss scoring 0, as the
+	// AP paper's protocol divides by every question.
 	Mean map[string]float64 `json:"mean"`
-	// PerQuery maps an evaluated query id to its metric values.
+	// MeanJudged is the mean over Judged only: what trec_eval -c prints for
+	// the run and qrels.tsv (a query absent from qrels does not exist for
+	// trec_eval). Mean = MeanJudged × len(Judged) / len(Queries).
+	MeanJudged map[string]float64 `json:"mean_judged"`
+	// PerQuery maps every query id of Queries to its metric values (all 0
+	// for an unjudged one).
 	PerQuery map[string]map[string]float64 `json:"per_query"`
-	// Queries are the evaluated query ids, sorted.
+	// Queries are all the questions given, sorted: Options.Queries, or
+	// (when nil) every query of qrels and of the run.
 	Queries []string `json:"queries"`
-	// Skipped are the query ids left out of every mean, sorted: run queries
-	// (and Options.Queries) without any judgment in qrels.
-	Skipped []string `json:"skipped"`
+	// Judged are the queries with at least one judgment; Unjudged those
+	// with none (no relevant chunk found, judgments {}), both sorted.
+	Judged   []string `json:"judged"`
+	Unjudged []string `json:"unjudged"`
 	// Fill, when the caller sets it (NewFill), records how many hits each
 	// query got; Table and WritePerQueryJSONL then report the shortfall.
 	Fill *Fill `json:"fill,omitempty"`
@@ -104,9 +113,10 @@ func Evaluate(run Run, qrels data.Qrels, ks []int) (*Report, error) {
 //     judged query with no judgment > 0 scores 0 on every metric and counts
 //     in the means (trec_eval, pytrec_eval: 0/0 is 0). A judged query absent
 //     from the run also scores 0 (trec_eval -c), so an incomplete run cannot
-//     raise the means. Queries without judgments are skipped (excluded from
-//     the means, listed in Report.Skipped).
-//   - With Options.Queries, only judged queries of that set are evaluated.
+//     raise the means. A question without judgments (no relevant chunk was
+//     found, or its judgments are {}) scores 0 too and counts in Mean; it
+//     is left out of MeanJudged only, the figure trec_eval -c gives.
+//   - With Options.Queries, only queries of that set are evaluated.
 //
 // Errors: a cutoff k < 1, or a hit with an empty id or a NaN score.
 func EvaluateOptions(run Run, qrels data.Qrels, ks []int, opt Options) (*Report, error) {
@@ -117,7 +127,7 @@ func EvaluateOptions(run Run, qrels data.Qrels, ks []int, opt Options) (*Report,
 		}
 		cut[k] = true
 	}
-	r := &Report{Mean: map[string]float64{}, PerQuery: map[string]map[string]float64{}}
+	r := &Report{PerQuery: map[string]map[string]float64{}}
 	for k := range cut {
 		r.Ks = append(r.Ks, k)
 	}
@@ -137,46 +147,54 @@ func EvaluateOptions(run Run, qrels data.Qrels, ks []int, opt Options) (*Report,
 			}
 		}
 	}
-	var inSet map[string]bool
-	skipped := map[string]bool{}
+	given := map[string]bool{}
 	if opt.Queries != nil {
-		inSet = make(map[string]bool, len(opt.Queries))
 		for _, q := range opt.Queries {
-			inSet[q] = true
-			if len(qrels[q]) == 0 {
-				skipped[q] = true
+			given[q] = true
+		}
+	} else {
+		for q := range qrels {
+			given[q] = true
+		}
+		for q := range run {
+			given[q] = true
+		}
+	}
+	for q := range given {
+		r.Queries = append(r.Queries, q)
+		if len(qrels[q]) == 0 {
+			r.Unjudged = append(r.Unjudged, q)
+			zero := make(map[string]float64, len(r.Metrics))
+			for _, m := range r.Metrics {
+				zero[m] = 0
 			}
-		}
-	}
-	for qid := range run {
-		if len(qrels[qid]) == 0 {
-			skipped[qid] = true
-		}
-	}
-	for qid, judged := range qrels {
-		if len(judged) == 0 || (inSet != nil && !inSet[qid]) {
+			r.PerQuery[q] = zero
 			continue
 		}
-		r.Queries = append(r.Queries, qid)
-		r.PerQuery[qid] = scoreQuery(Rank(run[qid], opt.KeepOrder), judged, r.Ks)
-	}
-	for q := range skipped {
-		r.Skipped = append(r.Skipped, q)
+		r.Judged = append(r.Judged, q)
+		r.PerQuery[q] = scoreQuery(Rank(run[q], opt.KeepOrder), qrels[q], r.Ks)
 	}
 	sort.Strings(r.Queries)
-	sort.Strings(r.Skipped)
+	sort.Strings(r.Judged)
+	sort.Strings(r.Unjudged)
+	r.Mean, r.MeanJudged = r.mean(r.Queries), r.mean(r.Judged)
+	return r, nil
+}
+
+// mean is the arithmetic mean of each metric over qs (0 for none).
+func (r *Report) mean(qs []string) map[string]float64 {
+	out := make(map[string]float64, len(r.Metrics))
 	for _, m := range r.Metrics {
 		sum := 0.0
-		for _, q := range r.Queries {
+		for _, q := range qs {
 			sum += r.PerQuery[q][m]
 		}
-		if n := len(r.Queries); n > 0 {
-			r.Mean[m] = sum / float64(n)
-		} else {
-			r.Mean[m] = 0
+		out[m] = 0
+		if len(qs) > 0 {
+			out[m] = sum / float64(len(qs))
 		}
 	}
-	return r, nil
+	return out
 }
 
 // Rank returns hits as Evaluate scores them: duplicate ids dropped (first

@@ -27,7 +27,8 @@ func hits(pairs ...any) []retrieval.Hit {
 // fixture: q1 has graded judgments and a run with a duplicate and a score tie;
 // q2 has only a non-relevant judgment (scored 0 and counted); q3 is
 // judged but absent from the run (scores 0); q4 finds its only relevant
-// document at rank 11; qX is retrieved but not judged (skipped).
+// document at rank 11; qX is retrieved but not judged (a question without
+// relevant chunks: scored 0, counted in Mean, not in MeanJudged).
 func fixture() (Run, data.Qrels) {
 	run := Run{
 		// Given order d4 d1 d4(dup) d2 d5. The duplicate d4@0.7 is dropped;
@@ -91,16 +92,23 @@ func TestEvaluatePerQuery(t *testing.T) {
 	if want := []int{1, 2, 4, 8, 10}; !reflect.DeepEqual(rep.Ks, want) {
 		t.Errorf("Ks = %v, want %v", rep.Ks, want)
 	}
-	if want := []string{"q1", "q2", "q3", "q4"}; !reflect.DeepEqual(rep.Queries, want) {
+	if want := []string{"q1", "q2", "q3", "q4", "qX"}; !reflect.DeepEqual(rep.Queries, want) {
 		t.Errorf("Queries = %v, want %v", rep.Queries, want)
 	}
-	if want := []string{"qX"}; !reflect.DeepEqual(rep.Skipped, want) {
-		t.Errorf("Skipped = %v, want %v", rep.Skipped, want)
+	if want := []string{"q1", "q2", "q3", "q4"}; !reflect.DeepEqual(rep.Judged, want) {
+		t.Errorf("Judged = %v, want %v", rep.Judged, want)
+	}
+	if want := []string{"qX"}; !reflect.DeepEqual(rep.Unjudged, want) {
+		t.Errorf("Unjudged = %v, want %v", rep.Unjudged, want)
 	}
 	if len(rep.Metrics) != 6*5+4 {
 		t.Errorf("Metrics has %d names: %v", len(rep.Metrics), rep.Metrics)
 	}
-	for qid, want := range map[string]map[string]float64{"q1": q1, "q2": q2, "q3": q3, "q4": q4} {
+	qX := map[string]float64{}
+	for _, n := range rep.Metrics {
+		qX[n] = 0
+	}
+	for qid, want := range map[string]map[string]float64{"q1": q1, "q2": q2, "q3": q3, "q4": q4, "qX": qX} {
 		got := rep.PerQuery[qid]
 		if len(got) != len(want) {
 			t.Errorf("%s: %d metrics, want %d: %v", qid, len(got), len(want), got)
@@ -111,18 +119,22 @@ func TestEvaluatePerQuery(t *testing.T) {
 			}
 		}
 	}
-	// Means over q1..q4 (qX skipped; q2 counts with 0).
-	for name, want := range map[string]float64{
-		"P@2":        0.5 / 4,
-		"Recall@100": (2.0/3 + 0 + 0 + 1) / 4,
-		"MRR@10":     0.5 / 4,
+	// MeanJudged: over q1..q4, trec_eval -c's figure (q2 counts with 0);
+	// Mean: over all five questions, qX a miss.
+	for name, sum := range map[string]float64{
+		"P@2":        0.5,
+		"Recall@100": 2.0/3 + 0 + 0 + 1,
+		"MRR@10":     0.5,
 		"MRR@1":      0,
-		"Success@2":  1.0 / 4,
-		"MAP":        (1.0/3 + 1.0/11) / 4,
-		"nDCG@4":     q1["nDCG@4"] / 4,
+		"Success@2":  1.0,
+		"MAP":        1.0/3 + 1.0/11,
+		"nDCG@4":     q1["nDCG@4"],
 	} {
-		if got := rep.Mean[name]; math.Abs(got-want) > 1e-12 {
-			t.Errorf("mean %s = %v, want %v", name, got, want)
+		if got := rep.MeanJudged[name]; math.Abs(got-sum/4) > 1e-12 {
+			t.Errorf("mean over the judged %s = %v, want %v", name, got, sum/4)
+		}
+		if got := rep.Mean[name]; math.Abs(got-sum/5) > 1e-12 {
+			t.Errorf("mean over all %s = %v, want %v", name, got, sum/5)
 		}
 	}
 }
@@ -144,8 +156,8 @@ func TestEvaluateGradeZero(t *testing.T) {
 			t.Errorf("mean %s = %v, want %v", name, got, want)
 		}
 	}
-	if !reflect.DeepEqual(rep.Queries, []string{"a", "b"}) || len(rep.Skipped) != 0 {
-		t.Errorf("queries %v skipped %v, want [a b] []", rep.Queries, rep.Skipped)
+	if !reflect.DeepEqual(rep.Queries, []string{"a", "b"}) || len(rep.Unjudged) != 0 {
+		t.Errorf("queries %v unjudged %v, want [a b] []", rep.Queries, rep.Unjudged)
 	}
 }
 
@@ -179,17 +191,24 @@ func TestEvaluateMAPAndMRRCutoffs(t *testing.T) {
 
 func TestEvaluateQuerySet(t *testing.T) {
 	run, qrels := fixture()
-	// q3 and q4 are judged but not in the query set: not evaluated. qY is in
-	// the set without judgments: skipped.
-	rep, err := EvaluateOptions(run, qrels, []int{1}, Options{Queries: []string{"q1", "q2", "qY"}})
+	// q3 and q4 are judged but not in the query set, qX is run but not in
+	// it: not evaluated. qY is in the set without judgments and qE with
+	// judgments {}: each a miss scoring 0, counted in Mean.
+	qrels["qE"] = map[string]int{}
+	rep, err := EvaluateOptions(run, qrels, []int{1}, Options{Queries: []string{"q1", "q2", "qY", "qE"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"q1", "q2"}; !reflect.DeepEqual(rep.Queries, want) {
+	if want := []string{"q1", "q2", "qE", "qY"}; !reflect.DeepEqual(rep.Queries, want) {
 		t.Errorf("Queries = %v, want %v", rep.Queries, want)
 	}
-	if want := []string{"qX", "qY"}; !reflect.DeepEqual(rep.Skipped, want) {
-		t.Errorf("Skipped = %v, want %v", rep.Skipped, want)
+	if want := []string{"qE", "qY"}; !reflect.DeepEqual(rep.Unjudged, want) {
+		t.Errorf("Unjudged = %v, want %v", rep.Unjudged, want)
+	}
+	// q1's top hit d4 is judged 0: Success@1 is 0 for every query here;
+	// Success@10 is 1 for q1 only: 1/4 over all, 1/2 over the judged.
+	if got, gotJ := rep.Mean["Success@10"], rep.MeanJudged["Success@10"]; got != 0.25 || gotJ != 0.5 {
+		t.Errorf("Success@10 = %v over all, %v over the judged; want 0.25, 0.5", got, gotJ)
 	}
 }
 
@@ -253,13 +272,13 @@ func TestEvaluateKeepOrder(t *testing.T) {
 }
 
 func TestEvaluateEmpty(t *testing.T) {
-	// No judged query at all: means are 0, every run query skipped.
+	// No judged query at all: means are 0, every run query unjudged.
 	rep, err := Evaluate(Run{"a": hits("x", 1.0)}, data.Qrels{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Queries) != 0 || !reflect.DeepEqual(rep.Skipped, []string{"a"}) || rep.Mean["P@10"] != 0 {
-		t.Errorf("got queries %v skipped %v mean %v", rep.Queries, rep.Skipped, rep.Mean)
+	if len(rep.Judged) != 0 || !reflect.DeepEqual(rep.Unjudged, []string{"a"}) || rep.Mean["P@10"] != 0 || rep.MeanJudged["P@10"] != 0 {
+		t.Errorf("got judged %v unjudged %v mean %v", rep.Judged, rep.Unjudged, rep.Mean)
 	}
 }
 

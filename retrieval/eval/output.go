@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,9 +16,12 @@ import (
 
 // Table writes the mean metrics as a fixed-width text table: one row per
 // cutoff in ks (P@k, Recall@k, Success@k, F1@k, nDCG@k, MRR@k, 4 decimals),
-// then one line with MAP, R-Prec, Recall@100, Recall@1000 and the evaluated
-// / skipped query counts, then, when r.Fill is set, one line with the hits
-// per query and how many queries got fewer than asked.
+// then one line with MAP, R-Prec, Recall@100, Recall@1000, all over every
+// question (Mean, its count and the unjudged count above it); when some
+// questions had no judgment, the same block over the judged ones
+// (MeanJudged, trec_eval -c's figure) follows. Then, when r.Fill is set,
+// one line with the hits per query and how many queries got fewer than
+// asked.
 //
 // Errors: a k the report was not evaluated at, or a write error.
 func (r *Report) Table(w io.Writer, ks []int) error {
@@ -25,18 +29,27 @@ func (r *Report) Table(w io.Writer, ks []int) error {
 	for _, k := range r.Ks {
 		evaluated[k] = true
 	}
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%6s %8s %8s %8s %8s %8s %8s\n", "k", "P", "Recall", "Success", "F1", "nDCG", "MRR")
 	for _, k := range ks {
 		if !evaluated[k] {
 			return fmt.Errorf("table: cutoff %d: not evaluated (have %v)", k, r.Ks)
 		}
-		fmt.Fprintf(bw, "%6d %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f\n", k,
-			r.Mean[PName(k)], r.Mean[RecallName(k)], r.Mean[SuccessName(k)], r.Mean[F1Name(k)], r.Mean[NDCGName(k)], r.Mean[MRRName(k)])
 	}
-	fmt.Fprintf(bw, "%s %.4f  %s %.4f  %s %.4f  %s %.4f  queries %d  skipped %d\n",
-		MAP, r.Mean[MAP], RPrec, r.Mean[RPrec], Recall100, r.Mean[Recall100], Recall1000, r.Mean[Recall1000],
-		len(r.Queries), len(r.Skipped))
+	bw := bufio.NewWriter(w)
+	block := func(mean map[string]float64) {
+		fmt.Fprintf(bw, "%6s %8s %8s %8s %8s %8s %8s\n", "k", "P", "Recall", "Success", "F1", "nDCG", "MRR")
+		for _, k := range ks {
+			fmt.Fprintf(bw, "%6d %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f\n", k,
+				mean[PName(k)], mean[RecallName(k)], mean[SuccessName(k)], mean[F1Name(k)], mean[NDCGName(k)], mean[MRRName(k)])
+		}
+		fmt.Fprintf(bw, "%s %.4f  %s %.4f  %s %.4f  %s %.4f\n",
+			MAP, mean[MAP], RPrec, mean[RPrec], Recall100, mean[Recall100], Recall1000, mean[Recall1000])
+	}
+	fmt.Fprintf(bw, "over all %d questions (%d without relevant chunks score 0):\n", len(r.Queries), len(r.Unjudged))
+	block(r.Mean)
+	if len(r.Unjudged) > 0 {
+		fmt.Fprintf(bw, "over the %d judged (trec_eval -c on qrels.tsv):\n", len(r.Judged))
+		block(r.MeanJudged)
+	}
 	if f := r.Fill; f != nil {
 		lo, hi := f.Range()
 		fmt.Fprintf(bw, "hits per query %d..%d; shortfall: %d of %d queries got fewer than %d\n",
@@ -54,18 +67,19 @@ type queryLine struct {
 	Metrics   map[string]float64 `json:"metrics"`
 	Hits      *int               `json:"hits,omitempty"`
 	Shortfall int                `json:"shortfall,omitempty"`
+	Unjudged  bool               `json:"unjudged,omitempty"`
 }
 
 // WritePerQueryJSONL writes one JSON object per evaluated query, in query id
 // order: {"query": id, "metrics": {name: value, ...}} (keys sorted); with
 // r.Fill set also "hits" (distinct hits returned) and, when that is below
-// Fill.Want, "shortfall" (the hits missing). Skipped queries are not
-// written.
+// Fill.Want, "shortfall" (the hits missing); a question without judgments
+// (scored 0) has "unjudged": true.
 func (r *Report) WritePerQueryJSONL(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	for _, q := range r.Queries {
-		line := queryLine{Query: q, Metrics: r.PerQuery[q]}
+		line := queryLine{Query: q, Metrics: r.PerQuery[q], Unjudged: len(r.Judged) < len(r.Queries) && slices.Contains(r.Unjudged, q)}
 		if r.Fill != nil {
 			n := r.Fill.Hits[q]
 			line.Hits = &n

@@ -203,8 +203,8 @@ func overlapsAny(c data.Chunk, spans [][2]int) bool {
 
 // BuildQrels judges every (query, chunk) pair with rule and returns chunk-level
 // qrels: qrels[query id][chunk id] = 1 for each relevant chunk. Every query
-// appears, with an empty map when no chunk is relevant, so that Evaluate lists
-// it in Report.Skipped.
+// appears, with an empty map when no chunk is relevant, so that Evaluate
+// scores it 0 and lists it in Report.Unjudged.
 //
 // The AP rule is computed with an inverted index from hashes of normalized
 // 5-token runs to chunks; candidates are verified exactly, and contexts of

@@ -131,7 +131,7 @@ func FineTuneT5(ctx context.Context, g *lm.T5, pairs []SFTPair, cfg SFTConfig) (
 	labels := make([][]int, len(pairs))
 	maxT := max(cfg.MaxTargetTokens, 2)
 	for i, p := range pairs {
-		inputs[i] = g.PromptIDs(generate.Render(cfg.Template, p.Query, ""))
+		inputs[i] = g.InputIDs(generate.Render(cfg.Template, p.Query, ""))
 		l := tok.Encode(p.Output, false)
 		if len(l) > maxT-1 {
 			l = l[:maxT-1]

@@ -386,3 +386,22 @@ func ResolveModelDir(dir string) (resolved, which string, err error) {
 	}
 	return latest, "latest", nil
 }
+
+// EarlierBest reports whether an earlier checkpoint of the run scored
+// higher on validation than the one whose state s is: its directory name
+// and accuracy, and this checkpoint's (from the evaluation logged at
+// GlobalStep). ok is false without validation, or when this checkpoint is
+// the best. Evaluating or shipping the last checkpoint is often right
+// (best is chosen on the validation set), but it should be said.
+func (s State) EarlierBest() (best string, bestAcc, ownAcc float64, ok bool) {
+	own := -1.0
+	for _, e := range s.LogHistory {
+		if e.Step == s.GlobalStep && e.Loss == 0 && e.LearningRate == 0 {
+			own = e.EvalAccuracy
+		}
+	}
+	if own < 0 || s.BestModelCheckpoint == "" || filepath.Base(s.BestModelCheckpoint) == CheckpointName(s.GlobalStep) || s.BestMetric <= own {
+		return "", 0, 0, false
+	}
+	return filepath.Base(s.BestModelCheckpoint), s.BestMetric, own, true
+}

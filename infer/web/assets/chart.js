@@ -29,8 +29,22 @@ RF.niceTicks = function (lo, hi, n, integer) {
   if (integer) step = Math.max(1, Math.round(step));
   const start = Math.floor(lo / step) * step;
   const ticks = [];
-  for (let v = start; v <= hi + step * 0.5 && ticks.length < 50; v += step) ticks.push(Number(v.toPrecision(12)));
+  // Up to the first tick at or above hi, so the axis holds every point
+  // (stopping near hi left the highest points above the plot).
+  for (let i = 0; ticks.length < 50; i++) {
+    const v = Number((start + i * step).toPrecision(12));
+    ticks.push(v);
+    if (v >= hi) break;
+  }
   return ticks;
+};
+
+// logScaled says whether a chart's y axis is logarithmic: a loss-like
+// metric (loss, perplexity) whose positive values span 10× or more, where
+// an initial spike would flatten the rest on a linear axis.
+RF.logScaled = function (title, ys) {
+  if (!/loss|perplexity|ppl/i.test(title || '') || ys.length === 0 || ys.some(y => !(y > 0))) return false;
+  return Math.max(...ys) / Math.min(...ys) >= 10;
 };
 
 RF.seriesColors = ['#1f6feb', '#d1242f', '#1a7f37', '#9a6700', '#8250df', '#0e7490', '#bf3989', '#57606a', '#fb8500', '#2da44e'];
@@ -38,7 +52,8 @@ RF.seriesColors = ['#1f6feb', '#d1242f', '#1a7f37', '#9a6700', '#8250df', '#0e74
 // lineChart draws series [{name, points: [[x, y], ...], metric, dashed,
 // color}] as one SVG line chart with axes, ticks and point tooltips. The
 // SVG scales to its container's width (viewBox W×H). opts: title, xLabel,
-// integerX (whole-number x ticks), width, height.
+// integerX (whole-number x ticks), width, height, logY (default: logScaled).
+// The axes end at round ticks at or beyond the extreme points.
 RF.lineChart = function (series, opts) {
   opts = opts || {};
   const W = opts.width || 420, H = opts.height || 220;
@@ -54,15 +69,20 @@ RF.lineChart = function (series, opts) {
     return svg;
   }
   const xs = all.map(p => p[0]), ys = all.map(p => p[1]);
+  const log = opts.logY ?? RF.logScaled(opts.title, ys);
+  const ty = log ? Math.log10 : y => y; // y as plotted
   const xt = RF.niceTicks(Math.min(...xs), Math.max(...xs), 6, !!opts.integerX);
-  const yt = RF.niceTicks(Math.min(...ys), Math.max(...ys), 5);
+  const yt = RF.niceTicks(Math.min(...ys.map(ty)), Math.max(...ys.map(ty)), 5, log); // log: powers of ten
   const x0 = xt[0], x1 = xt[xt.length - 1], y0 = yt[0], y1 = yt[yt.length - 1];
   const sx = x => m.l + (x1 === x0 ? 0.5 : (x - x0) / (x1 - x0)) * (W - m.l - m.r);
-  const sy = y => H - m.b - (y1 === y0 ? 0.5 : (y - y0) / (y1 - y0)) * (H - m.t - m.b);
+  const sy = y => H - m.b - (y1 === y0 ? 0.5 : (ty(y) - y0) / (y1 - y0)) * (H - m.t - m.b);
+  // The plot area, for checks that every point lies inside it.
+  Object.assign(svg.dataset, { scale: log ? 'log' : 'linear', left: m.l, right: W - m.r, top: m.t, bottom: H - m.b });
   const axes = RF.svg('g', { class: 'axes' });
   for (const t of yt) {
-    axes.append(RF.svg('line', { x1: m.l, x2: W - m.r, y1: sy(t), y2: sy(t), class: 'grid' }));
-    axes.append(RF.svg('text', { x: m.l - 6, y: sy(t) + 4, 'text-anchor': 'end', text: RF.fmtNum(t) }));
+    const v = log ? Math.pow(10, t) : t;
+    axes.append(RF.svg('line', { x1: m.l, x2: W - m.r, y1: sy(v), y2: sy(v), class: 'grid' }));
+    axes.append(RF.svg('text', { x: m.l - 6, y: sy(v) + 4, 'text-anchor': 'end', text: RF.fmtNum(v) }));
   }
   for (const t of xt) {
     axes.append(RF.svg('line', { x1: sx(t), x2: sx(t), y1: H - m.b, y2: H - m.b + 4, class: 'tick' }));

@@ -8,7 +8,9 @@ RF.timingKeys = /^(timings?(_ms)?|durations?(_ms)?|latency(_ms)?|elapsed(_ms)?)$
 
 // renderValue renders any JSON value: strings as text, arrays of objects as
 // tables, objects as key/value lists, nested to depth 3 (then raw JSON).
-RF.renderValue = function (v, depth) {
+// shown, when given, is {ids: Map(hit id → stage), stage}: a hit whose text
+// an earlier stage printed refers to it instead of printing it again.
+RF.renderValue = function (v, depth, shown) {
   depth = depth || 0;
   if (v === null || v === undefined) return RF.el('em', { class: 'muted', text: 'null' });
   if (typeof v === 'string') return RF.el('div', { class: 'text', text: v });
@@ -17,17 +19,17 @@ RF.renderValue = function (v, depth) {
   if (depth >= 3) return RF.el('pre', { text: JSON.stringify(v, null, 2) });
   if (Array.isArray(v)) {
     if (v.length === 0) return RF.el('em', { class: 'muted', text: 'empty' });
-    if (RF.isHitList(v)) return RF.hitsTable(v);
+    if (RF.isHitList(v)) return RF.hitsTable(v, shown);
     if (v.every(x => x !== null && typeof x === 'object' && !Array.isArray(x))) {
       const cols = [...new Set(v.flatMap(x => Object.keys(x)))];
       return RF.el('table', { class: 'stage-table' },
         RF.el('thead', {}, RF.el('tr', {}, RF.el('th', { text: '#' }), cols.map(c => RF.el('th', { text: c })))),
         RF.el('tbody', {}, v.map((x, i) => RF.el('tr', {}, RF.el('td', { text: i + 1 }),
-          cols.map(c => RF.el('td', { class: 'c-' + c.replace(/[^a-z0-9_-]/gi, '') }, RF.renderCell(c, x[c], depth + 1)))))));
+          cols.map(c => RF.el('td', { class: 'c-' + c.replace(/[^a-z0-9_-]/gi, '') }, RF.renderCell(c, x[c], depth + 1, shown)))))));
     }
-    return RF.el('ol', {}, v.map(x => RF.el('li', {}, RF.renderValue(x, depth + 1))));
+    return RF.el('ol', {}, v.map(x => RF.el('li', {}, RF.renderValue(x, depth + 1, shown))));
   }
-  return RF.el('dl', { class: 'obj' }, Object.entries(v).map(([k, x]) => [RF.el('dt', { text: k }), RF.el('dd', {}, RF.renderValue(x, depth + 1))]));
+  return RF.el('dl', { class: 'obj' }, Object.entries(v).map(([k, x]) => [RF.el('dt', { text: k }), RF.el('dd', {}, RF.renderValue(x, depth + 1, shown))]));
 };
 
 // isHitList tells retrieved snippets (infer/serve Hit: id, corpus, doc_id,
@@ -57,8 +59,16 @@ RF.hitPage = function (h) {
 };
 
 // hitsTable shows each hit's rank, score, source document and page, the
-// filter's decision when present, and its text wrapped to the column.
-RF.hitsTable = function (hits) {
+// filter's decision when present, and its text wrapped to the column; with
+// shown (see renderValue) a text already printed by an earlier stage is
+// named, not repeated, so each passage is read once.
+RF.hitsTable = function (hits, shown) {
+  const textCell = h => {
+    const seen = shown && h.id ? shown.ids.get(h.id) : undefined;
+    if (seen !== undefined) return RF.el('td', { class: 'text' }, RF.el('div', { class: 'muted small seen', text: 'text under ' + seen }));
+    if (shown && h.id) shown.ids.set(h.id, shown.stage);
+    return RF.el('td', { class: 'text' }, RF.el('div', { class: 'text', text: h.text }));
+  };
   const filtered = hits.some(h => 'label' in h || 'p_helpful' in h);
   const head = ['#', 'score', 'source', 'page'].concat(filtered ? ['filter'] : [], ['text']);
   return RF.el('table', { class: 'hits stage-table' + (filtered ? ' filtered' : '') },
@@ -73,14 +83,14 @@ RF.hitsTable = function (hits) {
         RF.el('td', { class: 'num page', text: RF.hitPage(h) || '—' }),
         filtered ? RF.el('td', { class: 'nowrap' }, h.label ? RF.labelBadge(h.label) : null,
           typeof h.p_helpful === 'number' ? RF.el('div', { class: 'small muted', text: 'p ' + RF.fmtNum(h.p_helpful) }) : null) : null,
-        RF.el('td', { class: 'text' }, RF.el('div', { class: 'text', text: h.text })));
+        textCell(h));
     })));
 };
 
-RF.renderCell = function (key, v, depth) {
+RF.renderCell = function (key, v, depth, shown) {
   if (typeof v === 'string' && (v === '[HELPFUL]' || v === '[NOT_HELPFUL]')) return RF.labelBadge(v);
   if (v === undefined) return '';
-  return RF.renderValue(v, depth);
+  return RF.renderValue(v, depth, shown);
 };
 
 // timingBars reads {stage: ms} or [{name|stage, ms|duration_ms|time_ms}].
@@ -95,13 +105,13 @@ RF.timingBars = function (t) {
   return bars;
 };
 
-RF.stageSection = function (name, value, report) {
+RF.stageSection = function (name, value, report, shownIDs) {
   report = report || {};
   return RF.el('section', { class: 'stage' + (report.skipped ? ' skipped' : ''), dataset: { stage: name } },
     RF.el('h3', {}, name,
       typeof report.ms === 'number' ? RF.el('span', { class: 'ms muted', text: ' ' + RF.fmtNum(report.ms) + ' ms' }) : null,
       report.skipped ? RF.el('span', { class: 'muted', text: ' skipped' + (report.note ? ': ' + report.note : '') }) : null),
-    RF.renderValue(value));
+    RF.renderValue(value, 0, shownIDs ? { ids: shownIDs, stage: name } : undefined));
 };
 
 // stageAliases maps a response field to the stage report that produced it
@@ -117,6 +127,7 @@ RF.stageAliases = { retrieved: 'retrieve', reranked: 'rerank', filtered: 'filter
 RF.renderPipeline = function (res, clientMs) {
   const out = RF.el('div', { id: 'stages' });
   const reports = {}; // stage name → {ms, skipped, note}
+  const shownIDs = new Map(); // hit id → the stage that printed its text
   let total;
   if (res && typeof res === 'object' && !Array.isArray(res)) {
     const keys = Object.keys(res);
@@ -126,7 +137,7 @@ RF.renderPipeline = function (res, clientMs) {
         if (!s || typeof s !== 'object') continue;
         const name = String(s.name ?? s.stage ?? 'stage');
         reports[name] = { ms: s.ms ?? s.duration_ms ?? s.time_ms, skipped: !!s.skipped, note: s.note };
-        if (withOutput) out.append(RF.stageSection(name, s.output, reports[name]));
+        if (withOutput) out.append(RF.stageSection(name, s.output, reports[name], shownIDs));
       }
     }
     for (const k of keys.filter(k => RF.timingKeys.test(k))) {
@@ -138,7 +149,7 @@ RF.renderPipeline = function (res, clientMs) {
     for (const k of ordered) {
       if (skip(k)) continue;
       const rep = reports[k] || (RF.stageAliases[k] ? reports[RF.stageAliases[k]] : undefined);
-      out.append(RF.stageSection(k, res[k], rep));
+      out.append(RF.stageSection(k, res[k], rep, shownIDs));
     }
   } else {
     out.append(RF.stageSection('response', res));

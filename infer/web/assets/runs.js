@@ -42,15 +42,16 @@ RF.runsTable = function (list, select, onSelect) {
       RF.el('td', {}, RF.el('a', { href: '/runs/' + encodeURIComponent(r.id), class: 'runid', text: r.id })),
       RF.el('td', { text: r.kind }),
       RF.el('td', { class: 'status' }, RF.statusBadge(r.status), r.error ? RF.el('span', { class: 'err small clip', title: r.error, text: ' ' + r.error }) : null),
-      RF.el('td', { text: RF.fmtTime(r.started_at).replace(/:\d\d(\.\d+)?Z$/, '') }),
-      RF.el('td', { class: 'num', text: RF.fmtDuration(r.started_at, r.finished_at) || '—' }),
+      RF.el('td', { class: 'c-started', text: RF.fmtTime(r.started_at).replace(/:\d\d(\.\d+)?Z$/, '') }),
+      RF.el('td', { class: 'num c-duration', text: RF.fmtDuration(r.started_at, r.finished_at) || '—' }),
       RF.el('td', { class: 'metrics' }, RF.headlineCell(r))));
   }
   // The config is on the run's page and in the comparison; the row stays one line.
   const head = ['id', 'kind', 'status', 'started (UTC)', 'duration', 'metrics'];
   if (select) head.unshift('');
+  const cls = { status: 'c-status', 'started (UTC)': 'c-started', duration: 'c-duration' };
   return RF.el('table', { class: 'runs', id: 'runs-table' },
-    RF.el('thead', {}, RF.el('tr', {}, head.map(h => RF.el('th', { text: h })))), tbody);
+    RF.el('thead', {}, RF.el('tr', {}, head.map(h => RF.el('th', { class: cls[h] || null, text: h })))), tbody);
 };
 
 RF.homePage = async function (root) {
@@ -105,6 +106,36 @@ RF.runsPage = async function (root) {
     box.append(RF.runsTable(list.runs, true, ids => { selected = ids; cmp.disabled = ids.length !== 2; }));
   }
   box.append(RF.pager(list, params));
+  if (list.runs.length >= 2) root.append(RF.metricAcrossRuns(list.runs, params.get('metric')));
+};
+
+// metricAcrossRuns charts one metric's final value across the listed runs
+// (oldest to newest, x = the run's position), one line per run kind, with
+// a picker of every metric the runs recorded (?metric= preselects one).
+RF.metricAcrossRuns = function (runs, preset) {
+  const ordered = runs.slice().reverse(); // the list is newest first
+  const names = [...new Set(ordered.flatMap(r => Object.keys(r.final || {})))].sort(RF.metricNameOrder);
+  const sec = RF.el('section', { id: 'across' }, RF.el('h2', { text: 'A metric across runs' }));
+  if (!names.length) return sec;
+  const first = (runs[0].headline || [])[0];
+  let cur = names.includes(preset) ? preset : first && names.includes(first.name) ? first.name : names[0];
+  const box = RF.el('div', { class: 'charts' });
+  const draw = () => {
+    const byKind = new Map();
+    ordered.forEach((r, i) => {
+      const v = (r.final || {})[cur];
+      if (typeof v !== 'number') return;
+      if (!byKind.has(r.kind)) byKind.set(r.kind, []);
+      byKind.get(r.kind).push([i + 1, v]);
+    });
+    box.replaceChildren(RF.chartFigure([...byKind].map(([k, pts]) => ({ name: k, points: pts, metric: cur })),
+      { title: cur, xLabel: 'run (oldest → newest on this page)', integerX: true }));
+  };
+  const pick = RF.el('select', { id: 'metric-across', onchange: ev => { cur = ev.target.value; draw(); } },
+    names.map(n => RF.el('option', { value: n, text: n, selected: n === cur })));
+  draw();
+  sec.append(RF.el('label', { class: 'small' }, 'metric ', pick), box);
+  return sec;
 };
 
 // pager links the previous and next pages, keeping the filters.
@@ -159,6 +190,10 @@ RF.runPage = async function (root, id) {
       RF.el('td', { class: 'num', text: a.bytes }), RF.el('td', {}, RF.el('code', { class: 'small', title: a.sha256, text: a.sha256.slice(0, 16) + '…' })))))));
 };
 
+// metricNameOrder orders metric names with their numbers compared as
+// numbers: F1@1, F1@2, F1@10 (not F1@1, F1@10, F1@2).
+RF.metricNameOrder = (a, b) => a.localeCompare(b, 'en', { numeric: true });
+
 // changeClass maps the server's verdict on a metric change to its colour.
 RF.changeClass = function (m) {
   return m.change === 'better' ? 'better' : m.change === 'worse' ? 'worse' : m.change === 'same' ? 'same' : 'neutral';
@@ -189,7 +224,7 @@ RF.comparePage = async function (root) {
   const arrow = m => m.change === 'better' ? ' ▲' : m.change === 'worse' ? ' ▼' : '';
   const diff = RF.el('table', { class: 'metricdiff metrics', id: 'metric-diff' },
     RF.el('thead', {}, RF.el('tr', {}, ['metric', 'A', 'B', 'B − A'].map(h => RF.el('th', { text: h })))),
-    RF.el('tbody', {}, (c.metrics || []).map(m => RF.el('tr', { dataset: { metric: m.name, change: m.change || '' } },
+    RF.el('tbody', {}, (c.metrics || []).slice().sort((x, y) => RF.metricNameOrder(x.name, y.name)).map(m => RF.el('tr', { dataset: { metric: m.name, change: m.change || '' } },
       RF.el('th', { text: m.name, title: m.better ? m.better + ' is better' : 'no better direction' }),
       RF.el('td', { class: 'num', text: m.has_a ? RF.fmtMetric(m.a) : '—' }), RF.el('td', { class: 'num', text: m.has_b ? RF.fmtMetric(m.b) : '—' }),
       RF.el('td', { class: 'num ' + RF.changeClass(m), title: m.change || null, text: m.has_a && m.has_b ? RF.fmtMetric(m.diff) + arrow(m) : '—' })))));
@@ -211,9 +246,10 @@ RF.comparePage = async function (root) {
   if (groups.size) {
     const charts = RF.el('div', { class: 'charts', id: 'charts' });
     for (const g of groups.values()) {
-      // The same line of A and B shares a colour; B is dashed.
+      // Each line of each run has its own colour (B's lines also dashed),
+      // so A and B are told apart without the legend's dash.
       const names = [...new Set(g.lines.map(l => l.name.slice(2)))];
-      for (const l of g.lines) l.color = RF.seriesColors[names.indexOf(l.name.slice(2)) % RF.seriesColors.length];
+      for (const l of g.lines) l.color = RF.seriesColors[(2 * names.indexOf(l.name.slice(2)) + (l.dashed ? 1 : 0)) % RF.seriesColors.length];
       charts.append(RF.chartFigure(g.lines, g));
     }
     out.append(RF.el('h2', { text: 'Series' }), charts);

@@ -113,6 +113,23 @@ func ReadVocab(path string) ([]string, error) {
 	return vocab, nil
 }
 
+// checkSpecials refuses a vocab.txt without the special tokens BERT frames
+// every sequence with ([UNK], [SEP], [PAD], [CLS], or tokenizer_config.json's
+// names for them): a file cut short (bert-base-uncased lists [PAD] at line
+// 1 but [UNK], [CLS], [SEP] at lines 101-103) or another model's. HF's
+// BertTokenizer loads it and then fails or encodes them as [UNK] mid-run.
+// Fewer lines than config.json's vocab_size alone is fine, as in HF: the
+// ids beyond the file are never produced.
+func checkSpecials(path string, vocab []string, cfg Config) error {
+	for _, s := range []struct{ field, tok string }{{"unk_token", cfg.UnkToken}, {"sep_token", cfg.SepToken}, {"pad_token", cfg.PadToken}, {"cls_token", cfg.ClsToken}} {
+		if !slices.Contains(vocab, s.tok) {
+			return fmt.Errorf("load %s: %d lines and no %s %q: the file is cut short or belongs to another tokenizer; copy the model's complete vocab.txt (or name its %s in %s)",
+				path, len(vocab), s.field, s.tok, s.field, addedtokens.ConfigFile)
+		}
+	}
+	return nil
+}
+
 // hfConfig is the subset of tokenizer_config.json read and written.
 type hfConfig struct {
 	TokenizerClass       string                       `json:"tokenizer_class,omitempty"`
@@ -171,6 +188,9 @@ func Load(dir string) (*Tokenizer, error) {
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return nil, fmt.Errorf("wordpiece: %w", err)
+	}
+	if err := checkSpecials(filepath.Join(dir, "vocab.txt"), vocab, cfg); err != nil {
+		return nil, err
 	}
 	t, err := New(vocab, cfg)
 	if err != nil {
