@@ -13,6 +13,7 @@ import (
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/infer/eval/answers"
 	"github.com/ragforge/ragforge/internal/progress"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -163,12 +164,12 @@ func openAnswerer(ctx context.Context, g *globals, o evalAnswersOptions) (answer
 		return nil, err
 	}
 	switch kind {
-	case "t5":
-		m, tok, err := loadT5(g, target)
+	case "t5", "hf":
+		m, err := lm.Load(target, g.Backend)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--answerer %s: %w", o.Answerer, err)
 		}
-		return &answers.T5Answerer{Model: m, Tokenizer: tok}, nil
+		return &answers.LMAnswerer{LM: m}, nil
 	case "openai":
 		client := openai.New(target, openai.Options{Model: model, Timeout: o.Timeout, MaxRetries: o.Retries})
 		if err := client.Preflight(ctx); err != nil {
@@ -176,7 +177,7 @@ func openAnswerer(ctx context.Context, g *globals, o evalAnswersOptions) (answer
 		}
 		return &answers.ChatAnswerer{Client: client}, nil
 	}
-	return nil, fmt.Errorf("--answerer %q: want t5:DIR or openai:URL", o.Answerer)
+	return nil, fmt.Errorf("--answerer %q: want t5:DIR, hf:DIR or openai:URL", o.Answerer)
 }
 
 // contextsOf retrieves the texts of a question's top depth chunks with r.

@@ -2,10 +2,11 @@ package answers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/ragforge/ragforge/models/t5"
+	"github.com/ragforge/ragforge/models/lm"
 )
 
 // Answerer answers a question from retrieved contexts (best first).
@@ -32,57 +33,38 @@ func FillTemplate(tmpl, question string, contexts []string) string {
 	return strings.NewReplacer("{question}", question, "{context}", strings.Join(parts, "\n\n")).Replace(tmpl)
 }
 
-// Generator is the part of *t5.Model a T5Answerer needs: greedy or sampled
-// decoding of inputIDs, mask [B, L] to ids [B, 1+steps] (column 0 is the
-// decoder start token).
-type Generator interface {
-	Generate(inputIDs, mask [][]int, opt t5.GenerateOptions) ([][]int, error)
+// LMAnswerer answers with a local language model (a models/lm backend: a
+// Flan-T5, or a Llama/Qwen decoder through its chat template): the filled
+// Template is one prompt, tokenized and cut to the model's input as the
+// backend always does (T5: the first 511 ids and eos, HF truncation=True),
+// decoded greedily for MaxNewTokens (0 means 20, HF generate's default) and
+// trimmed. An empty answer is an answer (it scores 0), not an error.
+type LMAnswerer struct {
+	LM           lm.Generator
+	Template     string // "" means DefaultTemplate
+	MaxNewTokens int
 }
 
-// TextTokenizer encodes (addSpecial appends eos) and decodes (skipSpecial
-// drops pad/eos) T5 ids; *sentencepiece.T5 implements it.
-type TextTokenizer interface {
-	Encode(text string, addSpecial bool) []int
-	Decode(ids []int, skipSpecial bool) string
-}
-
-// T5Answerer answers with a local seq2seq model (Flan-T5): the filled
-// Template is tokenized with eos, truncated to MaxInputTokens (first
-// MaxInputTokens-1 ids and eos, HF truncation=True), decoded with Gen and
-// detokenized without special tokens, trimmed.
-type T5Answerer struct {
-	Model          Generator
-	Tokenizer      TextTokenizer
-	Template       string             // "" means DefaultTemplate
-	MaxInputTokens int                // default 512 (Flan-T5)
-	Gen            t5.GenerateOptions // MaxNewTokens 0 means 20 (HF default); greedy unless DoSample
-}
-
-// Answer generates one answer (batch 1). Errors: the model's error, wrapped.
-func (a *T5Answerer) Answer(ctx context.Context, question string, contexts []string) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	ids := a.Tokenizer.Encode(FillTemplate(a.Template, question, contexts), true)
-	n := a.MaxInputTokens
+// Answer generates one answer. Errors: the model's error, wrapped.
+func (a *LMAnswerer) Answer(ctx context.Context, question string, contexts []string) (string, error) {
+	n := a.MaxNewTokens
 	if n <= 0 {
-		n = 512
+		n = 20
 	}
-	if len(ids) > n {
-		ids = append(ids[:n-1:n-1], ids[len(ids)-1])
+	outs, errs := a.LM.Generate(ctx, []string{FillTemplate(a.Template, question, contexts)}, lm.Options{MaxNewTokens: n})
+	if len(outs) != 1 || len(errs) != 1 {
+		return "", fmt.Errorf("%s answer: model returned %d answers for 1 prompt", a.LM.Name(), len(outs))
 	}
-	mask := make([]int, len(ids))
-	for i := range mask {
-		mask[i] = 1
+	if errors.Is(errs[0], lm.ErrEmpty) {
+		return "", nil
 	}
-	out, err := a.Model.Generate([][]int{ids}, [][]int{mask}, a.Gen)
-	if err != nil {
-		return "", fmt.Errorf("t5 answer: %w", err)
+	if errs[0] != nil {
+		return "", fmt.Errorf("%s answer: %w", a.LM.Name(), errs[0])
 	}
-	if len(out) != 1 || len(out[0]) == 0 {
-		return "", fmt.Errorf("t5 answer: model returned %d rows", len(out))
+	if len(outs[0]) == 0 {
+		return "", fmt.Errorf("%s answer: model returned no text", a.LM.Name())
 	}
-	return strings.TrimSpace(a.Tokenizer.Decode(out[0][1:], true)), nil
+	return strings.TrimSpace(outs[0][0]), nil
 }
 
 // Chat is the part of *openai.Client the chat adapters need: one user

@@ -18,9 +18,8 @@ import (
 	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/lm"
 	"github.com/ragforge/ragforge/models/openai"
-	"github.com/ragforge/ragforge/models/t5"
-	"github.com/ragforge/ragforge/models/tokenizer/sentencepiece"
 	"github.com/ragforge/ragforge/models/tokenizer/wordpiece"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -114,15 +113,11 @@ func TestRunAPAcceptance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t5dir := testutil.SharedPath(t, "fixtures/t5-flan-tiny")
-	gen, err := t5.Load(be, t5dir)
+	gen, err := lm.LoadT5(t5dir, "go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	spm, err := sentencepiece.LoadT5(t5dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answerer := &T5Answerer{Model: gen, Tokenizer: spm, MaxInputTokens: 256, Gen: t5.GenerateOptions{MaxNewTokens: 8}}
+	answerer := &LMAnswerer{LM: gen, MaxNewTokens: 8}
 	bdir := testutil.SharedPath(t, "fixtures/bert-tiny")
 	bm, err := bert.Load(be, bdir)
 	if err != nil {
