@@ -73,7 +73,7 @@ Every item (prompts, raw judge output, errors) is stored in the run.`,
 	f.IntVar(&o.Limit, "limit", 20, "answer only the first N questions (0 = all)")
 	f.StringVar(&o.Ks, "k", "1,2,3,4,5", "context depths K")
 	minInt(f, 0, "limit")
-	f.StringVar(&o.Answerer, "answerer", "", "answering model: t5:DIR (local generator) or openai:URL[#model] (required)")
+	f.StringVar(&o.Answerer, "answerer", "", "answering model: t5:DIR or hf:DIR (a local T5 or Llama/Qwen decoder) or openai:URL[#model] (required)")
 	f.StringVar(&o.Judge, "judge", "", "judge: OpenAI-compatible chat server URL[#model] (optional; without it only BLEU/ROUGE)")
 	f.StringVar(&o.JudgeEnc, "judge-encoder", "", "BERT encoder directory for answer relevance (optional)")
 	f.DurationVar(&o.Timeout, "timeout", 120*time.Second, "per-request timeout for HTTP models")
