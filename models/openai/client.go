@@ -87,6 +87,18 @@ type StatusError struct {
 	RetryAfter time.Duration
 }
 
+// IsContextLength reports whether err is a server's refusal of a prompt
+// longer than the model's context: HTTP 400 with vLLM's (and ragforge
+// serve's) "This model's maximum context length is N tokens…" or OpenAI's
+// code "context_length_exceeded". Retrying cannot help.
+func IsContextLength(err error) bool {
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusBadRequest {
+		return false
+	}
+	return strings.Contains(se.Body, "maximum context length") || strings.Contains(se.Body, "context_length_exceeded")
+}
+
 // MaxRetryAfter bounds the wait a Retry-After header can impose on one retry.
 const MaxRetryAfter = 2 * time.Minute
 

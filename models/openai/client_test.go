@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -219,6 +220,26 @@ func TestRetryAfterParse(t *testing.T) {
 	for _, tt := range tests {
 		if got := retryAfter(tt.in, now); got != tt.want {
 			t.Errorf("retryAfter(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// IsContextLength: vLLM's and OpenAI's over-context refusals, not other 400s
+// or other statuses.
+func TestIsContextLength(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&StatusError{Code: 400, Body: `{"error":{"message":"This model's maximum context length is 512 tokens. However, you requested 527 tokens"}}`}, true},
+		{fmt.Errorf("answer: %w", &StatusError{Code: 400, Body: `{"error":{"code":"context_length_exceeded"}}`}), true},
+		{&StatusError{Code: 400, Body: `{"error":{"message":"model not loaded"}}`}, false},
+		{&StatusError{Code: 500, Body: "maximum context length"}, false},
+		{errors.New("maximum context length"), false},
+		{nil, false},
+	} {
+		if got := IsContextLength(tc.err); got != tc.want {
+			t.Errorf("IsContextLength(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

@@ -391,6 +391,47 @@ func TestRunStopsAfterFailures(t *testing.T) {
 	}
 }
 
+// TestRunOverContext: a prompt the answerer refuses as longer than its
+// context (vLLM's 400) is stored as that question's answer, wrong with cause
+// over_context, not retried and not counted as a failed request; any other
+// 400 still fails the question.
+func TestRunOverContext(t *testing.T) {
+	ds, err := Load("testdata/tiny_benchmark.json", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	n := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		w.Write([]byte(`{"error":{"message":"This model's maximum context length is 512 tokens. However, you requested 527 tokens (527 in the messages, 0 in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":null,"code":null}}`))
+	}))
+	defer ts.Close()
+	rec := newMemRecorder()
+	deps := Deps{Answerer: &ChatAnswerer{Client: openai.New(ts.URL, openai.Options{MaxRetries: 2})}}
+	rep, err := Run(context.Background(), Config{Conditions: []string{CondCoT}, Concurrency: 1, MaxFailures: 3}, ds, deps, rec, nil)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	total, over := 0, 0
+	for _, c := range rep.Conditions {
+		for _, d := range c.Datasets {
+			total += d.N
+			over += d.FailureCauses[FailOverContext]
+			if d.Correct != 0 && rep.Parse == ParseStrict {
+				t.Errorf("%s: %d correct, want 0", d.Dataset, d.Correct)
+			}
+		}
+	}
+	if total != 8 || over != 8 || n != 8 || len(rec.items) != 8 {
+		t.Errorf("%d scored, %d over_context, %d requests, %d items; want 8 of each (one request per question)", total, over, n, len(rec.items))
+	}
+}
+
 // fixedScorer returns fixed log-probabilities per target.
 type fixedScorer map[string][]float64
 

@@ -20,6 +20,9 @@ const (
 	FailAmbiguous = "ambiguous"      // several different option letters are named
 	FailMalformed = "malformed_json" // a JSON object was begun but does not parse, and nothing else names an option
 	FailNoAnswer  = "no_answer"      // no answer_choice, option letter or option text
+	// FailOverContext: the answerer refused the prompt as longer than its
+	// context (HTTP 400, as vLLM does); the output is taken as empty.
+	FailOverContext = "over_context"
 )
 
 // Parsed is the strict parser's reading of one output: Choice is an option

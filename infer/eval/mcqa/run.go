@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/ragforge/ragforge/models/openai"
 )
 
 // Conditions: the settings run side by side on the same questions with the
@@ -329,11 +331,20 @@ func (r *runner) item(ctx context.Context, cond string, q Question, cot *Item) (
 	p := tmpl.Fill(q, snips)
 	it.Prompt = &p
 	raw, err := r.deps.Answerer.Answer(ctx, p)
-	if err != nil {
+	overContext := openai.IsContextLength(err)
+	if err != nil && !overContext {
 		return it, fmt.Errorf("answer: %w", err)
 	}
 	it.Raw = raw
 	it.Score(q)
+	if overContext {
+		// A prompt over the answerer's context is that answerer's answer,
+		// not a failed request: asking again cannot change it, so it is
+		// stored, scored wrong by the strict parser and counted by cause
+		// (MIRAGE's scorer reads the empty output as it reads any output
+		// without a letter).
+		it.Parsed.Failure = FailOverContext
+	}
 	if r.deps.Scorer != nil {
 		ll, err := ScoreOptions(ctx, r.deps.Scorer, q, snips)
 		if err != nil {
