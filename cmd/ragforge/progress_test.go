@@ -63,6 +63,13 @@ func TestLongStepsReportProgress(t *testing.T) {
 					t.Errorf("stderr off a terminal lacks the start or final line of %q:\n%s", s, log)
 				}
 			}
+			// Issue 30: bars ended at 1/4 or 3/4 (a last step never logged,
+			// a merge never reported). Every step ends at its total.
+			for _, m := range regexp.MustCompile(`(?m)^([^\n]*): (done|stopped at) (\d+)/(\d+) in `).FindAllStringSubmatch(log, -1) {
+				if m[2] != "done" || m[3] != m[4] {
+					t.Errorf("step %q ended at %s/%s, not at its total:\n%s", m[1], m[3], m[4], log)
+				}
+			}
 			if strings.ContainsAny(log, "\r\x1b") {
 				t.Errorf("bar control characters off a terminal:\n%q", log)
 			}

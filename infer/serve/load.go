@@ -26,6 +26,8 @@ type Components struct {
 	// Checked are the parts Load ran once at start-up (probe), as /healthz
 	// lists them.
 	Checked []string
+	// LLMHealth checks a remote LLM (openai:) on /healthz; nil for none.
+	LLMHealth *RemoteCheck
 }
 
 // Config is what Run needs: the HTTP options, where the pipeline is, and
@@ -122,6 +124,7 @@ func Load(cfg Config) (*Components, error) {
 				return fail(err)
 			}
 			c.LLM = GeneratorLLM{G: g}
+			c.LLMHealth = &RemoteCheck{Check: openai.New(spec.URL, cfg.LLMOptions).Preflight}
 		default:
 			return fail(fmt.Errorf("llm %q: want openai:<url>[#model], t5:<dir> or hf:<dir>", cfg.LLM))
 		}

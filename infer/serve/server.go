@@ -15,7 +15,9 @@
 //	POST /v1/labels/{id}/review change a label's effective class (write: bearer token)
 //	POST /v1/labels/{id}/undo   undo its latest review (write: bearer token)
 //	GET  /healthz               the loaded parts and those Load ran once at start ("checked"); a server
-//	                            only exists once every part passed, so "ok" means each route can answer
+//	                            only exists once every part passed, so "ok" means each route can answer;
+//	                            a remote LLM (openai:) is asked (GET /v1/models, cached RemoteHealthTTL):
+//	                            503 "unavailable", "failing": {"llm": why} while it does not answer
 //	GET  /metrics               Prometheus text format
 //	/                           the web workbench (Options.Web): pages open, its /api reads guarded by the
 //	                            workbench itself, non-GET requests are writes
@@ -39,6 +41,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -265,12 +268,25 @@ func Run(ctx context.Context, cfg Config) error {
 	return s.Serve(ctx, ln)
 }
 
+// healthz says ok only while every part can serve: the local parts were
+// checked at start-up, a remote LLM is asked (cached, RemoteHealthTTL). A
+// remote that stopped answering makes it 503 naming the part, since the
+// routes needing it would fail.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, 200, map[string]any{
+	body := map[string]any{
 		"status": "ok", "corpora": s.c.Pipeline.Manifest.Corpora,
 		"retriever": s.c.Encoder != nil, "filter": s.c.Filter != nil, "reranker": s.c.Reranker != nil,
 		"llm": s.c.LLM != nil, "generator": s.c.Local != nil, "checked": s.c.Checked,
-	})
+	}
+	code := 200
+	if s.c.LLMHealth != nil {
+		if err := s.c.LLMHealth.Err(r.Context()); err != nil {
+			code, body["status"] = 503, "unavailable"
+			body["failing"] = map[string]string{"llm": err.Error()}
+			w.Header().Set("Retry-After", strconv.Itoa(int(RemoteHealthTTL.Seconds())))
+		}
+	}
+	writeJSON(w, code, body)
 	return nil
 }
 

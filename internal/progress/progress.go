@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,7 +129,8 @@ func (b *Bar) Describe(s string) {
 func (b *Bar) Func() func(done, total int) { return b.Set }
 
 // Finish ends the step: it clears the bar and prints the final line
-// "desc: done N/T in 1.2s (34.5/s)". Later calls do nothing.
+// "desc: done N/T in 1.2s (34.5/s)" ("desc: stopped at n/T …" when n < T).
+// Later calls do nothing.
 func (b *Bar) Finish() {
 	if b == nil || b.w == nil {
 		return
@@ -145,13 +147,19 @@ func (b *Bar) Finish() {
 	fmt.Fprintln(b.w, b.summary(time.Since(b.start)))
 }
 
-// summary is the final line; elapsed is passed in so tests can pin it.
+// summary is the final line; elapsed is passed in so tests can pin it. A
+// step finished short of its total (an error, a cancel, a stop after
+// failures) says "stopped at 3/4", so a log never reads as a complete step
+// that quietly skipped items.
 func (b *Bar) summary(elapsed time.Duration) string {
-	count := fmt.Sprintf("%d", b.done)
+	count, verb := fmt.Sprintf("%d", b.done), "done"
 	if b.total > 0 {
 		count = fmt.Sprintf("%d/%d", b.done, b.total)
+		if b.done < b.total {
+			verb = "stopped at"
+		}
 	}
-	return fmt.Sprintf("%s: done %s in %s (%s)", b.desc, count, elapsed.Round(100*time.Millisecond), Rate(b.done, elapsed))
+	return fmt.Sprintf("%s: %s %s in %s (%s)", b.desc, verb, count, elapsed.Round(100*time.Millisecond), Rate(b.done, elapsed))
 }
 
 // Rate formats done items over elapsed as "12.3/s", or "4.5s/it" below one
@@ -168,15 +176,24 @@ func Rate(done int, elapsed time.Duration) string {
 }
 
 // Stages reports multi-stage work (self-learning rounds, pipeline builds):
-// one Bar per stage, the previous one finished when a new stage starts.
-// Safe for concurrent use.
+// one Bar per stage. A stage may run inside another (selflearn's "r0/eval"
+// of 4 variants encodes the corpus and generates hypotheses between its
+// variants): a new stage started while the current one is short of its total
+// nests over it, and the outer stage's bar goes on when it is updated again,
+// so it prints one start and one final line, at its total, instead of
+// "done 1/4" then "done 3/4". A new stage after a complete one (or one of
+// unknown total) finishes it. Safe for concurrent use.
 type Stages struct {
 	w      io.Writer
 	prefix string
 
-	mu  sync.Mutex
-	cur string
-	bar *Bar
+	mu   sync.Mutex
+	open []stage // open stages, outermost first; the last is drawn
+}
+
+type stage struct {
+	name string
+	bar  *Bar
 }
 
 // NewStages reports stages to w; prefix (e.g. "selflearn") starts each
@@ -184,30 +201,71 @@ type Stages struct {
 func NewStages(w io.Writer, prefix string) *Stages { return &Stages{w: w, prefix: prefix} }
 
 // Update reports done of total items of stage.
-func (s *Stages) Update(stage string, done, total int) {
+func (s *Stages) Update(name string, done, total int) {
 	s.mu.Lock()
-	if s.bar == nil || stage != s.cur {
-		s.bar.Finish()
-		desc := stage
-		if s.prefix != "" {
-			desc = s.prefix + " " + stage
+	i := slices.IndexFunc(s.open, func(st stage) bool { return st.name == name })
+	switch {
+	case i >= 0:
+		// The stage itself, or an outer one going on: its inner stages are over.
+		s.finishFrom(i + 1)
+	default:
+		if n := len(s.open); n > 0 && s.open[n-1].bar.complete() {
+			s.finishFrom(n - 1)
 		}
-		s.cur, s.bar = stage, New(s.w, total, desc)
+		if n := len(s.open); n > 0 {
+			s.open[n-1].bar.clear() // nested: the inner stage draws now
+		}
+		desc := name
+		if s.prefix != "" {
+			desc = s.prefix + " " + name
+		}
+		s.open = append(s.open, stage{name, New(s.w, total, desc)})
+		i = len(s.open) - 1
 	}
-	b := s.bar
+	b := s.open[i].bar
 	s.mu.Unlock()
 	b.Set(done, total)
+}
+
+// finishFrom finishes the open stages from index i on, innermost first.
+func (s *Stages) finishFrom(i int) {
+	for j := len(s.open) - 1; j >= i; j-- {
+		s.open[j].bar.Finish()
+	}
+	s.open = s.open[:i]
 }
 
 // Func adapts Stages to func(stage string, done, total int) callbacks.
 func (s *Stages) Func() func(stage string, done, total int) { return s.Update }
 
-// Finish finishes the current stage.
+// Finish finishes every open stage, innermost first.
 func (s *Stages) Finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.bar.Finish()
-	s.bar = nil
+	s.finishFrom(0)
+}
+
+// complete reports whether the step reached its total, or has none (a step
+// of unknown size ends when the next one starts).
+func (b *Bar) complete() bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total <= 0 || b.done >= b.total
+}
+
+// clear removes a drawn bar from the terminal (its next Set redraws it).
+func (b *Bar) clear() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bar != nil && !b.finished {
+		_ = b.bar.Clear()
+	}
 }
 
 // Println writes line (and a newline) to w above the bar: a drawn bar is

@@ -141,3 +141,52 @@ func TestRate(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryEndsAtTotal: a step that ends at its total says "done N/N";
+// one that ends short (an error or a stop) says "stopped at n/N", never a
+// "done 3/4" that reads as finished.
+func TestSummaryEndsAtTotal(t *testing.T) {
+	for _, tc := range []struct {
+		done, total int
+		want        string
+	}{
+		{4, 4, "eval: done 4/4 in 2s (2.0/s)"},
+		{3, 4, "eval: stopped at 3/4 in 2s (1.5/s)"},
+		{0, 4, "eval: stopped at 0/4 in 2s (-/s)"},
+		{5, -1, "eval: done 5 in 2s (2.5/s)"},
+	} {
+		b := &Bar{desc: "eval", done: tc.done, total: tc.total}
+		if got := b.summary(2 * time.Second); got != tc.want {
+			t.Errorf("summary(%d, %d) = %q, want %q", tc.done, tc.total, got, tc.want)
+		}
+	}
+}
+
+// TestStagesNested: selflearn's "r0/eval" (4 variants) runs "encode-corpus"
+// and "eval-hypo" between its variants; it printed "r0/eval: done 1/4", then
+// "done 3/4", then "done 4/4". The outer stage now prints one start line and
+// one final line at its total; a stage after a complete one still replaces it.
+func TestStagesNested(t *testing.T) {
+	var buf bytes.Buffer
+	s := NewStages(&buf, "selflearn")
+	s.Update("r0/eval", 0, 4)
+	s.Update("r0/encode-corpus", 34, 34)
+	s.Update("r0/eval", 1, 4)
+	s.Update("r0/eval", 2, 4)
+	s.Update("g0/eval-hypo", 37, 37)
+	s.Update("r0/eval", 3, 4)
+	s.Update("r0/eval", 4, 4)
+	s.Update("r1/queries", 8, 8)
+	s.Update("r1/train", 0, 5) // stopped by an error: Finish says so
+	s.Finish()
+	got := regexp.MustCompile(` in \S+ \([^)]*\)`).ReplaceAllString(buf.String(), " in T")
+	want := "selflearn r0/eval: 4 items\n" +
+		"selflearn r0/encode-corpus: 34 items\nselflearn r0/encode-corpus: done 34/34 in T\n" +
+		"selflearn g0/eval-hypo: 37 items\nselflearn g0/eval-hypo: done 37/37 in T\n" +
+		"selflearn r0/eval: done 4/4 in T\n" +
+		"selflearn r1/queries: 8 items\nselflearn r1/queries: done 8/8 in T\n" +
+		"selflearn r1/train: 5 items\nselflearn r1/train: stopped at 0/5 in T\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -357,6 +357,9 @@ func (s *state) tuneDecoder(ctx context.Context, t int, g0 *lm.Decoder, pairs []
 	if err != nil {
 		return nil, err
 	}
+	// The merge is done (the last unit), and skipped or resumed steps
+	// report nothing: end the bar at its total.
+	s.report(stage, res.TotalSteps+1, res.TotalSteps+1)
 	if err := os.RemoveAll(out); err != nil {
 		return nil, err
 	}

@@ -143,6 +143,9 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 	if err != nil {
 		return err
 	}
+	// Skipped (non-finite) updates and a resumed, finished training log no
+	// entry, so the bar would end short of total: every planned update has run.
+	s.report(stage, total, total)
 	if err := s.run.Artifact("retriever", filepath.Join(rc.OutputDir, "model.safetensors")); err != nil {
 		return err
 	}
