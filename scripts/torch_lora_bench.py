@@ -18,7 +18,14 @@ parameters, AdamW state floats and the process's peak RSS.
 loss of train-qwen2-lora (qwen2-tiny + init.safetensors) to show this is the
 same computation.
 
+--perplexity instead times the peer of `ragforge bench models --only
+qwen2.5-0.5b`'s perplexity call: continuation log-probs, mean NLL and
+perplexity of 8 (prompt 448, continuation 64) random pairs in one batch,
+no LoRA, under torch.no_grad (one warm-up call, then --steps timed calls;
+generation is not timed).
+
   /usr/bin/python3 scripts/torch_lora_bench.py --threads 2 --check ../shared/fixtures
+  /usr/bin/python3 scripts/torch_lora_bench.py --threads 2 --perplexity --steps 2
 """
 import argparse, json, math, os, resource, statistics, struct, time
 
@@ -58,10 +65,21 @@ class Model:
             y = y + self.scaling * F.linear(F.linear(x, self.lora[name + ".lora_A.weight"]), self.lora[name + ".lora_B.weight"])
         return y
 
+    def continuation_logprobs(self, ids, prompt_len):
+        """Log-probs of ids[:, prompt_len:] given everything before, the
+        rows' mean NLL and perplexity; lm_head and the log-sum-exp only at
+        the continuation's positions (as ragforge's ContinuationLogProbs)."""
+        h = self.hidden(ids, self.t.ones_like(ids))[:, prompt_len - 1 : -1]
+        lp = self.t.log_softmax(self.t.nn.functional.linear(h, self.head()), -1)
+        tok = lp.gather(-1, ids[:, prompt_len:, None])[..., 0]
+        nll = -tok.mean(-1)
+        return tok, nll, nll.exp()
+
     def rms(self, x, w):
         return w * (x * self.t.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.s["eps"]))
 
-    def loss(self, ids, mask, labels):
+    def hidden(self, ids, mask):
+        """The final-norm hidden states (B, L, hidden)."""
         t, s, D = self.t, self.s, self.D
         B, L = ids.shape
         h = self.w["model.embed_tokens.weight"][ids]
@@ -85,10 +103,14 @@ class Model:
             h = h + self.linear(p + "self_attn.o_proj", a.transpose(1, 2).reshape(B, L, -1))
             x = self.rms(h, self.w[p + "post_attention_layernorm.weight"])
             h = h + self.linear(p + "mlp.down_proj", t.nn.functional.silu(self.linear(p + "mlp.gate_proj", x)) * self.linear(p + "mlp.up_proj", x))
-        h = self.rms(h, self.w["model.norm.weight"])
-        head = self.w["model.embed_tokens.weight"] if s["tied"] else self.w["lm_head.weight"]
-        logits = t.nn.functional.linear(h[:, :-1], head)
-        return t.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100)
+        return self.rms(h, self.w["model.norm.weight"])
+
+    def head(self):
+        return self.w["model.embed_tokens.weight"] if self.s["tied"] else self.w["lm_head.weight"]
+
+    def loss(self, ids, mask, labels):
+        logits = self.t.nn.functional.linear(self.hidden(ids, mask)[:, :-1], self.head())
+        return self.t.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100)
 
 
 def check(torch, fixtures):
@@ -120,6 +142,8 @@ def main():
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--layers", type=int, default=24)
     ap.add_argument("--check", metavar="FIXTURES", help="first replay train-qwen2-lora from this fixtures directory")
+    ap.add_argument("--perplexity", action="store_true",
+                    help="time the continuation log-probs of 8 (prompt 448, continuation 64) pairs under no_grad instead of the LoRA step")
     a = ap.parse_args()
     import torch
     torch.set_num_threads(a.threads)
@@ -143,6 +167,8 @@ def main():
             lora[p + m + ".lora_B.weight"] = torch.zeros(o, 8)
     for v in lora.values():
         v.requires_grad_(True)
+    if a.perplexity:
+        return perplexity(torch, s, w, a.steps)
     model = Model(torch, s, w, lora)
     params = list(lora.values())
     opt = torch.optim.AdamW(params, lr=1e-5)
@@ -166,6 +192,27 @@ def main():
                           first_step_ms=times[0], ms_per_step_min=min(timed), ms_per_step_median=statistics.median(timed),
                           train_tokens_per_sec=B * L / (statistics.median(timed) / 1e3), trainable_params=sum(p.numel() for p in params),
                           frozen_params=sum(v.numel() for v in w.values()), optimizer_floats=state,
+                          peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)))
+
+
+def perplexity(torch, s, w, steps, pairs=8, prompt_len=448, cont_len=64):
+    """The peer of `ragforge bench models --only qwen2.5-0.5b`'s perplexity
+    call: one batch of pairs × (prompt_len + cont_len) random tokens, no
+    LoRA, no_grad; one warm-up call, then steps timed calls."""
+    model = Model(torch, s, w, {})
+    ids = torch.randint(3, s["vocab"], (pairs, prompt_len + cont_len))
+    times = []
+    with torch.no_grad():
+        for _ in range(steps + 1):
+            t0 = time.perf_counter()
+            _, _, ppl = model.continuation_logprobs(ids, prompt_len)
+            times.append(1e3 * (time.perf_counter() - t0))
+    timed = times[1:]
+    print(json.dumps(dict(name="qwen2.5-0.5b-perplexity", torch=torch.__version__, threads=torch.get_num_threads(), layers=s["layers"],
+                          pairs=pairs, prompt_len=prompt_len, continuation=cont_len, steps=steps,
+                          first_call_ms=times[0], perplexity_ms_min=min(timed), perplexity_ms_median=statistics.median(timed),
+                          tokens_per_sec=pairs * (prompt_len + cont_len) / (statistics.median(timed) / 1e3),
+                          parameters=sum(v.numel() for v in w.values()), mean_perplexity=ppl.mean().item(),
                           peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)))
 
 
