@@ -61,11 +61,11 @@ func TestREADMEWorkflows(t *testing.T) {
 	}
 	// The checkout's own files the README names (the byte-level BPE test
 	// tokenizer `models init --arch qwen2` starts from).
-	internal, err := filepath.Abs(filepath.Join("..", "..", "internal"))
+	models, err := filepath.Abs(filepath.Join("..", "..", "models"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(internal, filepath.Join(repo, "internal")); err != nil {
+	if err := os.Symlink(models, filepath.Join(repo, "models")); err != nil {
 		t.Fatal(err)
 	}
 	build := exec.Command("go", "build", "-o", filepath.Join(bin, "ragforge"), ".")
