@@ -146,20 +146,7 @@ func (m *Model) setParam(name string, shape []int, v []float32, trainable bool) 
 // ParamValues returns the float32 data and shape of the variable for an HF
 // name ("model.layers.0.self_attn.q_proj.weight", or a LoRA name).
 func (m *Model) ParamValues(name string) ([]float32, []int, error) {
-	c, vn := nn.ScopeOf(m.Ctx, name)
-	v := c.GetVariable(vn)
-	if v == nil {
-		return nil, nil, fmt.Errorf("variable %q missing", name)
-	}
-	t, err := v.Value()
-	if err != nil {
-		return nil, nil, fmt.Errorf("variable %q: %w", name, err)
-	}
-	data, err := tensors.CopyFlatData[float32](t)
-	if err != nil {
-		return nil, nil, fmt.Errorf("variable %q: %w", name, err)
-	}
-	return data, t.Shape().Dimensions, nil
+	return nn.ParamValues(m.Ctx, name)
 }
 
 // Load reads an HF decoder checkpoint directory: config.json (LoadConfig),

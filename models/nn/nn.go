@@ -38,6 +38,25 @@ func Param(ctx *context.Context, g *graph.Graph, hfName string) *graph.Node {
 	return v.ValueGraph(g)
 }
 
+// ParamValues returns the float32 data and shape of the variable for an HF
+// parameter name, looked up relative to ctx (on the host, outside graphs).
+func ParamValues(ctx *context.Context, hfName string) ([]float32, []int, error) {
+	c, vn := ScopeOf(ctx, hfName)
+	v := c.GetVariable(vn)
+	if v == nil {
+		return nil, nil, fmt.Errorf("variable %q missing", hfName)
+	}
+	t, err := v.Value()
+	if err != nil {
+		return nil, nil, fmt.Errorf("variable %q: %w", hfName, err)
+	}
+	data, err := tensors.CopyFlatData[float32](t)
+	if err != nil {
+		return nil, nil, fmt.Errorf("variable %q: %w", hfName, err)
+	}
+	return data, t.Shape().Dimensions, nil
+}
+
 // MatmulT is nn.Linear without bias: x [..., in] · wᵀ with w [out, in] →
 // [..., out]. It is one 2-D DotGeneral [N, in]×[out, in] (N = product of
 // the leading axes), the layout the pure-Go backend multiplies without

@@ -167,20 +167,7 @@ func (m *Model) setParam(name string, shape []int, v []float32) error {
 
 // paramValues returns the float32 data of a model variable.
 func (m *Model) paramValues(name string) ([]float32, []int, error) {
-	c, vn := scopeOf(m.Ctx, name)
-	v := c.GetVariable(vn)
-	if v == nil {
-		return nil, nil, fmt.Errorf("variable %q missing", name)
-	}
-	t, err := v.Value()
-	if err != nil {
-		return nil, nil, fmt.Errorf("variable %q: %w", name, err)
-	}
-	data, err := tensors.CopyFlatData[float32](t)
-	if err != nil {
-		return nil, nil, fmt.Errorf("variable %q: %w", name, err)
-	}
-	return data, t.Shape().Dimensions, nil
+	return nn.ParamValues(m.Ctx, name)
 }
 
 // Load reads an HF T5 checkpoint directory: config.json and model.safetensors
