@@ -197,21 +197,9 @@ func newTrainRun(cfg Config, train, valid []filter.Example, run *tracker.Run, pr
 // resume restores the trainer and state of checkpoint latest, after
 // checking that it was made with the same data and settings.
 func (r *trainRun) resume(latest string) error {
-	old, err := trainer.ReadState(latest)
+	old, err := r.tr.Resume(latest, r.st, ArgsFile)
 	if err != nil {
-		return fmt.Errorf("train filter: resume: %w", err)
-	}
-	if old.DataHash != r.st.DataHash {
-		return fmt.Errorf("train filter: resume %s: training data differ from the run's (data_hash %s, now %s)", latest, old.DataHash, r.st.DataHash)
-	}
-	if old.ConfigHash != r.st.ConfigHash {
-		return fmt.Errorf("train filter: resume %s: settings differ from the run's (see its %s)", latest, ArgsFile)
-	}
-	if err := r.tr.LoadState(filepath.Join(latest, trainer.OptimizerFile)); err != nil {
-		return fmt.Errorf("train filter: resume: %w", err)
-	}
-	if r.tr.GlobalStep() != old.GlobalStep {
-		return fmt.Errorf("train filter: resume %s: optimizer step %d, trainer_state.json global_step %d", latest, r.tr.GlobalStep(), old.GlobalStep)
+		return fmt.Errorf("train filter: resume %w", err)
 	}
 	r.st = old
 	r.res.ResumedFrom, r.res.LastCheckpoint = latest, latest

@@ -189,21 +189,9 @@ type loraRun struct {
 // resume restores the adapter, optimizer state and position of checkpoint
 // dir after checking it was made with the same data and settings.
 func (r *loraRun) resume(dir string) error {
-	old, err := trainer.ReadState(dir)
+	old, err := r.tr.Resume(dir, r.st, ArgsFile)
 	if err != nil {
-		return fmt.Errorf("train lora: resume: %w", err)
-	}
-	if old.DataHash != r.st.DataHash {
-		return fmt.Errorf("train lora: resume %s: training data differ from the run's (data_hash %s, now %s)", dir, old.DataHash, r.st.DataHash)
-	}
-	if old.ConfigHash != r.st.ConfigHash {
-		return fmt.Errorf("train lora: resume %s: settings differ from the run's (see its %s)", dir, ArgsFile)
-	}
-	if err := r.tr.LoadState(filepath.Join(dir, trainer.OptimizerFile)); err != nil {
-		return fmt.Errorf("train lora: resume: %w", err)
-	}
-	if r.tr.GlobalStep() != old.GlobalStep {
-		return fmt.Errorf("train lora: resume %s: optimizer step %d, trainer_state.json global_step %d", dir, r.tr.GlobalStep(), old.GlobalStep)
+		return fmt.Errorf("train lora: resume %w", err)
 	}
 	r.st = old
 	r.res.ResumedFrom = dir

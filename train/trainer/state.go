@@ -292,6 +292,31 @@ func ReadState(dir string) (State, error) {
 	return s, nil
 }
 
+// Resume reads checkpoint dir's state, checks it was made with the data and
+// settings of cur (DataHash, ConfigHash; argsFile names where the settings
+// are written, for the error), restores t's optimizer state from it and
+// checks the two agree on the global step. It returns the checkpoint's
+// state, from which training goes on.
+func (t *Trainer) Resume(dir string, cur State, argsFile string) (State, error) {
+	old, err := ReadState(dir)
+	if err != nil {
+		return State{}, fmt.Errorf("%s: %w", dir, err)
+	}
+	if old.DataHash != cur.DataHash {
+		return State{}, fmt.Errorf("%s: training data differ from the run's (data_hash %s, now %s)", dir, old.DataHash, cur.DataHash)
+	}
+	if old.ConfigHash != cur.ConfigHash {
+		return State{}, fmt.Errorf("%s: settings differ from the run's (see its %s)", dir, argsFile)
+	}
+	if err := t.LoadState(filepath.Join(dir, OptimizerFile)); err != nil {
+		return State{}, fmt.Errorf("%s: %w", dir, err)
+	}
+	if t.GlobalStep() != old.GlobalStep {
+		return State{}, fmt.Errorf("%s: optimizer step %d, trainer_state.json global_step %d", dir, t.GlobalStep(), old.GlobalStep)
+	}
+	return old, nil
+}
+
 // Checkpoints lists the complete checkpoint directories of outputDir
 // (checkpoint-<step> holding trainer_state.json) by increasing step.
 // Temporary directories of interrupted writes are ignored.
