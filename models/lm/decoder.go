@@ -147,25 +147,13 @@ func (d *Decoder) genOptions(maxNew int, temperature, topP float64, topK int, se
 func (d *Decoder) Generate(ctx context.Context, prompts []string, opt Options) ([][]string, []error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	n := opt.Texts()
-	maxNew := opt.MaxNewTokens
-	if maxNew <= 0 {
-		maxNew = defaultMaxNewTokens
-	}
-	outs := make([][]string, len(prompts))
-	errs := make([]error, len(prompts))
-	for i, p := range prompts {
-		if err := ctx.Err(); err != nil {
-			errs[i] = err
-			continue
-		}
+	return eachPrompt(ctx, d.Name(), prompts, opt, func(p string, n, maxNew int) ([]string, error) {
 		ids, err := d.UserIDs(p)
 		if err == nil {
 			err = d.checkContext(len(ids), maxNew)
 		}
 		if err != nil {
-			errs[i] = fmt.Errorf("%s: %w", d.Name(), err)
-			continue
+			return nil, err
 		}
 		rows := make([][]int, n)
 		for k := range rows {
@@ -177,20 +165,14 @@ func (d *Decoder) Generate(ctx context.Context, prompts []string, opt Options) (
 		}
 		g, err := d.Model.Generate(rows, o)
 		if err != nil {
-			errs[i] = fmt.Errorf("%s: %w", d.Name(), err)
-			continue
+			return nil, err
 		}
+		texts := make([]string, len(g.NewTokens))
 		for k, row := range g.NewTokens {
-			text, _ := CutStop(d.decodeText(row), opt.Stop)
-			text, err := CheckText(text)
-			if err != nil {
-				errs[i] = fmt.Errorf("%s: text %d: %w", d.Name(), k, err)
-				continue
-			}
-			outs[i] = append(outs[i], text)
+			texts[k] = d.decodeText(row)
 		}
-	}
-	return outs, errs
+		return texts, nil
+	})
 }
 
 // UserIDs is prompt as Generate encodes it: UserPromptIDs with the

@@ -35,6 +35,7 @@ package lm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"strings"
 	"unicode/utf8"
@@ -107,6 +108,41 @@ type Local interface {
 	EchoIDs(text string) []int
 	GenerateIDs(ctx context.Context, ids []int, opt GenOptions) (GenResult, error)
 	Echo(ctx context.Context, text string, maxTokens, top int) (lp *openai.Logprobs, completion string, promptTokens, genTokens int, err error)
+}
+
+// eachPrompt is the loop of every local backend's Generate: for each prompt
+// gen returns n decoded texts of at most maxNew tokens (opt.MaxNewTokens, or
+// defaultMaxNewTokens); each is cut at opt.Stop and checked (CheckText), and
+// outs and errs are filled as Generator documents, errors prefixed with
+// name. A cancelled ctx fails the remaining items.
+func eachPrompt(ctx context.Context, name string, prompts []string, opt Options, gen func(prompt string, n, maxNew int) ([]string, error)) ([][]string, []error) {
+	n, maxNew := opt.Texts(), opt.MaxNewTokens
+	if maxNew <= 0 {
+		maxNew = defaultMaxNewTokens
+	}
+	outs := make([][]string, len(prompts))
+	errs := make([]error, len(prompts))
+	for i, p := range prompts {
+		if err := ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		texts, err := gen(p, n, maxNew)
+		if err != nil {
+			errs[i] = fmt.Errorf("%s: %w", name, err)
+			continue
+		}
+		for k, raw := range texts {
+			text, _ := CutStop(raw, opt.Stop)
+			text, err := CheckText(text)
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: text %d: %w", name, k, err)
+				continue
+			}
+			outs[i] = append(outs[i], text)
+		}
+	}
+	return outs, errs
 }
 
 // ErrEmpty and ErrNotUTF8 are the per-item errors of a generated text that

@@ -167,21 +167,9 @@ func (l *T5) TargetLogProbs(ctx context.Context, prompt, target string) ([]float
 func (l *T5) Generate(ctx context.Context, prompts []string, opt Options) ([][]string, []error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := opt.Texts()
-	maxNew := opt.MaxNewTokens
-	if maxNew <= 0 {
-		maxNew = defaultMaxNewTokens
-	}
-	outs := make([][]string, len(prompts))
-	errs := make([]error, len(prompts))
-	for i, p := range prompts {
-		if err := ctx.Err(); err != nil {
-			errs[i] = err
-			continue
-		}
+	return eachPrompt(ctx, l.Name(), prompts, opt, func(p string, n, maxNew int) ([]string, error) {
 		if opt.TopK > 0 {
-			errs[i] = fmt.Errorf("%s: top_k %d: the t5 backend samples with temperature and top_p only", l.Name(), opt.TopK)
-			continue
+			return nil, fmt.Errorf("top_k %d: the t5 backend samples with temperature and top_p only", opt.TopK)
 		}
 		ids := l.InputIDs(p)
 		rows := make([][]int, n)
@@ -191,20 +179,14 @@ func (l *T5) Generate(ctx context.Context, prompts []string, opt Options) ([][]s
 		res, err := l.Model.Generate(rows, nil, t5.GenerateOptions{MaxNewTokens: maxNew,
 			DoSample: opt.Temperature > 0, Temperature: opt.Temperature, TopP: opt.TopP, Seed: ItemSeed(opt.Seed, p)})
 		if err != nil {
-			errs[i] = fmt.Errorf("%s: %w", l.Name(), err)
-			continue
+			return nil, err
 		}
+		texts := make([]string, len(res))
 		for k, row := range res {
-			text, _ := CutStop(l.Tokenizer.Decode(row, true), opt.Stop)
-			text, err := CheckText(text)
-			if err != nil {
-				errs[i] = fmt.Errorf("%s: text %d: %w", l.Name(), k, err)
-				continue
-			}
-			outs[i] = append(outs[i], text)
+			texts[k] = l.Tokenizer.Decode(row, true)
 		}
-	}
-	return outs, errs
+		return texts, nil
+	})
 }
 
 // ErrBadPrompt reports a prompt the local model cannot take (empty, too
