@@ -3,6 +3,8 @@ package label
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -45,6 +47,19 @@ func testQueueWorkers(t *testing.T, target string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// Each request now takes 40 ms, so a batch takes longer than the three
+	// workers take to start: each claims a batch of its own, and both
+	// servers are asked (without it, on a fast machine, one worker could
+	// label every free batch before another starts).
+	for _, srv := range []*httptest.Server{srv1, srv2} {
+		h := srv.Config.Handler
+		srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(40 * time.Millisecond)
+			h.ServeHTTP(w, r)
+		})
+	}
+	n1.Store(0)
 
 	rs, err := tracker.Open(target)
 	if err != nil {
