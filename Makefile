@@ -36,7 +36,7 @@ build:
 ## test: every test; tests needing ../shared skip with a message when it is missing. The store
 ## tests run on SQLite and on PostgreSQL: the server of $$RAGFORGE_TEST_POSTGRES, else a throwaway
 ## one (scripts/test-postgres.sh) when Debian's postgresql is installed, else that half skips, saying so.
-## About 12 minutes on 2 cores, 10 of them in $(TEST_LISTED), which runs last and prints a line per
+## About 5 minutes on an idle 2-core machine, 3 of them in $(TEST_LISTED), which runs last and prints a line per
 ## finished test (scripts/testlines) instead of minutes of silence.
 test:
 	@if [ -n "$$RAGFORGE_TEST_POSTGRES" ]; then echo "store tests on PostgreSQL: $$RAGFORGE_TEST_POSTGRES"; \
