@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,7 +123,7 @@ func TestLoadAccepts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.name == "eos list" && !equalInts(m.Config.EOSTokenIDs, []int{2, 3}) {
+			if tc.name == "eos list" && !slices.Equal(m.Config.EOSTokenIDs, []int{2, 3}) {
 				t.Fatalf("eos ids %v", m.Config.EOSTokenIDs)
 			}
 		})
@@ -149,7 +150,7 @@ func TestConfigDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.NumAttentionHeads != tc.heads || c.NumKeyValueHeads != tc.kv || c.HeadDim != tc.headDim ||
-				!equalInts(c.EOSTokenIDs, tc.eos) || c.BOSTokenID != tc.bos || c.PadTokenID != tc.pad || c.MaxPositionEmbeddings != tc.maxPos {
+				!slices.Equal(c.EOSTokenIDs, tc.eos) || c.BOSTokenID != tc.bos || c.PadTokenID != tc.pad || c.MaxPositionEmbeddings != tc.maxPos {
 				t.Fatalf("got heads %d kv %d head_dim %d eos %v bos %d pad %d max_pos %d", c.NumAttentionHeads, c.NumKeyValueHeads,
 					c.HeadDim, c.EOSTokenIDs, c.BOSTokenID, c.PadTokenID, c.MaxPositionEmbeddings)
 			}
@@ -163,7 +164,7 @@ func TestGenerationConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := m.GenerateOptions(); o.DoSample || o.MaxNewTokens != 20 || !equalInts(o.EOSTokenIDs, []int{2}) || o.TopK != 50 {
+	if o := m.GenerateOptions(); o.DoSample || o.MaxNewTokens != 20 || !slices.Equal(o.EOSTokenIDs, []int{2}) || o.TopK != 50 {
 		t.Fatalf("without generation_config.json: %+v", o)
 	}
 	gc := `{"bos_token_id": 1, "do_sample": true, "eos_token_id": [2, 7], "pad_token_id": 0, "temperature": 0.7, "top_k": 20, "top_p": 0.8, "repetition_penalty": 1.05, "transformers_version": "4.51.0"}`
@@ -174,7 +175,7 @@ func TestGenerationConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := m.GenerateOptions()
-	if !o.DoSample || o.Temperature != 0.7 || o.TopK != 20 || o.TopP != 0.8 || !equalInts(o.EOSTokenIDs, []int{2, 7}) {
+	if !o.DoSample || o.Temperature != 0.7 || o.TopK != 20 || o.TopP != 0.8 || !slices.Equal(o.EOSTokenIDs, []int{2, 7}) {
 		t.Fatalf("with Qwen2-Instruct-style generation_config.json: %+v", o)
 	}
 	if err := os.WriteFile(filepath.Join(dir, GenerationConfigFile), []byte(`{"eos_token_id": 2, "top_p": 1.5}`), 0o644); err != nil {

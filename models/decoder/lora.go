@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -247,7 +248,7 @@ func (m *Model) LoadAdapter(dir string) error {
 		if !ok {
 			return fmt.Errorf("load adapter %s: tensor %q missing (adapter_config.json wants shape %v)", wpath, PEFTPrefix+n, want[n])
 		}
-		if !equalInts(t.Shape, want[n]) {
+		if !slices.Equal(t.Shape, want[n]) {
 			return fmt.Errorf("load adapter %s: tensor %q: shape %v, adapter_config.json and config.json want %v", wpath, PEFTPrefix+n, t.Shape, want[n])
 		}
 		if vals[n], err = t.FiniteFloat32(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,7 +165,7 @@ func TestAddLoRAStartsAtBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalInts(shape, []int{4, 64}) {
+	if !slices.Equal(shape, []int{4, 64}) {
 		t.Fatalf("lora_A shape %v, want [4 64]", shape)
 	}
 	nonzero := 0

@@ -1,12 +1,12 @@
 package decoder
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -204,7 +204,7 @@ func (c Config) CheckTensors(ts map[string]*safetensors.Tensor, file string) err
 			return fmt.Errorf("load %s: tensor %q missing (config.json wants shape %v)", file, p.name, p.shape)
 		}
 		used[p.name] = true
-		if !equalInts(t.Shape, p.shape) {
+		if !slices.Equal(t.Shape, p.shape) {
 			return fmt.Errorf("load %s: tensor %q: shape %v, config.json wants %v", file, p.name, t.Shape, p.shape)
 		}
 	}
@@ -218,26 +218,13 @@ func (c Config) CheckTensors(ts map[string]*safetensors.Tensor, file string) err
 		if used[n] || ignoredTensor.MatchString(n) {
 			continue
 		}
-		if e := ts["model.embed_tokens.weight"]; n == "lm_head.weight" && c.TieWordEmbeddings &&
-			e.DType == t.DType && equalInts(e.Shape, t.Shape) && bytes.Equal(e.Data, t.Data) {
+		if e := ts["model.embed_tokens.weight"]; n == "lm_head.weight" && c.TieWordEmbeddings && e != nil && e.Equal(t) {
 			continue
 		}
 		return fmt.Errorf("load %s: unexpected tensor %q shape %v (not used by config.json: model_type %q, num_hidden_layers %d, tie_word_embeddings %v, attention_bias %v)",
 			file, n, t.Shape, c.ModelType, c.NumHiddenLayers, c.TieWordEmbeddings, c.AttentionBias)
 	}
 	return nil
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // NewRandom builds a model with HF LlamaPreTrainedModel._init_weights

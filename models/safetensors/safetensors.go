@@ -18,10 +18,12 @@
 package safetensors
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -120,6 +122,12 @@ func (t *Tensor) checkData() error {
 			t.Name, t.DType, t.Shape, want, len(t.Data), ErrInvalid)
 	}
 	return nil
+}
+
+// Equal reports whether t and u hold the same dtype, shape and bytes (a
+// tied weight saved twice, for instance).
+func (t *Tensor) Equal(u *Tensor) bool {
+	return t.DType == u.DType && slices.Equal(t.Shape, u.Shape) && bytes.Equal(t.Data, u.Data)
 }
 
 // Float32 decodes the data as float32 values in C order, converting F32, F16

@@ -1,7 +1,6 @@
 package t5
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -210,7 +209,7 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 			return nil, fmt.Errorf("load %s: tensor %q missing (config.json wants shape %v)", file, p.name, p.shape)
 		}
 		used[src] = true
-		if !equalInts(t.Shape, p.shape) {
+		if !slices.Equal(t.Shape, p.shape) {
 			return nil, fmt.Errorf("load %s: tensor %q: shape %v, config.json wants %v", file, src, t.Shape, p.shape)
 		}
 		v, err := t.FiniteFloat32()
@@ -248,22 +247,10 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 func sameTensor(t *safetensors.Tensor, ts map[string]*safetensors.Tensor, used map[string]bool) bool {
 	for _, n := range append([]string{"shared.weight"}, embedAliases...) {
 		if s, ok := ts[n]; ok && used[n] {
-			return s.DType == t.DType && equalInts(s.Shape, t.Shape) && bytes.Equal(s.Data, t.Data)
+			return s.Equal(t)
 		}
 	}
 	return false
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // NewRandom builds a model with HF T5PreTrainedModel._init_weights
