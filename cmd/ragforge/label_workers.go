@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,32 +122,17 @@ func runLabelPerplexityWorkers(ctx context.Context, g *globals, o labelPerplexit
 	if _, err := q.Enqueue(ctx, run.ID, payloads); err != nil {
 		return err
 	}
-	host, _ := os.Hostname()
 	var logf func(string, ...any)
 	if o.Work.Verbose {
-		var mu sync.Mutex
-		logf = func(format string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(g.Err, format+"\n", args...)
-		}
+		logf = func(format string, args ...any) { fmt.Fprintf(g.Err, format+"\n", args...) }
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, o.Work.Workers)
-	done := make([]int, o.Work.Workers)
-	for k := range o.Work.Workers {
-		w := &label.QueueWorker{Queue: q, Job: run.ID, Owner: fmt.Sprintf("%s:%d:%d", host, os.Getpid(), k), Lease: o.Work.Lease, Log: logf,
-			Labeler: &label.PerplexityLabeler{Scorer: scorers[k%len(scorers)], Margin: o.Margin, Relative: o.Relative,
-				DatasetName: datasetName(o.DatasetName, o.Candidates.Corpus.Path), Concurrency: o.Concurrency, Store: ls, RunID: run.ID}}
-		wg.Go(func() { done[k], errs[k] = w.Run(ctx, tasks) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	pool := label.Pool{Queue: q, Job: run.ID, Workers: o.Work.Workers, Lease: o.Work.Lease, Log: logf, Labeler: func(k int) *label.PerplexityLabeler {
+		return &label.PerplexityLabeler{Scorer: scorers[k%len(scorers)], Margin: o.Margin, Relative: o.Relative,
+			DatasetName: datasetName(o.DatasetName, o.Candidates.Corpus.Path), Concurrency: o.Concurrency, Store: ls, RunID: run.ID}
+	}}
+	batches, err := pool.Run(ctx, tasks)
+	if err != nil {
 		return err
-	}
-	batches := 0
-	for _, n := range done {
-		batches += n
 	}
 	if o.Work.Job != "" {
 		// Every batch is done: the first worker to get here finishes the run.
@@ -161,17 +144,9 @@ func runLabelPerplexityWorkers(ctx context.Context, g *globals, o labelPerplexit
 		}
 	}
 	fmt.Fprintf(g.Err, "%s: this process labeled %d of %d batches\n", run.ID, batches, len(payloads))
-	res, err := finishLabels(g, run, ls, o.Candidates.Out, countPairs(tasks))
+	res, err := label.Summarize(run, ls, o.Candidates.Out, label.CountPairs(tasks))
 	if err != nil {
 		return err
 	}
-	return res.print(g)
-}
-
-func countPairs(tasks []label.Task) int {
-	n := 0
-	for _, t := range tasks {
-		n += len(t.Candidates)
-	}
-	return n
+	return printLabels(g, res)
 }
