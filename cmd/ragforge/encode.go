@@ -97,7 +97,7 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	}
 	name := o.Name
 	if name == "" {
-		name = corpusName(o.Corpus.Path)
+		name = data.CorpusName(o.Corpus.Path)
 	}
 	st, run, err := startRun(g, "encode", o)
 	if err != nil {
@@ -158,18 +158,4 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 		return nil, err
 	}
 	return res, nil
-}
-
-// corpusName is the default name of a corpus path: its base name without
-// extension ("../data/ap_protocols" → "ap_protocols", "x/corpus.jsonl" →
-// "corpus"), or the corpus name of a rag2: spec.
-func corpusName(path string) string {
-	if rest, ok := strings.CutPrefix(path, data.EncodedScheme); ok {
-		if _, name, ok := strings.Cut(rest, "#"); ok && name != "" {
-			return name
-		}
-		path = rest
-	}
-	base := filepath.Base(strings.TrimRight(path, "/"))
-	return strings.TrimSuffix(base, filepath.Ext(base))
 }
