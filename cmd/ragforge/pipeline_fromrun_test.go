@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +17,6 @@ import (
 	"github.com/ragforge/ragforge/infer/serve"
 	"github.com/ragforge/ragforge/retrieval"
 	"github.com/ragforge/ragforge/retrieval/eval"
-	"github.com/ragforge/ragforge/retrieval/fusion"
 )
 
 // Issue 30, acceptance 6: a pipeline built --from-run an evaluated hybrid
@@ -150,39 +148,5 @@ func TestRetrievalLabel(t *testing.T) {
 		if got := retrievalLabel(tc.mode, tc.dense, tc.bm25); got != tc.want {
 			t.Errorf("retrievalLabel(%s, %v, %v) = %q, want %q", tc.mode, tc.dense, tc.bm25, got, tc.want)
 		}
-	}
-}
-
-// Issue 30, acceptance 6 (demo): a tuned hybrid whose ragforge_fusion.json
-// chose dense weight 0 is named "BM25 (dense weight 0)" in the demo's
-// summary, and the demo's pipeline build reads that evaluation run, so the
-// pipeline serves weights 0 / 1, not the defaults 0.3 / 0.7.
-func TestDemoTunedHybridWithDenseWeightZero(t *testing.T) {
-	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
-	dir, corpus, qa := sampleFiles(t)
-	db := filepath.Join(dir, "runs.db")
-	bert := filepath.Join(dir, "bert")
-	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)
-	if err := fusion.WriteWeights(bert, fusion.Weights{Dense: 0, BM25: 1, ChosenBy: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	var errOut bytes.Buffer
-	st := &demoState{g: &globals{Err: &errOut}, db: db, corpus: corpus, qa: qa, o: demoOptions{ChunkSize: 300, Overlap: 50, BM25: bm25Flags{B: -1}},
-		dirs: map[string]string{"retriever-tuned": bert}, metrics: map[string]map[string]float64{"retrieval: BM25": {"nDCG@10": 0.5, "P@1": 0.5}}}
-	line, err := demoEvalTuned(context.Background(), st)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, errOut.String())
-	}
-	if line.Name != "retrieval: BM25 (dense weight 0), self-learned retriever unused" || len(line.Versus) == 0 || line.Versus[0].Model != "BM25 (dense weight 0)" {
-		t.Errorf("summary line %q, versus %+v; want it named BM25 (dense weight 0)", line.Name, line.Versus)
-	}
-	pl := filepath.Join(dir, "pipeline")
-	run(t, "pipeline", "build", "--db", db, "--corpus", "lab="+corpus, "--from-run", st.dirs["retrieval-tuned-run"], "--k", "4", "--out", pl)
-	m, err := pipeline.ReadManifest(filepath.Join(pl, pipeline.ManifestFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := m.Retrieval; r.Mode != "hybrid" || r.DenseWeight != 0 || r.BM25Weight != 1 || m.FromRun != line.RunID {
-		t.Errorf("pipeline.json retrieval %+v from_run %q; want hybrid 0/1 from %s", r, m.FromRun, line.RunID)
 	}
 }

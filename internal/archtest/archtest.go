@@ -1,6 +1,6 @@
 // Package archtest checks the direction of ragforge's package dependencies
-// (docs/architecture.md): cmd → infer, train, label → retrieval, models →
-// data → internal, with no dependency between train and infer or from train
+// (docs/architecture.md): cmd, demo → infer, train, label → retrieval,
+// models → data → internal, with no dependency between train and infer or from train
 // or infer to label, and none upward from internal, data, models or
 // retrieval. The checks run as tests over `go list`: Rules over each
 // package's build, TableViolations over every import edge (test files
@@ -26,15 +26,16 @@ type Rule struct {
 
 // Rules are the dependency directions of docs/architecture.md.
 var Rules = []Rule{
-	{"train", []string{"infer", "cmd"}, "training never depends on serving"},
+	{"demo", []string{"cmd"}, "the demo is a library the CLI calls, never the CLI by its flags"},
+	{"train", []string{"infer", "cmd", "demo"}, "training never depends on serving"},
 	{"train", []string{"label"}, "trainers read examples in models/filter's schema, not the labelers and their store"},
-	{"infer", []string{"train", "cmd"}, "serving never depends on training"},
+	{"infer", []string{"train", "cmd", "demo"}, "serving never depends on training"},
 	{"infer", []string{"label"}, "serving reads labels through models/labelstore and language models through models/lm, never the labelers"},
-	{"label", []string{"train", "infer", "cmd"}, "labelers sit beside train and infer"},
-	{"data", []string{"train", "infer", "label", "cmd", "models", "retrieval"}, "data is the bottom floor"},
-	{"models", []string{"train", "infer", "label", "cmd", "retrieval"}, "models sit below retrieval"},
-	{"retrieval", []string{"train", "infer", "label", "cmd"}, "retrieval sits below train and infer"},
-	{"internal", []string{"train", "infer", "label", "cmd", "retrieval", "models", "data"}, "internal is the bottom floor: helpers with no domain"},
+	{"label", []string{"train", "infer", "cmd", "demo"}, "labelers sit beside train and infer"},
+	{"data", []string{"train", "infer", "label", "cmd", "demo", "models", "retrieval"}, "data is the bottom floor"},
+	{"models", []string{"train", "infer", "label", "cmd", "demo", "retrieval"}, "models sit below retrieval"},
+	{"retrieval", []string{"train", "infer", "label", "cmd", "demo"}, "retrieval sits below train and infer"},
+	{"internal", []string{"train", "infer", "label", "cmd", "demo", "retrieval", "models", "data"}, "internal is the bottom floor: helpers with no domain"},
 }
 
 // under reports whether module-relative path rel is dir or inside it.

@@ -10,7 +10,7 @@ import (
 // Floors are the top-level folders of the module, bottom floor last; a
 // package's floor is its first path element ("retrieval" holds both
 // retrieval and retrieval/dense).
-var Floors = []string{"cmd", "infer", "train", "label", "retrieval", "models", "data", "internal"}
+var Floors = []string{"cmd", "demo", "infer", "train", "label", "retrieval", "models", "data", "internal"}
 
 // Everything is the "May import" entry of a package that may import any
 // floor (only cmd/ragforge).
