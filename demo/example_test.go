@@ -65,6 +65,7 @@ func TestRunQuick(t *testing.T) {
 	}
 	byName := map[string]demo.Stage{}
 	for _, s := range res.Stages {
+		t.Logf("%s (%.1f s, run %s): %v", s.Name, s.Seconds, s.RunID, s.Metrics)
 		byName[s.Name] = s
 		if s.Command == "" && s.Name != "" {
 			t.Errorf("stage %q names no command to rerun it", s.Name)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval/bm25"
@@ -47,11 +48,15 @@ func labelEvidence(ctx context.Context, st *state) (Stage, error) {
 	job := label.EvidenceJob{Queries: queries, Qrels: qrels, Index: idx, Out: out,
 		Labeler: label.EvidenceLabeler{TopN: topN, NegativesPerQuestion: negatives, Seed: seed, DatasetName: data.CorpusName(st.corpus)},
 		Flags:   map[string]any{"corpus": st.corpusAt(st.o.ChunkSize, st.o.Overlap), "qa": st.qa, "top_n": topN, "limit": 0, "out": out, "bm25": st.o.BM25}}
+	bar := progress.New(st.log, len(queries), "evidence labels")
+	job.Progress = label.Progress(bar.Func())
 	var res label.Result
-	if err := st.record(func(start tracker.Starter) error {
+	err = st.record(func(start tracker.Starter) error {
 		res, err = label.RunEvidence(ctx, job, start)
 		return err
-	}); err != nil {
+	})
+	bar.Finish()
+	if err != nil {
 		return Stage{}, err
 	}
 	st.dirs["labels"] = out
