@@ -9,9 +9,6 @@ import (
 	"github.com/ragforge/ragforge/train/filtertrain"
 )
 
-// exportResult is what an export wrote (the tests and the demo read it).
-type exportResult = filtertrain.ExportResult
-
 // exportOptions are the flags of `export`.
 type exportOptions struct {
 	Run, From, Out string
