@@ -109,8 +109,11 @@ type ICTJob struct {
 	Corpus          any    // the corpus description recorded with the run
 }
 
-// Check validates the options and Out's format.
+// Check validates the options and Out.
 func (j ICTJob) Check() error {
+	if j.Out == "" {
+		return errors.New("label ict: no output file")
+	}
 	if err := j.ICT.Validate(); err != nil {
 		return fmt.Errorf("label ict: %w", err)
 	}

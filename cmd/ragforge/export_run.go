@@ -1,15 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/train/filtertrain"
 )
-
-// exportResult is what an export wrote (the tests and the demo read it).
-type exportResult = filtertrain.ExportResult
 
 // exportOptions are the flags of `export`.
 type exportOptions struct {
@@ -46,7 +44,7 @@ set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
   ragforge export --retriever work/selflearn/round-1/retriever --out work/retriever-st`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runExportRecorded(g, o)
+			return runExport(cmd.Context(), g, o)
 		},
 	}
 	f := cmd.Flags()
@@ -58,10 +56,10 @@ set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
 	return cmd
 }
 
-// runExport writes a filter checkpoint (a train-filter run's best, or
+// exportModel writes a filter checkpoint (a train-filter run's best, or
 // o.From: filtertrain.ExportFilter) or, with --retriever, a bi-encoder to
 // o.Out.
-func runExport(g *globals, o exportOptions) (*filtertrain.ExportResult, error) {
+func exportModel(g *globals, o exportOptions) (*filtertrain.ExportResult, error) {
 	if o.Retriever.Dir != "" {
 		if o.Out == "" || o.Run != "" || o.From != "" {
 			return nil, fmt.Errorf("--retriever takes --out and neither --run nor --from")
@@ -98,17 +96,17 @@ func runExport(g *globals, o exportOptions) (*filtertrain.ExportResult, error) {
 	return filtertrain.ExportFilter(filtertrain.ExportJob{Source: src, Out: o.Out, Windows: o.Windows.request(), Note: g.Err})
 }
 
-// runExportRecorded runs an export as a run of kind "export", started
+// runExport runs an export as a run of kind "export", started
 // first so that a refused export is recorded too (the exported config.json
 // is its artifact), and prints the result, as JSON with --json.
-func runExportRecorded(g *globals, o exportOptions) (err error) {
+func runExport(_ context.Context, g *globals, o exportOptions) (err error) {
 	st, run, err := startRun(g, "export", filtertrain.ExportRunConfig{Run: o.Run, From: o.From, Retriever: o.Retriever.Dir, Out: o.Out})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	defer finishRun(run, &err)
-	res, err := runExport(g, o)
+	res, err := exportModel(g, o)
 	if err != nil {
 		return err
 	}

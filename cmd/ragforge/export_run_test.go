@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/models/tokenizer/learn"
+	"github.com/ragforge/ragforge/train/filtertrain"
 )
 
 // Issue 30: `tokenizer train` and `export` honour --json and are recorded
@@ -22,7 +23,7 @@ func TestTokenizerTrainAndExportJSONRuns(t *testing.T) {
 	}
 	bert := filepath.Join(dir, "bert")
 	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)
-	var exp exportResult
+	var exp filtertrain.ExportResult
 	out = run(t, "export", "--db", db, "--retriever", bert, "--out", filepath.Join(dir, "st"), "--json")
 	if err := json.Unmarshal([]byte(out), &exp); err != nil || exp.RunID == "" || exp.Kind != "retriever" || exp.Source != bert {
 		t.Fatalf("export --json: %+v (%v)\n%s", exp, err, out)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -35,7 +36,7 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 		Example: `  ragforge eval filter --model work/filter/best --data work/labels-test.jsonl --out work/filter-eval`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runEvalFilter(g, o)
+			return runEvalFilter(cmd.Context(), g, o)
 		},
 	}
 	f := cmd.Flags()
@@ -51,7 +52,7 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 // runEvalFilter scores o.Data with the checkpoint(s) o.Models
 // (filtertrain.RunEval: RAG²'s result files, metrics in a run) and prints
 // the report.
-func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
+func runEvalFilter(_ context.Context, g *globals, o evalFilterOptions) (err error) {
 	if len(o.Models) == 0 || o.Data == "" {
 		return fmt.Errorf("--model and --data are required")
 	}

@@ -145,14 +145,14 @@ func runLabelPerplexity(ctx context.Context, g *globals, o labelPerplexityOption
 		return err
 	}
 	if o.Work.queued() {
-		return runLabelPerplexityWorkers(ctx, g, o, scorers, tasks)
+		return labelPerplexityWorkers(ctx, g, o, scorers, tasks)
 	}
-	return runLabelPerplexityOne(ctx, g, o, scorers[0], tasks)
+	return labelPerplexityOne(ctx, g, o, scorers[0], tasks)
 }
 
-// runLabelPerplexityOne labels tasks in this process with sc, in a new run
+// labelPerplexityOne labels tasks in this process with sc, in a new run
 // or the --resume run (finished pairs come from the score cache).
-func runLabelPerplexityOne(ctx context.Context, g *globals, o labelPerplexityOptions, sc lm.Scorer, tasks []label.Task) (err error) {
+func labelPerplexityOne(ctx context.Context, g *globals, o labelPerplexityOptions, sc lm.Scorer, tasks []label.Task) (err error) {
 	c := o.Candidates
 	var st *tracker.Store
 	var run *tracker.Run

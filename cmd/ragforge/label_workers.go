@@ -79,10 +79,10 @@ func (w *workFlags) config(cfg map[string]any) map[string]any {
 	return cfg
 }
 
-// runLabelPerplexityWorkers labels tasks with queue workers: --workers N in
+// labelPerplexityWorkers labels tasks with queue workers: --workers N in
 // this process, on a run of its own or, with --job, on the shared run every
 // worker process of the job joins.
-func runLabelPerplexityWorkers(ctx context.Context, g *globals, o labelPerplexityOptions, scorers []lm.Scorer, tasks []label.Task) (err error) {
+func labelPerplexityWorkers(ctx context.Context, g *globals, o labelPerplexityOptions, scorers []lm.Scorer, tasks []label.Task) (err error) {
 	payloads, err := label.BatchPayloads(tasks, o.Work.BatchSize)
 	if err != nil {
 		return err
@@ -111,26 +111,7 @@ func runLabelPerplexityWorkers(ctx context.Context, g *globals, o labelPerplexit
 			return err
 		}
 	}
-	ls, err := labelstore.NewStore(st.DB())
-	if err != nil {
-		return err
-	}
-	q, err := workqueue.Open(st.DB())
-	if err != nil {
-		return err
-	}
-	if _, err := q.Enqueue(ctx, run.ID, payloads); err != nil {
-		return err
-	}
-	var logf func(string, ...any)
-	if o.Work.Verbose {
-		logf = func(format string, args ...any) { fmt.Fprintf(g.Err, format+"\n", args...) }
-	}
-	pool := label.Pool{Queue: q, Job: run.ID, Workers: o.Work.Workers, Lease: o.Work.Lease, Log: logf, Labeler: func(k int) *label.PerplexityLabeler {
-		return &label.PerplexityLabeler{Scorer: scorers[k%len(scorers)], Margin: o.Margin, Relative: o.Relative,
-			DatasetName: datasetName(o.DatasetName, o.Candidates.Corpus.Path), Concurrency: o.Concurrency, Store: ls, RunID: run.ID}
-	}}
-	batches, err := pool.Run(ctx, tasks)
+	ls, batches, err := labelQueued(ctx, g, o, st, run, scorers, tasks, payloads)
 	if err != nil {
 		return err
 	}
@@ -149,4 +130,31 @@ func runLabelPerplexityWorkers(ctx context.Context, g *globals, o labelPerplexit
 		return err
 	}
 	return printLabels(g, res)
+}
+
+// labelQueued queues payloads under run and labels them with --workers
+// workers of this process (label.Pool), worker k scoring with scorers[k %
+// len]; it returns the label store and the batches this process labeled.
+func labelQueued(ctx context.Context, g *globals, o labelPerplexityOptions, st *tracker.Store, run *tracker.Run, scorers []lm.Scorer, tasks []label.Task, payloads []string) (*labelstore.Store, int, error) {
+	ls, err := labelstore.NewStore(st.DB())
+	if err != nil {
+		return nil, 0, err
+	}
+	q, err := workqueue.Open(st.DB())
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, err := q.Enqueue(ctx, run.ID, payloads); err != nil {
+		return nil, 0, err
+	}
+	var logf func(string, ...any)
+	if o.Work.Verbose {
+		logf = func(format string, args ...any) { fmt.Fprintf(g.Err, format+"\n", args...) }
+	}
+	pool := label.Pool{Queue: q, Job: run.ID, Workers: o.Work.Workers, Lease: o.Work.Lease, Log: logf, Labeler: func(k int) *label.PerplexityLabeler {
+		return &label.PerplexityLabeler{Scorer: scorers[k%len(scorers)], Margin: o.Margin, Relative: o.Relative,
+			DatasetName: datasetName(o.DatasetName, o.Candidates.Corpus.Path), Concurrency: o.Concurrency, Store: ls, RunID: run.ID}
+	}}
+	batches, err := pool.Run(ctx, tasks)
+	return ls, batches, err
 }

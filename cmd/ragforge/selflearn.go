@@ -114,14 +114,14 @@ func addSelflearnFlags(cmd *cobra.Command, o *selflearnOptions) {
 	f.IntVar(&c.N, "fuse", c.N, "hypothetical documents fused with the query, N (Eq. 10)")
 	f.IntVar(&c.TrainFuse, "train-fuse", c.TrainFuse, "hypothetical documents fused with the query in retriever training (-1: as --fuse, SL-HyDE; 0: the plain query)")
 	f.Float64Var(&c.GenTemperature, "gen-temperature", c.GenTemperature, "generator sampling temperature")
+	f.IntVar(&c.MaxQueryTokens, "max-query-tokens", c.MaxQueryTokens, "new tokens per generated query")
+	f.IntVar(&c.MaxDocTokens, "max-doc-tokens", c.MaxDocTokens, "new tokens per hypothetical document")
 }
 
 // addSelflearnTrainingFlags adds the flags of mining and of both trainings.
 func addSelflearnTrainingFlags(cmd *cobra.Command, o *selflearnOptions) {
 	c := &o.Config
 	f := cmd.Flags()
-	f.IntVar(&c.MaxQueryTokens, "max-query-tokens", c.MaxQueryTokens, "new tokens per generated query")
-	f.IntVar(&c.MaxDocTokens, "max-doc-tokens", c.MaxDocTokens, "new tokens per hypothetical document")
 	f.IntVar(&c.RankFrom, "neg-from", c.RankFrom, "hard negatives: first rank (0-based, inclusive)")
 	f.IntVar(&c.RankTo, "neg-to", c.RankTo, "hard negatives: last rank (exclusive)")
 	f.IntVar(&c.NumNegatives, "negatives", c.NumNegatives, "hard negatives per query")
@@ -139,7 +139,6 @@ func addSelflearnTrainingFlags(cmd *cobra.Command, o *selflearnOptions) {
 	f.IntVar(&c.MaxLength, "max-length", c.MaxLength, "retriever max sequence length (tokens)")
 	f.IntVar(&c.SubBatchTokens, "sub-batch-tokens", 0, "retriever training: padded tokens per GradCache encoder pass, which bounds its activation memory (0: 4096)")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for sampling, negatives and data order")
-	o.BM25.add(cmd)
 }
 
 // selflearnSettings are the flags that override the recipe, the start

@@ -154,7 +154,7 @@ func TestSelflearnStartsFromTheRetrieversSettings(t *testing.T) {
 	} {
 		var errb bytes.Buffer
 		cfg := selflearn.DefaultConfig()
-		cfg.RetrieverDir = st
+		cfg.RetrieverDir, cfg.Generator, cfg.WorkDir = st, "ict", filepath.Join(dir, "work")
 		var set selflearn.Settings
 		if c.args != nil {
 			cfg.MaxLength = c.maxLen // as the flag set it

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -45,7 +46,7 @@ func newTrainCalibrationCmd(g *globals) *cobra.Command {
 		Long:    trainCalibrationLong,
 		Example: `  ragforge train calibration --model work/filter/checkpoint-1374 --data work/labels-train.jsonl --idf-from work/filter/train.jsonl --out work/filter-calibrated`,
 		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runTrainCalibration(g, o) },
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runTrainCalibration(cmd.Context(), g, o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Model, "model", "", "filter checkpoint directory (required)")
@@ -62,7 +63,7 @@ func newTrainCalibrationCmd(g *globals) *cobra.Command {
 // runTrainCalibration fits the calibration of o.Model on o.Data
 // (filtertrain.RunCalibration: the calibrated checkpoint in o.Out, the fit
 // recorded in a run) and prints it.
-func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
+func runTrainCalibration(_ context.Context, g *globals, o trainCalibrationOptions) (err error) {
 	switch {
 	case o.Model == "" || o.Data == "" || o.Out == "":
 		return fmt.Errorf("--model, --data and --out are required")
