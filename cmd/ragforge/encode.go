@@ -3,15 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/progress"
-	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
@@ -25,15 +23,7 @@ type encodeOptions struct {
 }
 
 // encodeResult is what --json prints.
-type encodeResult struct {
-	RunID      string   `json:"run_id"`
-	Dir        string   `json:"dir"`
-	Name       string   `json:"name"`
-	Rows       int      `json:"rows"`
-	Dim        int      `json:"dim"`
-	Embeddings []string `json:"embeddings"`
-	Articles   []string `json:"articles"`
-}
+type encodeResult = encode.RAG2Result
 
 func newEncodeCmd(g *globals) *cobra.Command {
 	var o encodeOptions
@@ -82,6 +72,8 @@ encode only the queries, with the recorded settings.`,
 	return cmd
 }
 
+// runEncode records an encode run: the corpus chunked and encoded into
+// RAG²'s layout (encode.EncodeRAG2), its files as artifacts.
 func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResult, err error) {
 	if o.Encoder == "" || o.Out == "" {
 		return nil, fmt.Errorf("--encoder and --out are required")
@@ -95,10 +87,6 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	if err := o.Enc.resolve(o.Encoder); err != nil {
 		return nil, err
 	}
-	name := o.Name
-	if name == "" {
-		name = data.CorpusName(o.Corpus.Path)
-	}
 	st, run, err := startRun(g, "encode", o)
 	if err != nil {
 		return nil, err
@@ -109,53 +97,46 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	if err != nil {
 		return nil, err
 	}
-	if pre := o.Corpus.encoded; pre != nil && o.Name == "" {
-		name = pre.Name
-	}
 	enc, err := encode.LoadBERT(o.Encoder, g.Backend, o.Enc.Pooling)
 	if err != nil {
 		return nil, err
 	}
 	o.Enc.apply(enc, g.Err)
 	bar := progress.New(g.Err, len(chunks), "encode")
-	vecs, dim, err := encode.EncodeCorpus(enc, chunks, bar.Func())
+	res, err = encode.EncodeRAG2(enc, o.Encoder, chunks, o.rag2Corpus(), bar.Func())
 	bar.Finish()
 	if err != nil {
 		return nil, err
 	}
-	info, err := enc.Info(o.Encoder)
-	if err != nil {
-		return nil, err
-	}
-	info.Sources = o.Enc.Sources
-	info.Source, info.ChunkSize, info.ChunkOverlap, info.Version = o.Corpus.Path, o.Corpus.ChunkSize, o.Corpus.Overlap, version.Version
-	if o.Corpus.ChunkSize == 0 {
-		info.ChunkOverlap = 0
-	}
-	if err := data.WriteRAG2(o.Out, name, chunks, vecs, dim, o.ShardSize, info); err != nil {
-		return nil, err
-	}
-	res = &encodeResult{RunID: run.ID, Dir: o.Out, Name: name, Rows: len(chunks), Dim: dim}
-	for _, sub := range []struct {
-		dir, ext string
-		into     *[]string
-	}{{"embeddings", ".npy", &res.Embeddings}, {"articles", ".json", &res.Articles}} {
-		ents, err := os.ReadDir(filepath.Join(o.Out, sub.dir, name))
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), sub.ext) && e.Name() != data.EncodeInfoFile {
-				p := filepath.Join(o.Out, sub.dir, name, e.Name())
-				*sub.into = append(*sub.into, p)
-				if err := run.Artifact(sub.dir+"/"+e.Name(), p); err != nil {
-					return nil, err
-				}
-			}
+	res.RunID = run.ID
+	return res, recordEncoded(run, res)
+}
+
+// rag2Corpus is where the flags put the encoded corpus: --name, else the
+// pre-encoded corpus's name, else the corpus path's.
+func (o *encodeOptions) rag2Corpus() encode.RAG2Corpus {
+	name := o.Name
+	if name == "" {
+		name = data.CorpusName(o.Corpus.Path)
+		if pre := o.Corpus.encoded; pre != nil {
+			name = pre.Name
 		}
 	}
-	if err := run.LogMetrics(map[string]float64{"rows": float64(len(chunks)), "dim": float64(dim)}, 0); err != nil {
-		return nil, err
+	return encode.RAG2Corpus{Out: o.Out, Name: name, ShardSize: o.ShardSize, Source: o.Corpus.Path,
+		ChunkSize: o.Corpus.ChunkSize, Overlap: o.Corpus.Overlap, Sources: o.Enc.Sources}
+}
+
+// recordEncoded records the encoded files as artifacts and rows/dim as metrics.
+func recordEncoded(run *tracker.Run, res *encodeResult) error {
+	for _, f := range res.Embeddings {
+		if err := run.Artifact("embeddings/"+filepath.Base(f), f); err != nil {
+			return err
+		}
 	}
-	return res, nil
+	for _, f := range res.Articles {
+		if err := run.Artifact("articles/"+filepath.Base(f), f); err != nil {
+			return err
+		}
+	}
+	return run.LogMetrics(map[string]float64{"rows": float64(res.Rows), "dim": float64(res.Dim)}, 0)
 }

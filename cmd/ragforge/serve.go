@@ -28,6 +28,8 @@ type serveOptions struct {
 	LLMTimeout  time.Duration
 	LLMRetries  int
 	NoWorkbench bool
+
+	ready chan<- string // when set, receives the bound address (not a flag)
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -68,9 +70,14 @@ get 503.`,
 			defer stop()
 			// In-flight requests may finish before a signal forces the exit.
 			life.graceAtLeast(max(o.Opt.ShutdownTimeout, serve.DefaultOptions().ShutdownTimeout) + 5*time.Second)
-			return runServe(ctx, g, o, nil)
+			return runServe(ctx, g, o)
 		},
 	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *serveOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Pipeline, "pipeline", "", "pipeline directory")
 	f.StringVar(&o.RunID, "run", "", "serve the pipeline recorded by this run (ragforge pipeline build)")
@@ -97,12 +104,11 @@ get 503.`,
 	f.BoolVar(&o.NoWorkbench, "no-workbench", false, "do not serve the web workbench")
 	f.IntVar(&o.Search.Nprobe, "nprobe", 0, "IVF dense indexes: lists visited per query (0 = pipeline.json's faiss_search, else faiss's 1)")
 	f.IntVar(&o.Search.EfSearch, "ef-search", 0, "HNSW dense indexes: efSearch (0 = pipeline.json's faiss_search, else faiss's 16)")
-	return cmd
 }
 
 // runServe serves until ctx ends (serve.RunWithStore, request log on
-// stderr); ready, when set, receives the bound address.
-func runServe(ctx context.Context, g *globals, o serveOptions, ready chan<- string) error {
+// stderr); o.ready, when set, receives the bound address.
+func runServe(ctx context.Context, g *globals, o serveOptions) error {
 	st, err := openStore(g)
 	if err != nil {
 		return err
@@ -110,7 +116,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, ready chan<- stri
 	defer st.Close()
 	c := serve.RunConfig{Options: o.Opt, Pipeline: o.Pipeline, RunID: o.RunID, LLM: o.LLM, LLMTimeout: o.LLMTimeout, LLMRetries: o.LLMRetries,
 		Search: o.Search, NoWorkbench: o.NoWorkbench, Backend: g.Backend, Log: g.Err}
-	return serve.RunWithStore(ctx, st, c, ready)
+	return serve.RunWithStore(ctx, st, c, o.ready)
 }
 
 // benchServeOptions are the flags of `bench serve`.
