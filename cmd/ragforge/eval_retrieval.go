@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/retrieval/eval"
@@ -94,7 +93,7 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	o.Backend, o.Log, o.PseudoQueries = g.Backend, g.Err, ictPseudoQueries
+	o.Backend, o.Log, o.PseudoQueries = g.Backend, g.Err, label.ICTPseudoQueries
 	if _, err := o.Check(); err != nil {
 		return nil, err
 	}
@@ -117,16 +116,6 @@ func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (
 		}
 	}
 	return res, nil
-}
-
-// ictPseudoQueries is --pseudo-queries ict: one sentence of each chunk
-// (label.ICTQueries).
-func ictPseudoQueries(ctx context.Context, chunks []data.Chunk, keep float64, seed uint64) ([]data.Query, data.Qrels, []data.Chunk, error) {
-	ict, err := label.ICTQueries(ctx, chunks, label.ICTOptions{PerChunk: 1, Keep: keep, Seed: seed})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return ict.Queries, ict.Qrels, ict.Chunks, nil
 }
 
 // printEvalRetrieval prints the human summary and the metric table.

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/ragforge/ragforge/infer/pipeline"
-	"github.com/ragforge/ragforge/retrieval/search"
+	"github.com/ragforge/ragforge/retrieval/evalrun"
 )
 
 // readEvaluatedRetrieval reads run id (an exact id or unique prefix) from
@@ -18,14 +16,7 @@ func readEvaluatedRetrieval(g *globals, id string) (*pipeline.Evaluated, error) 
 	return pipeline.ReadEvaluated(st, id)
 }
 
-// retrievalLabel names a retrieval setting for summaries: a hybrid whose
-// dense weight is 0 ranks by BM25 alone and says so.
+// retrievalLabel names a retrieval setting for summaries (evalrun.Label).
 func retrievalLabel(mode string, denseWeight, bm25Weight float64) string {
-	if mode == string(search.Hybrid) {
-		if denseWeight == 0 {
-			return "BM25 (dense weight 0)"
-		}
-		return fmt.Sprintf("hybrid (dense %.2g, bm25 %.2g)", denseWeight, bm25Weight)
-	}
-	return mode
+	return evalrun.Label(mode, denseWeight, bm25Weight)
 }

@@ -1,9 +1,8 @@
 package tracker
 
-// Versus puts a learned model's metric next to its baseline (a majority
+// Versus puts a learned model's metric next to its baseline (the majority
 // class, chance, round 0, BM25), so a reader sees whether training did
-// anything; `runs show` derives them from a run's metrics, the demo from
-// its stages.
+// anything.
 type Versus struct {
 	Model    string  `json:"model"`
 	Metric   string  `json:"metric"`

@@ -52,7 +52,9 @@ func TestRunWithStoreServesAnEvaluatedPipeline(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() { done <- serve.RunWithStore(sctx, st, serve.RunConfig{Options: loopback(), RunID: built.RunID}, ready) }()
+	go func() {
+		done <- serve.RunWithStore(sctx, st, serve.RunConfig{Options: loopback(), RunID: built.RunID}, ready)
+	}()
 	var addr string
 	select {
 	case addr = <-ready:
