@@ -78,6 +78,9 @@ func RunEvidence(ctx context.Context, j EvidenceJob, start tracker.Starter) (Res
 	if start == nil {
 		return Result{}, errors.New("label evidence: a run store is required (the labels are stored in it)")
 	}
+	if j.Index == nil {
+		return Result{}, errors.New("label evidence: no BM25 index of the candidates")
+	}
 	l := j.Labeler
 	run, err := start("label-evidence", map[string]any{"flags": j.Flags, "negatives": l.NegativesPerQuestion, "balanced": l.Balanced, "seed": l.Seed})
 	if err != nil {

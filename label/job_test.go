@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ragforge/ragforge/data"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 )
@@ -100,5 +101,59 @@ func TestRunICT(t *testing.T) {
 				t.Errorf("result %+v for %d examples written", res, len(ex))
 			}
 		})
+	}
+}
+
+// RunEvidence stores the labels under a run of the store it is given,
+// records the counts, exports them, and needs a store and an index.
+func TestRunEvidence(t *testing.T) {
+	chunks := []data.Chunk{
+		{ID: "a#0", DocID: "a", Text: "Tissue is fixed in 10% neutral buffered formalin for 24 hours."},
+		{ID: "b#0", DocID: "b", Text: "Fixed tissue slides are stained with hematoxylin for five minutes."},
+		{ID: "c#0", DocID: "c", Text: "Tissue sections are cut at 4 microns on a microtome."},
+	}
+	idx, err := bm25.NewMemory(chunks, bm25.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	queries := []data.Query{{ID: "q1", Text: "How long is tissue fixed in formalin?", Context: "fixed in 10% neutral buffered formalin for 24 hours", Answer: "24 hours"}}
+	dir := t.TempDir()
+	st, err := tracker.Open(filepath.Join(dir, "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	out := filepath.Join(dir, "ev.jsonl")
+	job := EvidenceJob{Queries: queries, Index: idx, Labeler: EvidenceLabeler{TopN: 3, DatasetName: "ap"}, Out: out, Flags: map[string]string{"qa": "test"}}
+	var res Result
+	if err := st.Record("v", "simplego", func(start tracker.Starter) error {
+		res, err = RunEvidence(context.Background(), job, start)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if res.RunID == "" || res.Counts[filter.Helpful] != 1 || res.Counts[filter.NotHelpful] != 2 || res.Labels != 3 || res.Out != out {
+		t.Errorf("result %+v, want 1 helpful and 2 not helpful labels of a run", res)
+	}
+	if ex, err := filter.ReadExamples(out); err != nil || len(ex) != 3 {
+		t.Errorf("exported %d examples (%v), want 3", len(ex), err)
+	}
+	d, err := st.Get(res.RunID)
+	if err != nil || d.Status != tracker.StatusDone || d.Kind != "label-evidence" {
+		t.Errorf("run %+v (%v), want a done label-evidence run", d, err)
+	}
+	for _, c := range []struct {
+		name  string
+		job   EvidenceJob
+		start tracker.Starter
+		err   string
+	}{
+		{"no store", job, nil, "a run store is required"},
+		{"no index", EvidenceJob{Queries: queries}, func(string, any) (*tracker.Run, error) { return nil, nil }, "no BM25 index"},
+	} {
+		if _, err := RunEvidence(context.Background(), c.job, c.start); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: err %v, want %q", c.name, err, c.err)
+		}
 	}
 }

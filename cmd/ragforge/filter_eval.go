@@ -68,11 +68,11 @@ func runEvalFilter(_ context.Context, g *globals, o evalFilterOptions) (err erro
 	}
 	r, start := startRunOf(g)
 	defer r.finish(&err)
-	bar := progress.New(g.Err, -1, "eval filter")
+	var bar *progress.Bar
 	o.Eval.Backend = g.Backend
-	o.Eval.Progress = bar.Func()
+	o.Eval.Progress = func(done, total int) { bar.Set(done, total) }
 	res, err := filtertrain.RunEval(filtertrain.EvalJob{Models: o.Models, Data: o.Data, Out: o.Out, RunsBase: runsBase(g),
-		Windows: o.Windows.request(), Eval: o.Eval, Note: g.Err}, start)
+		Windows: o.Windows.request(), Eval: o.Eval, Note: g.Err}, barOnStart(start, &bar, g.Err, -1, "eval filter"))
 	bar.Finish()
 	if err != nil {
 		return err

@@ -152,9 +152,9 @@ func runLabelEvidence(ctx context.Context, g *globals, o labelEvidenceOptions) (
 	defer idx.Close()
 	r, start := startRunOf(g)
 	defer r.finish(&err)
-	bar := progress.New(g.Err, len(queries), "evidence labels")
-	res, err := label.RunEvidence(ctx, label.EvidenceJob{Queries: queries, Qrels: qrels, Index: idx, Out: c.Out, Flags: c, Progress: label.Progress(bar.Func()),
-		Labeler: label.EvidenceLabeler{TopN: c.TopN, NegativesPerQuestion: o.Negatives, Balanced: o.Balanced, Seed: o.Seed, DatasetName: datasetName(o.DatasetName, c.Corpus.Path)}}, start)
+	var bar *progress.Bar
+	res, err := label.RunEvidence(ctx, label.EvidenceJob{Queries: queries, Qrels: qrels, Index: idx, Out: c.Out, Flags: c, Progress: func(done, total int) { bar.Set(done, total) },
+		Labeler: label.EvidenceLabeler{TopN: c.TopN, NegativesPerQuestion: o.Negatives, Balanced: o.Balanced, Seed: o.Seed, DatasetName: datasetName(o.DatasetName, c.Corpus.Path)}}, barOnStart(start, &bar, g.Err, len(queries), "evidence labels"))
 	bar.Finish()
 	if err != nil {
 		return err

@@ -107,8 +107,8 @@ func runPretrain(ctx context.Context, g *globals, o pretrainOptions) (err error)
 	}
 	r, start := startRunOf(g)
 	defer r.finish(&err)
-	bar := progress.New(g.Err, -1, "pretrain")
-	rep, err := pretrain.Run(ctx, c, corpus, start, func(p pretrain.Progress) {
+	var bar *progress.Bar
+	rep, err := pretrain.Run(ctx, c, corpus, barOnStart(start, &bar, g.Err, -1, "pretrain"), func(p pretrain.Progress) {
 		switch p.Phase {
 		case "train":
 			bar.Describe(fmt.Sprintf("epoch %d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Loss, p.LearningRate, p.TokensPerSec))

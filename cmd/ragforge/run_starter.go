@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ragforge/ragforge/data/storedb"
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/internal/progress"
 )
 
 // cmdRun is the run a library call started through the Starter of
@@ -72,4 +74,18 @@ func runsBase(g *globals) string {
 		return "."
 	}
 	return filepath.Dir(g.DB)
+}
+
+// barOnStart wraps start so that *bar is created (progress.New) once the
+// run has started, where the commands have always created it: a call
+// refused before its run prints no bar, and notes printed while checking
+// inputs come before it. The bar's methods do nothing while it is nil.
+func barOnStart(start tracker.Starter, bar **progress.Bar, w io.Writer, total int, desc string) tracker.Starter {
+	return func(kind string, config any) (*tracker.Run, error) {
+		run, err := start(kind, config)
+		if err == nil {
+			*bar = progress.New(w, total, desc)
+		}
+		return run, err
+	}
 }

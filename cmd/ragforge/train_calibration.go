@@ -82,11 +82,11 @@ func runTrainCalibration(_ context.Context, g *globals, o trainCalibrationOption
 	}
 	r, start := startRunOf(g)
 	defer r.finish(&err)
-	bar := progress.New(g.Err, -1, "train calibration")
+	var bar *progress.Bar
 	o.Opt.Backend = g.Backend
-	o.Opt.Progress = bar.Func()
+	o.Opt.Progress = func(done, total int) { bar.Set(done, total) }
 	res, err := filtertrain.RunCalibration(filtertrain.CalibrationJob{Model: o.Model, Data: o.Data, Out: o.Out, IDFFrom: o.IDFFrom,
-		Windows: o.Windows.request(), Opt: o.Opt, Note: g.Err}, start)
+		Windows: o.Windows.request(), Opt: o.Opt, Note: g.Err}, barOnStart(start, &bar, g.Err, -1, "train calibration"))
 	bar.Finish()
 	if err != nil {
 		return err

@@ -170,8 +170,8 @@ func runTrainFilter(ctx context.Context, g *globals, o trainFilterOptions) (err 
 		return startOrResumeRun(g, kind, config, c.OutputDir, c.Resume)
 	})
 	defer r.finish(&err)
-	bar := progress.New(g.Err, -1, "train filter")
-	rep, err := filtertrain.RunTrain(ctx, j, start, func(p filtertrain.Progress) {
+	var bar *progress.Bar
+	rep, err := filtertrain.RunTrain(ctx, j, barOnStart(start, &bar, g.Err, -1, "train filter"), func(p filtertrain.Progress) {
 		switch p.Phase {
 		case "train":
 			bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Epochs, p.Loss, p.LearningRate, p.TokensPerSec))

@@ -96,8 +96,8 @@ func runTrainLoRA(ctx context.Context, g *globals, o trainLoRAOptions) (err erro
 		return startOrResumeRun(g, kind, config, o.Out, o.Resume)
 	})
 	defer r.finish(&err)
-	bar := progress.New(g.Err, -1, "train lora")
-	rep, err := lora.RunTrain(ctx, lora.TrainJob{Options: opt, Data: o.Data, ChatTemplate: !o.NoChatTemplate}, start, func(p lora.Progress) {
+	var bar *progress.Bar
+	rep, err := lora.RunTrain(ctx, lora.TrainJob{Options: opt, Data: o.Data, ChatTemplate: !o.NoChatTemplate}, barOnStart(start, &bar, g.Err, -1, "train lora"), func(p lora.Progress) {
 		if p.Phase == "train" {
 			bar.Describe(fmt.Sprintf("epoch %.2f loss %.4f lr %.2e grad_norm %.3f %.0f tok/s", p.Epoch, p.Loss, p.LearningRate, p.GradNorm, p.TokensPerSec))
 			bar.Set(p.Step, p.Steps)
