@@ -5,19 +5,11 @@ import (
 	"strings"
 
 	"github.com/ragforge/ragforge/data/tracker"
-	"github.com/ragforge/ragforge/internal/version"
-	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/modelinit"
 	"github.com/ragforge/ragforge/models/tokenizer/learn"
 	"github.com/ragforge/ragforge/retrieval/evalrun"
 )
-
-// record runs fn with a tracker.Starter on the demo's run store; every run
-// fn starts is finished with fn's error.
-func (st *state) record(fn func(start tracker.Starter) error) error {
-	return st.store.Record(version.Version, backend.Name(st.o.Backend), fn)
-}
 
 // trainTokenizers trains a SentencePiece Unigram (T5) and a WordPiece
 // (BERT) tokenizer on the corpus, so the demo needs no downloaded

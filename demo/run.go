@@ -23,6 +23,8 @@ import (
 
 	"github.com/ragforge/ragforge/data/sample"
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/internal/version"
+	"github.com/ragforge/ragforge/models/backend"
 )
 
 // Stage is one line of the summary.
@@ -185,6 +187,12 @@ func stageNames(stages []stage) string {
 		names[i] = s.name
 	}
 	return strings.Join(names, " → ")
+}
+
+// record runs fn with a tracker.Starter on the demo's run store; every run
+// fn starts is finished with fn's error.
+func (st *state) record(fn func(start tracker.Starter) error) error {
+	return st.store.Record(version.Version, backend.Name(st.o.Backend), fn)
 }
 
 // path is a file or directory inside the work directory.
