@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -36,5 +40,44 @@ func TestDemoFlags(t *testing.T) {
 	o.BM25.Given, want.BM25.Given = nil, nil
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("flags gave\n%+v\nwant\n%+v", o, want)
+	}
+}
+
+// Every command the demo's summary offers to rerun a stage is one the CLI
+// accepts: a quick demo runs as library calls, then each line is found in
+// the command tree and its flags parsed.
+func TestDemoRerunCommandsParse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the quick demo (half a minute)")
+	}
+	o := demo.DefaultOptions()
+	o.Work, o.Quick, o.Samples, o.QueriesPerChunk, o.ICTMaxChunks = t.TempDir(), true, 8, 2, 20
+	o.FilterMatchMarks, o.BM25.MetaFields = true, []string{"title"}
+	var log bytes.Buffer
+	res, err := demo.Run(context.Background(), o, &log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	n := 0
+	for _, s := range res.Stages {
+		for _, line := range strings.Split(s.Command, "\n") {
+			args := strings.Fields(strings.TrimSpace(line))
+			if len(args) == 0 || args[0] != "ragforge" {
+				continue // the curl of the serve stage
+			}
+			root := newRoot(&globals{Out: io.Discard, Err: io.Discard})
+			cmd, rest, err := root.Find(args[1:])
+			if err != nil || cmd == root {
+				t.Errorf("stage %q: %s: no such command (%v)", s.Name, line, err)
+				continue
+			}
+			if err := cmd.ParseFlags(rest); err != nil {
+				t.Errorf("stage %q: %s: %v", s.Name, line, err)
+			}
+			n++
+		}
+	}
+	if n < 15 {
+		t.Errorf("parsed %d rerun commands, want every stage's (15 or more)", n)
 	}
 }
