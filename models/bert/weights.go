@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
 
@@ -162,6 +163,18 @@ func Load(backend backends.Backend, dir string) (*Model, error) { return LoadFor
 // a.ModelType, a.Prefix is stripped, a.Ignored tensors are skipped and the
 // classifier head is accepted only when a.Classifier.
 func LoadFor(backend backends.Backend, dir string, a Arch) (*Model, error) {
+	return LoadAs(backend, dir, a, nn.Float32)
+}
+
+// LoadAs is LoadFor holding the weights as dt (nn.DType, HF's torch_dtype;
+// Load and LoadFor use float32, the master weights training updates):
+// nn.Auto keeps a BF16 checkpoint in bfloat16, half the memory, and the
+// encoder still computes in float32. Errors: LoadFor's, and a dt the
+// backend cannot hold (float16 on the pure-Go backend).
+func LoadAs(backend backends.Backend, dir string, a Arch, dt nn.DType) (*Model, error) {
+	if err := dt.CheckOn(backend); err != nil {
+		return nil, fmt.Errorf("%s: load %s: %w", a.ModelType, dir, err)
+	}
 	cfg, err := LoadConfigFor(dir, a)
 	if err != nil {
 		return nil, err
@@ -237,11 +250,11 @@ func LoadFor(backend backends.Backend, dir string, a Arch) (*Model, error) {
 				return nil, fmt.Errorf("%s: load %s: tensor %q: shape %v in checkpoint, config %s wants %v",
 					tag, file, origName[s.name], t.Shape, cfgPath, s.shape)
 			}
-			v, err := t.FiniteFloat32()
+			v, err := nn.LoadWeight(t, dt, backend)
 			if err != nil {
 				return nil, fmt.Errorf("%s: load %s: tensor %q: %w", tag, file, origName[s.name], err)
 			}
-			values[s.name] = tensors.FromFlatDataAndDimensions(v, s.shape...)
+			values[s.name] = v
 		}
 	}
 	if groups[groupClassifier] && !groups[groupPooler] {
@@ -401,7 +414,7 @@ func (m *Model) Save(dir string) error {
 			if !slices.Equal(t.Shape().Dimensions, s.shape) {
 				return fmt.Errorf("bert: save %s: variable %q: shape %v, config wants %v", dir, s.name, t.Shape().Dimensions, s.shape)
 			}
-			data, err := tensors.CopyFlatData[float32](t)
+			data, err := nn.TensorFloat32(t)
 			if err != nil {
 				return fmt.Errorf("bert: save %s: variable %q: %w", dir, s.name, err)
 			}

@@ -129,8 +129,7 @@ func (m *Model) mlp(ctx *context.Context, p string, x *graph.Node) *graph.Node {
 
 // embed looks up model.embed_tokens.weight rows (no scaling): ids [B, L] → [B, L, hidden].
 func embed(ctx *context.Context, ids *graph.Node) *graph.Node {
-	table := nn.Param(ctx, ids.Graph(), "model.embed_tokens.weight")
-	return graph.Gather(table, graph.ExpandAxes(graph.ConvertDType(ids, dtypes.Int32), -1))
+	return nn.Lookup(nn.StoredParam(ctx, ids.Graph(), "model.embed_tokens.weight"), ids)
 }
 
 // causalPaddingBias is [B, 1, 1, L, L]: 0 where key ≤ query and

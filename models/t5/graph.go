@@ -192,8 +192,7 @@ func paddingBias(mask *graph.Node) *graph.Node {
 
 // embed looks up shared.weight rows (no scaling): ids [B, L] → [B, L, d_model].
 func embed(ctx *context.Context, ids *graph.Node) *graph.Node {
-	table := weight(ctx, ids.Graph(), "shared.weight")
-	return graph.Gather(table, graph.ExpandAxes(graph.ConvertDType(ids, dtypes.Int32), -1))
+	return nn.Lookup(nn.StoredParam(ctx, ids.Graph(), "shared.weight"), ids)
 }
 
 // EncoderGraph is T5Stack (encoder): embeddings, blocks of [self-attention
@@ -306,9 +305,9 @@ func (m *Model) TokenLogitsGraph(ctx *context.Context, inputIDs, mask, decIDs *g
 	rows := graph.Reshape(graph.Const(g, idx), len(tokens), 1)
 	if m.Config.TieWordEmbeddings {
 		h = graph.MulScalar(h, math.Pow(float64(m.Config.DModel), -0.5))
-		return linear(h, graph.Gather(weight(ctx, g, "shared.weight"), rows))
+		return linear(h, nn.Widen(graph.Gather(nn.StoredParam(ctx, g, "shared.weight"), rows)))
 	}
-	return linear(h, graph.Gather(weight(ctx, g, "lm_head.weight"), rows))
+	return linear(h, nn.Widen(graph.Gather(nn.StoredParam(ctx, g, "lm_head.weight"), rows)))
 }
 
 // LogitsGraph is T5ForConditionalGeneration.forward (teacher forcing):

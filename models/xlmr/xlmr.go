@@ -26,6 +26,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
 
@@ -121,11 +122,17 @@ func NewRandom(be backends.Backend, cfg bert.Config, seed int64) (*bert.Model, e
 // XLMRobertaTokenizer's fairseq ids, or tokenizer.json). A tokenizer with
 // more ids than vocab_size is refused, naming its file.
 func LoadWithTokenizer(dir, backendName string) (*bert.Model, tokenizer.Tokenizer, error) {
+	return LoadWithTokenizerAs(dir, backendName, nn.Float32)
+}
+
+// LoadWithTokenizerAs is LoadWithTokenizer holding the weights as dt
+// (bert.LoadAs): nn.Auto for inference keeps a BF16 checkpoint in bfloat16.
+func LoadWithTokenizerAs(dir, backendName string, dt nn.DType) (*bert.Model, tokenizer.Tokenizer, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := Load(be, dir)
+	m, err := bert.LoadAs(be, dir, Arch, dt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load xlm-roberta %s: %w", dir, err)
 	}
