@@ -22,6 +22,7 @@ type encodeOptions struct {
 	Out       string
 	Name      string
 	ShardSize int
+	DType     dtypeFlag `json:"dtype"`
 }
 
 // encodeResult is what --json prints.
@@ -79,6 +80,7 @@ encode only the queries, with the recorded settings.`,
 	f.StringVar(&o.Out, "out", "", "root directory of the RAG² layout (embeddings/, articles/); other corpora in it are kept (required)")
 	f.StringVar(&o.Name, "name", "", "corpus name: the embeddings/<name> and articles/<name> directories (default: the corpus file or directory name)")
 	f.IntVar(&o.ShardSize, "shard-size", 0, "rows per .npy/.json file pair (0: one file pair)")
+	addDTypeFlag(cmd, &o.DType)
 	return cmd
 }
 
@@ -112,7 +114,7 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	if pre := o.Corpus.encoded; pre != nil && o.Name == "" {
 		name = pre.Name
 	}
-	enc, err := encode.LoadBERT(o.Encoder, g.Backend, o.Enc.Pooling)
+	enc, err := encode.LoadBERTAs(o.Encoder, g.Backend, o.Enc.Pooling, o.DType.get())
 	if err != nil {
 		return nil, err
 	}

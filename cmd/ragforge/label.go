@@ -16,6 +16,7 @@ import (
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/labelstore"
 	"github.com/ragforge/ragforge/models/lm"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 )
@@ -231,7 +232,7 @@ func newScorer(g *globals, spec string, timeout time.Duration, retries, concurre
 	}
 	switch kind {
 	case "t5":
-		m, tok, err := loadT5(g, target)
+		m, tok, err := loadT5(g, target, nn.Auto)
 		if err != nil {
 			return nil, err
 		}

@@ -233,6 +233,7 @@ type serveOptions struct {
 	LLMTimeout  time.Duration
 	LLMRetries  int
 	NoWorkbench bool
+	DType       dtypeFlag
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -279,6 +280,7 @@ get 503.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Pipeline, "pipeline", "", "pipeline directory")
 	f.StringVar(&o.RunID, "run", "", "serve the pipeline recorded by this run (ragforge pipeline build)")
+	addDTypeFlag(cmd, &o.DType)
 	f.StringVar(&o.LLM, "llm", "", "answering LLM: openai:URL[#model] (vLLM, llama.cpp server, Ollama), t5:DIR, or hf:DIR (a T5 or a Llama/Qwen2/Qwen3 decoder by config.json model_type, served with its chat template) (default: the pipeline's generator)")
 	f.StringVar(&o.Opt.Addr, "addr", "127.0.0.1:8080", "listen address")
 	f.BoolVar(&o.Opt.AllowRemote, "allow-remote", false, "allow a non-loopback listen address")
@@ -337,7 +339,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, ready chan<- stri
 	if err := o.Search.Validate(); err != nil {
 		return fmt.Errorf("--nprobe/--ef-search: %w", err)
 	}
-	cfg := serve.Config{Options: opt, PipelineDir: dir, Backend: g.Backend, LLM: o.LLM, Search: o.Search,
+	cfg := serve.Config{Options: opt, PipelineDir: dir, Backend: g.Backend, DType: o.DType.get(), LLM: o.LLM, Search: o.Search,
 		LLMOptions: openai.Options{Timeout: o.LLMTimeout, MaxRetries: o.LLMRetries}}
 	comps, err := serve.Load(cfg)
 	if err != nil {

@@ -30,7 +30,8 @@ import (
 //   - BFloat16 and Float16 cast every weight, rounding to nearest even as
 //     torch's .to(dtype) does.
 //
-// The zero value "" is Float32, what the training loaders (Load) use.
+// The zero value "" is Auto, the inference default; the training loaders
+// (Load) ask for Float32.
 type DType string
 
 const (
@@ -54,7 +55,7 @@ func ParseDType(s string) (DType, error) {
 	return "", fmt.Errorf("dtype %q: want auto, float32, bfloat16 or float16", s)
 }
 
-// Check reports an unknown DType; the zero value is valid (Float32).
+// Check reports an unknown DType; the zero value is valid (Auto).
 func (d DType) Check() error {
 	if d == "" {
 		return nil
@@ -88,7 +89,7 @@ func (d DType) Hold(st safetensors.DType, be backends.Backend) (dtypes.DType, er
 		return dtypes.BFloat16, nil
 	case Float16:
 		return dtypes.Float16, nil
-	case Auto:
+	case Auto, "":
 		switch {
 		case st == safetensors.BF16:
 			return dtypes.BFloat16, nil
