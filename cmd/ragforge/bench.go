@@ -16,6 +16,8 @@ import (
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/decoder"
+	"github.com/ragforge/ragforge/models/nn"
+	"github.com/ragforge/ragforge/models/safetensors"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/xlmr"
 	"github.com/ragforge/ragforge/train/filtertrain"
@@ -70,10 +72,11 @@ func peakRSS() int64 {
 
 // benchModelsOptions are the flags of `bench models`.
 type benchModelsOptions struct {
-	Steps          int    // timed steps per configuration
-	Only           string // a benchModels or decoder name, "" = every configuration but the real sizes
-	SubBatchTokens int    // retriever shapes: GradCache pass size (0: the trainer's default)
-	SkipTrain      bool   // retriever shapes: encode throughput only
+	Steps          int       // timed steps per configuration
+	Only           string    // a benchModels or decoder name, "" = every configuration but the real sizes
+	SubBatchTokens int       // retriever shapes: GradCache pass size (0: the trainer's default)
+	SkipTrain      bool      // retriever shapes: encode throughput only
+	DType          dtypeFlag // retriever shapes: weights held while encoding
 }
 
 // benchLoRAName is the real-size LoRA SFT step of `bench models --only`:
@@ -122,7 +125,9 @@ run only when named by --only:
   bge-m3:    XLM-RoBERTa 1024/24/16/4096, vocab 250002, 8192 tokens (568M)
          both: an InfoNCE update (GradCache, AdamW) of 4 queries × (1 positive
          + 7 hard negatives) × 512 tokens, then encoding 8 passages of 256
-         tokens (CLS, normalised) per call
+         tokens (CLS, normalised) per call; --dtype bfloat16 holds the
+         weights in bfloat16 while encoding (from the init with --skip-train,
+         so the peak RSS is bfloat16's; the training step is float32)
   qwen2.5-0.5b-lora (only when named): one LoRA SFT update of the
          qwen2.5-0.5b shape (forward, backward to the LoRA weights, clipping,
          AdamW on them alone), r 8 on every projection, batch 2 × 512 tokens
@@ -141,6 +146,7 @@ to read its own peak).`,
 	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration: mini, small, qwen2.5-0.5b, "+benchLoRAName+", flan-t5-large, bge-large or bge-m3 (default: mini, small and qwen2.5-0.5b)")
 	cmd.Flags().IntVar(&o.SubBatchTokens, "sub-batch-tokens", 0, "bge-large/bge-m3: padded tokens per GradCache encoder pass (0: the trainer's 4096)")
 	cmd.Flags().BoolVar(&o.SkipTrain, "skip-train", false, "bge-large/bge-m3: measure encoding only, no training step")
+	addDTypeFlag(cmd, &o.DType) // bge-large/bge-m3 encoding; auto = the random init's float32
 	return cmd
 }
 
@@ -216,8 +222,8 @@ func (o benchModelsOptions) validate() ([]benchModel, []benchDecoder, error) {
 	if o.Only != "" && !slices.Contains(names, o.Only) {
 		return nil, nil, fmt.Errorf("--only %q: want one of %s", o.Only, strings.Join(names, ", "))
 	}
-	if (o.SubBatchTokens != 0 || o.SkipTrain) && (o.Only == "" || benchModelByName(configs, o.Only).Encoder == nil) {
-		return nil, nil, fmt.Errorf("--sub-batch-tokens and --skip-train apply to --only bge-large or bge-m3")
+	if (o.SubBatchTokens != 0 || o.SkipTrain || o.DType.get() != nn.Auto) && (o.Only == "" || benchModelByName(configs, o.Only).Encoder == nil) {
+		return nil, nil, fmt.Errorf("--sub-batch-tokens, --skip-train and --dtype apply to --only bge-large or bge-m3")
 	}
 	return configs, decoders, nil
 }
@@ -235,8 +241,12 @@ func benchTrainShape(g *globals, o benchModelsOptions, be backends.Backend, c be
 			pass = retriever.DefaultSubBatchTokens
 		}
 		e = memory.Retriever(*c.Encoder, c.Arch.ModelType, pass, s.Length)
+		held, err := o.DType.get().Hold(safetensors.F32, be) // random init: stored float32
+		if err != nil {
+			return r, fmt.Errorf("bench %s: --dtype: %w", c.Name, err)
+		}
 		if s.SkipTrain {
-			e = memory.Estimate{What: c.Name + " encoding", Params: e.Params, Weights: e.Weights}
+			e = memory.Estimate{What: c.Name + " encoding, " + strings.ToLower(held.String()) + " weights", Params: e.Params, Weights: e.Params * int64(held.Size())}
 		}
 	} else {
 		e = memory.Filter(c.Config, c.Batch, c.EncLen, c.DecLen)
@@ -250,6 +260,10 @@ func benchTrainShape(g *globals, o benchModelsOptions, be backends.Backend, c be
 	if c.Encoder != nil {
 		s := c.Shape
 		s.SubBatchTokens, s.SkipTrain = o.SubBatchTokens, o.SkipTrain
+		var err error
+		if s.EncodeDType, err = o.DType.get().Hold(safetensors.F32, be); err != nil {
+			return r, fmt.Errorf("bench %s: --dtype: %w", c.Name, err)
+		}
 		res, err := retriever.BenchTrainStep(g.Backend, *c.Encoder, c.Arch, s, o.Steps)
 		if err != nil {
 			return r, fmt.Errorf("bench %s: %w", c.Name, err)
@@ -287,8 +301,8 @@ func printBenchModels(out io.Writer, results []benchModelResult) error {
 		if s.MsPerStepMedian == 0 {
 			shape = "encode only"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f passages/s @%d\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, shape,
-			s.TrainTokensPerSec, s.MsPerStepMin, s.MsPerStepMedian, s.EncodePassagesPerSec, s.EncodeLength, s.CompileMs, mib(r.PeakRSS), mib(r.Estimate.Peak()), r.Backend)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f passages/s @%d %s\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, shape,
+			s.TrainTokensPerSec, s.MsPerStepMin, s.MsPerStepMedian, s.EncodePassagesPerSec, s.EncodeLength, s.EncodeDType, s.CompileMs, mib(r.PeakRSS), mib(r.Estimate.Peak()), r.Backend)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

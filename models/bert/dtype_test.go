@@ -32,7 +32,7 @@ func TestStoredDTypeParity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f32 := nn.HeldBytes(ref.Ctx)[dtypes.Float32]
+	f32 := nn.HeldBytes(ref.Ctx.IterVariables())[dtypes.Float32]
 	for _, tc := range []struct {
 		name string
 		dir  string
@@ -48,7 +48,7 @@ func TestStoredDTypeParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			held := nn.HeldBytes(m.Ctx)
+			held := nn.HeldBytes(m.Ctx.IterVariables())
 			if len(held) != 1 || held[tc.held] == 0 {
 				t.Fatalf("held bytes by dtype %v, want only %s", held, tc.held)
 			}
@@ -75,7 +75,7 @@ func TestStoredDTypeParity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if held := nn.HeldBytes(m.Ctx); len(held) != 1 || held[dtypes.Float32] == 0 {
+	if held := nn.HeldBytes(m.Ctx.IterVariables()); len(held) != 1 || held[dtypes.Float32] == 0 {
 		t.Fatalf("auto on the F32 fixture holds %v, want float32 only", held)
 	}
 	got, err := m.Forward(fx.padded, fx.mask, fx.types)

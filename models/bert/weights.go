@@ -2,6 +2,7 @@ package bert
 
 import (
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
@@ -142,6 +144,30 @@ func newModel(backend backends.Backend, cfg Config, a Arch, values map[string]*t
 	}
 	return &Model{Config: cfg, Arch: a, Backend: backend, Ctx: ctx, HasPooler: pooler, HasClassifier: classifier,
 		execs: map[string]*context.Exec{}}
+}
+
+// Weights yields the variables of the model's HF parameters (encoder, and
+// pooler and classifier when present), not the optimizer state a trainer
+// keeps in the same context.
+func (m *Model) Weights() iter.Seq[*context.Variable] {
+	return func(yield func(*context.Variable) bool) {
+		groups := []string{groupCore}
+		if m.HasPooler {
+			groups = append(groups, groupPooler)
+		}
+		if m.HasClassifier {
+			groups = append(groups, groupClassifier)
+		}
+		specs := paramSpecs(m.Config)
+		for _, g := range groups {
+			for _, s := range specs[g] {
+				scope, vname := scopeAndName(s.name)
+				if v := m.Ctx.GetVariableByScopeAndName(scope, vname); v != nil && !yield(v) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // Load reads an HF BERT checkpoint directory: config.json plus
@@ -321,6 +347,14 @@ func NewRandom(backend backends.Backend, cfg Config, withClassifier bool, seed i
 // only when a.Classifier). For XLM-R the padding row of
 // position_embeddings is zeroed too, as HF's padding_idx does.
 func NewRandomFor(backend backends.Backend, cfg Config, a Arch, withClassifier bool, seed int64) (*Model, error) {
+	return NewRandomAs(backend, cfg, a, withClassifier, seed, dtypes.Float32)
+}
+
+// NewRandomAs is NewRandomFor holding the weights as dt (float32, bfloat16
+// or float16, rounded to nearest even from the same draws), built tensor by
+// tensor without a float32 copy (nn.NewWeight): a bench shape initialised
+// in bfloat16 never holds its float32 size.
+func NewRandomAs(backend backends.Backend, cfg Config, a Arch, withClassifier bool, seed int64, dt dtypes.DType) (*Model, error) {
 	if err := cfg.ValidateFor(a); err != nil {
 		return nil, fmt.Errorf("%s: new random: %w", a.ModelType, err)
 	}
@@ -337,32 +371,38 @@ func NewRandomFor(backend backends.Backend, cfg Config, a Arch, withClassifier b
 		groups = append(groups, groupClassifier)
 	}
 	values := map[string]*tensors.Tensor{}
+	h := cfg.HiddenSize
 	for _, g := range groups {
 		for _, s := range specs[g] {
-			n := 1
-			for _, d := range s.shape {
-				n *= d
+			// The padding row of word_embeddings is zero; so is XLM-R's
+			// position row padding_idx (positions counted from
+			// padding_idx+1 give pads that row, which
+			// nn.Embedding(padding_idx=…) keeps at 0). It is drawn and then
+			// zeroed, so the draws of every other row do not depend on it.
+			zeroRow := -1
+			if s.kind == initEmbedding {
+				zeroRow = cfg.PadTokenID
 			}
-			v := make([]float32, n)
-			switch s.kind {
-			case initNormal, initEmbedding:
-				for i := range v {
-					v[i] = float32(rng.NormFloat64() * cfg.InitializerRange)
-				}
-				if s.kind == initEmbedding {
-					clear(v[cfg.PadTokenID*cfg.HiddenSize : (cfg.PadTokenID+1)*cfg.HiddenSize])
-				}
-			case initOnes:
-				for i := range v {
-					v[i] = 1
-				}
-			}
-			// Positions counted from padding_idx+1 (XLM-R) give pads the
-			// padding_idx row, which nn.Embedding(padding_idx=…) keeps at 0.
 			if s.name == "embeddings.position_embeddings.weight" && a.FirstPosition != nil && cfg.PadTokenID < cfg.MaxPositionEmbeddings {
-				clear(v[cfg.PadTokenID*cfg.HiddenSize : (cfg.PadTokenID+1)*cfg.HiddenSize])
+				zeroRow = cfg.PadTokenID
 			}
-			values[s.name] = tensors.FromFlatDataAndDimensions(v, s.shape...)
+			t, err := nn.NewWeight(s.shape, dt, func(i int) float32 {
+				var x float32
+				switch s.kind {
+				case initNormal, initEmbedding:
+					x = float32(rng.NormFloat64() * cfg.InitializerRange)
+				case initOnes:
+					x = 1
+				}
+				if i/h == zeroRow {
+					return 0
+				}
+				return x
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: new random: %s: %w", a.ModelType, s.name, err)
+			}
+			values[s.name] = t
 		}
 	}
 	return newModel(backend, cfg, a, values, true, withClassifier), nil

@@ -3,6 +3,8 @@ package nn
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
+	"math"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -216,11 +218,43 @@ func LoadWeight(t *safetensors.Tensor, d DType, be backends.Backend) (*tensors.T
 	return WeightTensor(t, dt)
 }
 
-// HeldBytes sums the bytes of ctx's variables by dtype: what the weights
-// hold in memory (a BF16-held model shows half its float32 size).
-func HeldBytes(ctx *context.Context) map[dtypes.DType]int64 {
+// NewWeight builds a float32, bfloat16 or float16 tensor of shape whose
+// element i (C order) is at(i) rounded to nearest even, calling at once per
+// element in order (a random init draws its sequence unchanged) without a
+// float32 copy of the whole tensor: a model initialised at a real shape in
+// bfloat16 never holds its float32 size.
+func NewWeight(shape []int, dt dtypes.DType, at func(i int) float32) (*tensors.Tensor, error) {
+	var enc func(float32) uint16
+	switch dt {
+	case dtypes.Float32:
+	case dtypes.BFloat16:
+		enc = safetensors.BFloat16Bits
+	case dtypes.Float16:
+		enc = safetensors.Float16Bits
+	default:
+		return nil, fmt.Errorf("weights cannot be held as %s (want float32, bfloat16 or float16)", dt)
+	}
+	t := tensors.FromShape(shapes.Make(dt, shape...))
+	err := t.MutableBytes(func(b []byte) {
+		if enc == nil {
+			for i := range len(b) / 4 {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(at(i)))
+			}
+			return
+		}
+		for i := range len(b) / 2 {
+			binary.LittleEndian.PutUint16(b[2*i:], enc(at(i)))
+		}
+	})
+	return t, err
+}
+
+// HeldBytes sums the bytes of the variables vars (a context's
+// IterVariables, a model's weights) by dtype: what the weights hold in
+// memory (a BF16-held model shows half its float32 size).
+func HeldBytes(vars iter.Seq[*context.Variable]) map[dtypes.DType]int64 {
 	out := map[dtypes.DType]int64{}
-	for v := range ctx.IterVariables() {
+	for v := range vars {
 		s := v.Shape()
 		out[s.DType] += int64(s.Memory())
 	}
@@ -228,12 +262,12 @@ func HeldBytes(ctx *context.Context) map[dtypes.DType]int64 {
 }
 
 // CastVariables re-holds every float32, bfloat16 or float16 variable of
-// ctx as dt (nn.DType.Hold's result), one at a time, freeing each old value
-// as it goes; for models built in memory (random init at a bench shape)
-// that inference should hold like a loaded checkpoint. Errors name the
-// variable.
-func CastVariables(ctx *context.Context, dt dtypes.DType) error {
-	for v := range ctx.IterVariables() {
+// vars as dt (DType.Hold's result), one at a time, freeing each old value
+// as it goes; for models built in memory (a bench shape after its training
+// step) that inference should hold like a loaded checkpoint. Errors name
+// the variable.
+func CastVariables(vars iter.Seq[*context.Variable], dt dtypes.DType) error {
+	for v := range vars {
 		switch v.Shape().DType {
 		case dtypes.Float32, dtypes.BFloat16, dtypes.Float16:
 		default:

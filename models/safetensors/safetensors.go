@@ -270,9 +270,9 @@ func FromFloat32As(name string, shape []int, v []float32, dt DType) (*Tensor, er
 	case F32:
 		return FromFloat32(name, shape, v), nil
 	case BF16:
-		enc = bfloat16Bits
+		enc = BFloat16Bits
 	case F16:
-		enc = func(x float32) uint16 { return float16.Fromfloat32(x).Bits() }
+		enc = Float16Bits
 	default:
 		return nil, fmt.Errorf("tensor %q: cannot encode float32 values as %s (want F32, BF16 or F16)", name, dt)
 	}
@@ -283,16 +283,20 @@ func FromFloat32As(name string, shape []int, v []float32, dt DType) (*Tensor, er
 	return &Tensor{Name: name, DType: dt, Shape: append([]int{}, shape...), Data: b}, nil
 }
 
-// bfloat16Bits rounds x to the nearest bfloat16, ties to even (torch's
+// BFloat16Bits rounds x to the nearest bfloat16, ties to even (torch's
 // float32 → bfloat16 cast; truncating would bias every weight toward 0).
 // NaN stays a quiet NaN.
-func bfloat16Bits(x float32) uint16 {
+func BFloat16Bits(x float32) uint16 {
 	b := math.Float32bits(x)
 	if x != x {
 		return uint16(b>>16) | 0x40
 	}
 	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
 }
+
+// Float16Bits rounds x to the nearest IEEE binary16, ties to even; beyond
+// its range (±65504) it is ±Inf.
+func Float16Bits(x float32) uint16 { return float16.Fromfloat32(x).Bits() }
 
 // FromInt64 builds an I64 tensor from v in C order; see FromFloat32.
 func FromInt64(name string, shape []int, v []int64) *Tensor {

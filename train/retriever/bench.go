@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -20,6 +24,10 @@ type BenchShape struct {
 	SubBatchTokens             int // 0: DefaultSubBatchTokens
 	EncodeBatch, EncodeLength  int
 	SkipTrain                  bool // encode throughput only
+	// EncodeDType holds the weights for encoding (float32, bfloat16 or
+	// float16; 0 = float32): from the random init with SkipTrain, else
+	// cast after the float32 training step.
+	EncodeDType dtypes.DType
 }
 
 // BenchResult is the speed of BenchTrainStep; compilation (the first call
@@ -35,6 +43,8 @@ type BenchResult struct {
 	Negatives            int     `json:"negatives"`
 	Length               int     `json:"length"`
 	EncodeLength         int     `json:"encode_length"`
+	EncodeDType          string  `json:"encode_dtype"`        // dtype the weights are held in while encoding
+	EncodeWeightBytes    int64   `json:"encode_weight_bytes"` // bytes those weights hold
 }
 
 // BenchTrainStep measures a randomly initialised BERT-family encoder of
@@ -52,7 +62,15 @@ func BenchTrainStep(backendName string, cfg bert.Config, a bert.Arch, s BenchSha
 	if err != nil {
 		return BenchResult{}, err
 	}
-	m, err := bert.NewRandomFor(be, cfg, a, false, 1)
+	held := s.EncodeDType
+	if held == dtypes.InvalidDType {
+		held = dtypes.Float32
+	}
+	initAs := dtypes.Float32 // the training step updates float32 master weights
+	if s.SkipTrain {
+		initAs = held
+	}
+	m, err := bert.NewRandomAs(be, cfg, a, false, 1, initAs)
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -119,6 +137,13 @@ func BenchTrainStep(backendName string, cfg bert.Config, a bert.Arch, s BenchSha
 		slices.Sort(perStep)
 		res.MsPerStepMin, res.MsPerStepMedian = 1e3*perStep[0], 1e3*trainer.Median(perStep)
 		res.TrainTokensPerSec = float64(s.Queries*(2+s.Negatives)*s.Length*steps) / total
+	}
+	if err := nn.CastVariables(m.Weights(), held); err != nil {
+		return BenchResult{}, fmt.Errorf("bench retriever: %w", err)
+	}
+	res.EncodeDType = strings.ToLower(held.String()) // HF's torch_dtype names: float32, bfloat16, float16
+	for _, b := range nn.HeldBytes(m.Weights()) {
+		res.EncodeWeightBytes += b
 	}
 	rows := make([][]int, s.EncodeBatch)
 	for i := range rows {
