@@ -88,7 +88,7 @@ const benchLoRAName = "qwen2.5-0.5b-lora"
 // random-initialised at the published shapes (no download) and run only
 // when named by --only.
 func benchModels() []benchModel {
-	bge, m3 := bert.LargeConfig(30522), xlmr.BGEM3Config()
+	bge, m3, small := bert.LargeConfig(30522), xlmr.BGEM3Config(), bert.BGESmallConfig(30522)
 	// SL-HyDE's retriever step: 4 queries × (1 positive + 7 hard negatives) × 512 tokens;
 	// encode throughput at 256 tokens.
 	shape := retriever.BenchShape{Queries: 4, Negatives: 7, Length: 512, EncodeBatch: 8, EncodeLength: 256}
@@ -98,6 +98,9 @@ func benchModels() []benchModel {
 		{Name: "flan-t5-large", Config: t5.LargeConfig(), Batch: 4, EncLen: 512, DecLen: 2, RealSize: true},
 		{Name: "bge-large", Encoder: &bge, Arch: bert.BERT, Shape: shape, RealSize: true},
 		{Name: "bge-m3", Encoder: &m3, Arch: xlmr.Arch, Shape: shape, RealSize: true},
+		// A small published shape beside them, to compare with the PyTorch
+		// peer (scripts/torch_bert_bench.py) where the large ones do not fit.
+		{Name: "bge-small", Encoder: &small, Arch: bert.BERT, Shape: shape, RealSize: true},
 	}
 }
 
@@ -123,6 +126,7 @@ run only when named by --only:
          d_kv 64, vocab 32128 (783M); filter step at batch 4, length 512, decoder 2
   bge-large: BERT 1024/24 layers/16 heads/4096, vocab 30522 (335M)
   bge-m3:    XLM-RoBERTa 1024/24/16/4096, vocab 250002, 8192 tokens (568M)
+  bge-small: BERT 384/12/12/1536, vocab 30522 (33M), the same steps
          both: an InfoNCE update (GradCache, AdamW) of 4 queries × (1 positive
          + 7 hard negatives) × 512 tokens, then encoding 8 passages of 256
          tokens (CLS, normalised) per call; --dtype bfloat16 holds the
@@ -143,7 +147,7 @@ to read its own peak).`,
 		},
 	}
 	cmd.Flags().IntVar(&o.Steps, "steps", 3, "timed steps per configuration, after one compile step (min and median are reported, as the PyTorch peer benchmark does)")
-	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration: mini, small, qwen2.5-0.5b, "+benchLoRAName+", flan-t5-large, bge-large or bge-m3 (default: mini, small and qwen2.5-0.5b)")
+	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration: mini, small, qwen2.5-0.5b, "+benchLoRAName+", flan-t5-large, bge-large, bge-m3 or bge-small (default: mini, small and qwen2.5-0.5b)")
 	cmd.Flags().IntVar(&o.SubBatchTokens, "sub-batch-tokens", 0, "bge-large/bge-m3: padded tokens per GradCache encoder pass (0: the trainer's 4096)")
 	cmd.Flags().BoolVar(&o.SkipTrain, "skip-train", false, "bge-large/bge-m3: measure encoding only, no training step")
 	addDTypeFlag(cmd, &o.DType) // bge-large/bge-m3 encoding; auto = the random init's float32
@@ -223,7 +227,7 @@ func (o benchModelsOptions) validate() ([]benchModel, []benchDecoder, error) {
 		return nil, nil, fmt.Errorf("--only %q: want one of %s", o.Only, strings.Join(names, ", "))
 	}
 	if (o.SubBatchTokens != 0 || o.SkipTrain || o.DType.get() != nn.Auto) && (o.Only == "" || benchModelByName(configs, o.Only).Encoder == nil) {
-		return nil, nil, fmt.Errorf("--sub-batch-tokens, --skip-train and --dtype apply to --only bge-large or bge-m3")
+		return nil, nil, fmt.Errorf("--sub-batch-tokens, --skip-train and --dtype apply to --only bge-large, bge-m3 or bge-small")
 	}
 	return configs, decoders, nil
 }

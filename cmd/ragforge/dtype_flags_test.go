@@ -53,7 +53,7 @@ func TestDTypeFlag(t *testing.T) {
 // bench models' --dtype holds the bge-large/bge-m3 encoders' weights; on
 // any other shape it makes no sense and is refused before any work.
 func TestBenchDTypeOnlyForEncoders(t *testing.T) {
-	if code, stderr := runErr("bench", "models", "--only", "mini", "--dtype", "bfloat16"); code == 0 || !strings.Contains(stderr, "--dtype apply to --only bge-large or bge-m3") {
+	if code, stderr := runErr("bench", "models", "--only", "mini", "--dtype", "bfloat16"); code == 0 || !strings.Contains(stderr, "--dtype apply to --only bge-large, bge-m3 or bge-small") {
 		t.Fatalf("bench models --only mini --dtype bfloat16: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -88,6 +88,10 @@ func MiniConfig(vocab int) Config { return sized(vocab, 256, 4, 4, 1024) }
 // SmallConfig is BERT-Small: hidden 512, 4 layers, 8 heads, intermediate 2048.
 func SmallConfig(vocab int) Config { return sized(vocab, 512, 4, 8, 2048) }
 
+// BGESmallConfig is the shape of BAAI/bge-small-en-v1.5: hidden 384, 12
+// layers, 12 heads, intermediate 1536 (33M parameters at vocab 30522).
+func BGESmallConfig(vocab int) Config { return sized(vocab, 384, 12, 12, 1536) }
+
 // LargeConfig is BERT-large, the shape of BAAI/bge-large-en-v1.5 (the
 // SL-HyDE retriever): hidden 1024, 24 layers, 16 heads, intermediate 4096
 // (335M parameters at vocab 30522).
