@@ -227,6 +227,7 @@ type evalFilterOptions struct {
 	Data, Out string
 	Eval      filtertrain.EvalOptions
 	Windows   filterWindows
+	DType     dtypeFlag
 }
 
 func newEvalFilterCmd(g *globals) *cobra.Command {
@@ -257,6 +258,7 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 	o.Windows.add(cmd)
 	f.IntVar(&o.Eval.BatchSize, "batch-size", 16, "windows per batch")
 	f.Float64Var(&o.Eval.Threshold, "threshold", 0.5, "predict [HELPFUL] when P([HELPFUL]) >= threshold")
+	addDTypeFlag(cmd, &o.DType)
 	return cmd
 }
 
@@ -293,7 +295,7 @@ func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
 	defer st.Close()
 	defer finishRun(run, &err)
 	bar := progress.New(g.Err, -1, "eval filter")
-	o.Eval.Backend = g.Backend
+	o.Eval.Backend, o.Eval.DType = g.Backend, o.DType.get()
 	o.Eval.Progress = bar.Func()
 	rep, err := filtertrain.EvaluateEnsemble(o.Models, examples, o.Eval)
 	bar.Finish()

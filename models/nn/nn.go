@@ -1,5 +1,7 @@
 // Package nn holds the GoMLX pieces ragforge's HF architectures share
-// (models/t5, models/decoder): variables named by HF parameter names, the
+// (models/t5, models/decoder, models/bert): variables named by HF parameter
+// names, the dtype their weights are held in for inference (DType, HF's
+// torch_dtype; widened to float32 where used, dtype.go), the
 // nn.Linear product in the backend's preferred layout, RMSNorm, packing
 // host batches into padded int32 tensors and cropping results back, and
 // choosing a token from a row of logits (greedy or HF's sampling warpers).
