@@ -1,16 +1,23 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/data/workqueue"
+	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
 // workFlags split a command's work over workers: in this process
@@ -23,20 +30,27 @@ type workFlags struct {
 	Lease     time.Duration
 	Shard     string
 	Verbose   bool
+
+	batchFlag string
+	finishJob bool // this process completed a --job: it finishes the shared run
 }
 
-// add declares the flags; unit names what a batch holds ("questions").
-func (w *workFlags) add(cmd *cobra.Command) { w.addFor(cmd, "questions", 8) }
+// add declares the flags with --batch-size, of questions.
+func (w *workFlags) add(cmd *cobra.Command) { w.addFor(cmd, "batch-size", "questions", 8) }
 
-func (w *workFlags) addFor(cmd *cobra.Command, unit string, batch int) {
+// addFor declares the flags, the batch size as --<batchFlag> (a command
+// whose --batch-size means something else names it otherwise); unit names
+// what a batch holds.
+func (w *workFlags) addFor(cmd *cobra.Command, batchFlag, unit string, batch int) {
+	w.batchFlag = batchFlag
 	f := cmd.Flags()
 	f.IntVar(&w.Workers, "workers", 1, "workers in this process, claiming batches from the run store's queue")
 	f.StringVar(&w.Job, "job", "", "join (or create) the shared run NAME: processes started with the same flags on several machines work on it together through the run store (use --db postgres://…)")
-	f.IntVar(&w.BatchSize, "batch-size", batch, unit+" per queued batch (--workers, --job, --shard)")
+	f.IntVar(&w.BatchSize, batchFlag, batch, unit+" per queued batch (--workers, --job, --shard)")
 	f.DurationVar(&w.Lease, "lease", workqueue.DefaultLease, "a claimed batch returns to the queue when its worker has not renewed it for this long")
 	f.StringVar(&w.Shard, "shard", "", "do only shard i/N of the "+unit+" (every N-th batch from the i-th)")
 	f.BoolVar(&w.Verbose, "log-batches", false, "print each claimed and completed batch on stderr")
-	minInt(f, 1, "workers", "batch-size")
+	minInt(f, 1, "workers", batchFlag)
 }
 
 func (w *workFlags) queued() bool { return w.Workers > 1 || w.Job != "" }
@@ -95,7 +109,7 @@ func (w *workFlags) pool(g *globals, q *workqueue.Queue, job string) workqueue.P
 
 // start opens the run store and the run of a split command: a run of its
 // own, or with --job the shared run every worker process joins (finish is
-// then a no-op: the process that completes the job finishes the run).
+// then a no-op unless this process completed the job).
 func (w *workFlags) start(g *globals, kind string, cfg any) (st *tracker.Store, run *tracker.Run, finish func(*error), err error) {
 	if w.Job == "" {
 		if st, run, err = startRun(g, kind, cfg); err != nil {
@@ -110,5 +124,69 @@ func (w *workFlags) start(g *globals, kind string, cfg any) (st *tracker.Store, 
 		st.Close()
 		return nil, nil, nil, err
 	}
-	return st, run, func(*error) {}, nil
+	return st, run, func(err *error) {
+		if *err == nil && w.finishJob {
+			*err = run.Finish(nil)
+		}
+	}, nil
+}
+
+// encode encodes chunks with enc and hands the vectors [len(chunks), dim]
+// to write: in this process, or split (--workers, --job, --shard) into
+// block-aligned batches whose parts wait under out/.encode-parts/<name>
+// until the one process that merges them calls write. written is false in
+// a process that did not write (another one merges, or shards are missing);
+// with --job the writer finishes the shared run.
+func (w *workFlags) encode(ctx context.Context, g *globals, st *tracker.Store, run *tracker.Run, enc encode.Encoder, chunks []data.Chunk,
+	out, name string, write func(vecs []float32, dim int) error) (written bool, err error) {
+	if !w.split() {
+		bar := progress.New(g.Err, len(chunks), "encode")
+		vecs, dim, err := encode.EncodeCorpus(enc, chunks, bar.Func())
+		bar.Finish()
+		if err != nil {
+			return false, err
+		}
+		return true, write(vecs, dim)
+	}
+	if err := w.check(""); err != nil {
+		return false, err
+	}
+	if w.BatchSize%encode.CorpusBlock != 0 {
+		return false, fmt.Errorf("--%s %d: want a multiple of %d chunks (the encoder's block, so the vectors equal a one-process run's)", w.batchFlag, w.BatchSize, encode.CorpusBlock)
+	}
+	parts := filepath.Join(out, ".encode-parts")
+	s := encode.Split{Dir: filepath.Join(parts, name), BatchRows: w.BatchSize}
+	ws := encode.Workers{Job: run.ID, Workers: w.Workers, Lease: w.Lease, Log: w.logf(g)}
+	if w.Shard != "" {
+		ws.Shard, ws.Shards, _ = workqueue.ParseShard(w.Shard)
+	} else if ws.Queue, err = workqueue.Open(st.DB()); err != nil {
+		return false, err
+	}
+	bar := progress.New(g.Err, len(chunks), "encode (this process)")
+	var mu sync.Mutex
+	rows := 0
+	batches, written, err := s.Run(ctx, enc, chunks, ws, func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		rows += n
+		bar.Set(rows, len(chunks))
+	}, write)
+	bar.Finish()
+	if err != nil {
+		return false, err
+	}
+	os.Remove(parts) // once empty
+	fmt.Fprintf(g.Err, "%s: this process encoded %d batches (%d chunks)", run.ID, batches, rows)
+	switch {
+	case written && w.Job != "":
+		fmt.Fprintln(g.Err, "; it merged them all and finishes the job")
+		w.finishJob = true
+	case written:
+		fmt.Fprintln(g.Err, "; it merged them all")
+	case w.Shard != "":
+		fmt.Fprintf(g.Err, "; parts are kept in %s until the last shard merges them\n", s.Dir)
+	default:
+		fmt.Fprintln(g.Err, "; another worker merged them")
+	}
+	return written, nil
 }
