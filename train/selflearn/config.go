@@ -41,7 +41,10 @@ type Config struct {
 
 	// Generator is the generator spec: "ict", "t5:<dir>", "hf:<dir>",
 	// "qwen2:<dir>", "llama:<dir>", "qwen3:<dir>" or "openai:<url>[#model]"
-	// (generate.ParseGeneratorSpec). A local T5 is fine-tuned in full
+	// (generate.ParseGeneratorSpec), or a comma-separated list of openai
+	// specs, one per server, that the generation stage splits its prompts
+	// over (generate.Pool; each server with its client's retries, backoff
+	// and concurrency limit). A local T5 is fine-tuned in full
 	// (FineTuneT5), a local decoder with LoRA (GeneratorLoRA).
 	Generator string
 	// GeneratorImpl, when set, is used instead of opening Generator (tests,
@@ -172,7 +175,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("selflearn config: field %q: %v, want %s", field, v, want)
 	}
 	if c.GeneratorImpl == nil {
-		if _, err := generate.ParseGeneratorSpec(c.Generator); err != nil {
+		if _, err := generate.ParseGeneratorSpecs(c.Generator); err != nil {
 			return fmt.Errorf("selflearn config: field %q: %w", "Generator", err)
 		}
 	}
