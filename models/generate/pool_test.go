@@ -25,7 +25,7 @@ func fakeChat(t *testing.T, calls *atomic.Int64, failFirst int64, delay time.Dur
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Messages []struct{ Content string } `json:"messages"`
-			Seed     int64                       `json:"seed"`
+			Seed     int64                      `json:"seed"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
 		if calls.Add(1) <= failFirst {
