@@ -85,7 +85,7 @@ encode only the queries, with the recorded settings.`,
 	f.StringVar(&o.Out, "out", "", "root directory of the RAG² layout (embeddings/, articles/); other corpora in it are kept (required)")
 	f.StringVar(&o.Name, "name", "", "corpus name: the embeddings/<name> and articles/<name> directories (default: the corpus file or directory name)")
 	f.IntVar(&o.ShardSize, "shard-size", 0, "rows per .npy/.json file pair (0: one file pair)")
-	o.Work.addFor(cmd, "queue-batch", "chunks", encode.DefaultSplitRows)
+	o.Work.addFor(cmd, "queue-batch", "chunks", encode.DefaultSplitRows, encode.CorpusBlock) // the encoder block: vectors equal one process's
 	return cmd
 }
 

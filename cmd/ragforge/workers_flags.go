@@ -17,7 +17,9 @@ import (
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/encode"
+	"github.com/ragforge/ragforge/train/selflearn"
 )
 
 // workFlags split a command's work over workers: in this process
@@ -32,17 +34,18 @@ type workFlags struct {
 	Verbose   bool
 
 	batchFlag string
+	multiple  int
 	finishJob bool // this process completed a --job: it finishes the shared run
 }
 
 // add declares the flags with --batch-size, of questions.
-func (w *workFlags) add(cmd *cobra.Command) { w.addFor(cmd, "batch-size", "questions", 8) }
+func (w *workFlags) add(cmd *cobra.Command) { w.addFor(cmd, "batch-size", "questions", 8, 1) }
 
 // addFor declares the flags, the batch size as --<batchFlag> (a command
 // whose --batch-size means something else names it otherwise); unit names
-// what a batch holds.
-func (w *workFlags) addFor(cmd *cobra.Command, batchFlag, unit string, batch int) {
-	w.batchFlag = batchFlag
+// what a batch holds, and a batch size must be a multiple of multiple.
+func (w *workFlags) addFor(cmd *cobra.Command, batchFlag, unit string, batch, multiple int) {
+	w.batchFlag, w.multiple = batchFlag, multiple
 	f := cmd.Flags()
 	f.IntVar(&w.Workers, "workers", 1, "workers in this process, claiming batches from the run store's queue")
 	f.StringVar(&w.Job, "job", "", "join (or create) the shared run NAME: processes started with the same flags on several machines work on it together through the run store (use --db postgres://…)")
@@ -65,6 +68,8 @@ func (w *workFlags) check(resume string) error {
 		return fmt.Errorf("--resume continues a one-process run; a --workers or --job run resumes by starting its workers again (with --job NAME)")
 	case w.Lease < time.Second:
 		return fmt.Errorf("--lease %s: want at least 1s", w.Lease)
+	case w.multiple > 1 && w.BatchSize%w.multiple != 0:
+		return fmt.Errorf("--%s %d: want a multiple of %d", w.batchFlag, w.BatchSize, w.multiple)
 	}
 	if w.Shard != "" {
 		if _, _, err := workqueue.ParseShard(w.Shard); err != nil {
@@ -110,7 +115,11 @@ func (w *workFlags) pool(g *globals, q *workqueue.Queue, job string) workqueue.P
 // start opens the run store and the run of a split command: a run of its
 // own, or with --job the shared run every worker process joins (finish is
 // then a no-op unless this process completed the job).
+// Errors: flags check refuses (before anything is opened).
 func (w *workFlags) start(g *globals, kind string, cfg any) (st *tracker.Store, run *tracker.Run, finish func(*error), err error) {
+	if err := w.check(""); err != nil {
+		return nil, nil, nil, err
+	}
 	if w.Job == "" {
 		if st, run, err = startRun(g, kind, cfg); err != nil {
 			return nil, nil, nil, err
@@ -148,12 +157,6 @@ func (w *workFlags) encode(ctx context.Context, g *globals, st *tracker.Store, r
 		}
 		return true, write(vecs, dim)
 	}
-	if err := w.check(""); err != nil {
-		return false, err
-	}
-	if w.BatchSize%encode.CorpusBlock != 0 {
-		return false, fmt.Errorf("--%s %d: want a multiple of %d chunks (the encoder's block, so the vectors equal a one-process run's)", w.batchFlag, w.BatchSize, encode.CorpusBlock)
-	}
 	parts := filepath.Join(out, ".encode-parts")
 	s := encode.Split{Dir: filepath.Join(parts, name), BatchRows: w.BatchSize}
 	ws := encode.Workers{Job: run.ID, Workers: w.Workers, Lease: w.Lease, Log: w.logf(g)}
@@ -189,4 +192,23 @@ func (w *workFlags) encode(ctx context.Context, g *globals, st *tracker.Store, r
 		fmt.Fprintln(g.Err, "; another worker merged them")
 	}
 	return written, nil
+}
+
+// genServerFlags are selflearn's limits per generator server.
+type genServerFlags struct{ Concurrency, Retries int }
+
+func (s *genServerFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&s.Concurrency, "gen-concurrency", openai.DefaultOptions().Concurrency, "openai generator: requests in flight per server (each server of a --generator list has its own)")
+	f.IntVar(&s.Retries, "gen-retries", openai.DefaultOptions().MaxRetries, "openai generator: retries of a failed request, with exponential backoff honouring Retry-After")
+	minInt(f, 1, "gen-concurrency")
+	minInt(f, 0, "gen-retries")
+}
+
+// apply sets cfg's server limits (--gen-retries 0: none).
+func (s genServerFlags) apply(cfg *selflearn.Config) {
+	cfg.GenConcurrency, cfg.GenRetries = s.Concurrency, s.Retries
+	if s.Retries == 0 {
+		cfg.GenRetries = -1
+	}
 }

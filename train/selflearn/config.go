@@ -50,6 +50,13 @@ type Config struct {
 	// GeneratorImpl, when set, is used instead of opening Generator (tests,
 	// custom servers); Generator then only names it in the run.
 	GeneratorImpl lm.Generator `json:"-"`
+	// GenConcurrency and GenRetries are an openai generator's requests in
+	// flight per server and retries after a failed request, with
+	// exponential backoff (0: the client's defaults, 4 and 3; negative
+	// GenRetries: none), as openai.Options. Not part of the run's config: a
+	// resumed run may use other servers' limits.
+	GenConcurrency int `json:"-"`
+	GenRetries     int `json:"-"`
 	// RetrieverDir is the initial BERT bi-encoder (HF directory: config.json,
 	// model.safetensors, vocab.txt). Required.
 	RetrieverDir string
@@ -198,6 +205,8 @@ func (c Config) Validate() error {
 		return bad("GenTemperature", c.GenTemperature, ">= 0")
 	case c.GenBatch < 1:
 		return bad("GenBatch", c.GenBatch, ">= 1")
+	case c.GenConcurrency < 0:
+		return bad("GenConcurrency", c.GenConcurrency, ">= 0")
 	case c.SelectionDepth < 1:
 		return bad("SelectionDepth", c.SelectionDepth, ">= 1")
 	case c.RankFrom < 0 || c.RankTo <= c.RankFrom:
