@@ -176,3 +176,38 @@ func TestEncodeWorkersSurviveSIGKILL(t *testing.T) {
 		t.Errorf("parts left after the merge: %v", err)
 	}
 }
+
+// `encode --workers 3` on the default SQLite store, and two `--shard`
+// processes into one --out, write what one process writes; the first shard
+// to finish leaves its parts for the second, which merges.
+func TestEncodeWorkersAndShardsEqualOneProcess(t *testing.T) {
+	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	bert := filepath.Join(dir, "bert")
+	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)
+	corpus := filepath.Join(dir, "corpus.jsonl")
+	writeEncodeCorpus(t, corpus, 2*256+30)
+	common := []string{"encode", "--db", db, "--corpus", corpus, "--chunk-size", "0", "--encoder", bert}
+	ref := filepath.Join(dir, "ref")
+	run(t, append(common, "--out", ref)...)
+	pool := filepath.Join(dir, "pool")
+	var res encodeResult
+	if err := json.Unmarshal([]byte(run(t, append(common, "--out", pool, "--workers", "3", "--queue-batch", "256", "--json")...)), &res); err != nil || res.Pending || res.Rows != 2*256+30 {
+		t.Fatalf("--workers 3: %+v, %v", res, err)
+	}
+	if n := sameTree(t, ref, pool); n != 3 {
+		t.Errorf("--workers 3: %d files compared, want 3", n)
+	}
+	shards := filepath.Join(dir, "shards")
+	for i, want := range []bool{true, false} {
+		var res encodeResult
+		out := run(t, append(common, "--out", shards, "--shard", fmt.Sprintf("%d/2", i), "--queue-batch", "256", "--json")...)
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Pending != want {
+			t.Fatalf("--shard %d/2: %+v (%v), want pending %v", i, res, err, want)
+		}
+	}
+	if n := sameTree(t, ref, shards); n != 3 {
+		t.Errorf("--shard: %d files compared, want 3", n)
+	}
+}
