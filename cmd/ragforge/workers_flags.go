@@ -212,3 +212,23 @@ func (s genServerFlags) apply(cfg *selflearn.Config) {
 		cfg.GenRetries = -1
 	}
 }
+
+// genList is selflearn's --generator: given more than once it lists the
+// servers (joined with ',', as a list in one value is).
+type genList struct {
+	p   *string
+	set bool
+}
+
+func (g *genList) String() string { return *g.p }
+
+func (g *genList) Set(s string) error {
+	if g.set {
+		*g.p += "," + s
+	} else {
+		*g.p, g.set = s, true
+	}
+	return nil
+}
+
+func (g *genList) Type() string { return "string" }

@@ -30,3 +30,21 @@ func TestWorkerFlagsRefused(t *testing.T) {
 		})
 	}
 }
+
+// selflearn --generator given twice lists both servers.
+func TestSelflearnGeneratorRepeated(t *testing.T) {
+	root := newRoot(&globals{})
+	cmd, rest, err := root.Find([]string{"selflearn", "--generator", "openai:http://a:1/v1", "--generator", "openai:http://b:2/v1#m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cmd.Flags().Lookup("generator").DefValue; got != "ict" {
+		t.Errorf("default %q, want ict", got)
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Fatal(err)
+	}
+	if got := cmd.Flags().Lookup("generator").Value.String(); got != "openai:http://a:1/v1,openai:http://b:2/v1#m" {
+		t.Errorf("--generator twice = %q", got)
+	}
+}
