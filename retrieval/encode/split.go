@@ -232,6 +232,9 @@ func (s Split) Run(ctx context.Context, enc Encoder, chunks []data.Chunk, w Work
 	}
 	mw := &workqueue.Worker{Queue: w.Queue, Job: mj, Owner: workqueue.Owner(0), Lease: w.Lease, Log: w.Log}
 	_, err = mw.Run(ctx, merge)
+	if !published {
+		os.Remove(s.Dir) // a late process's empty directory (the merger removed the parts)
+	}
 	return batches, published, err
 }
 

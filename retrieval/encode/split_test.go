@@ -111,6 +111,9 @@ func testSplitQueueEqualsOneProcess(t *testing.T, target string) {
 		func([]float32, int) error { t.Error("published twice"); return nil }); n != 0 || published || err != nil {
 		t.Errorf("late Run = %d, %v, %v; want 0, false, nil", n, published, err)
 	}
+	if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
+		t.Errorf("parts directory left by the late Run: %v", err)
+	}
 	// A worker that chunked another corpus is refused.
 	if _, _, err := s.Run(ctx, enc, chunks[1:], Workers{Queue: q, Job: "enc"}, nil, nil); err == nil {
 		t.Error("Run over other chunks: no error")
