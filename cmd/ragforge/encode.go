@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
@@ -22,6 +21,7 @@ type encodeOptions struct {
 	Out       string
 	Name      string
 	ShardSize int
+	Work      workFlags `json:"-"` // per process: a --job's workers may differ in it
 }
 
 // encodeResult is what --json prints.
@@ -33,6 +33,8 @@ type encodeResult struct {
 	Dim        int      `json:"dim"`
 	Embeddings []string `json:"embeddings"`
 	Articles   []string `json:"articles"`
+	// Pending: this process did its batches; another one writes the corpus.
+	Pending bool `json:"pending,omitempty"`
 }
 
 func newEncodeCmd(g *globals) *cobra.Command {
@@ -67,6 +69,10 @@ encode only the queries, with the recorded settings.`,
 			if g.JSON {
 				return printJSON(g.Out, res)
 			}
+			if res.Pending {
+				fmt.Fprintf(g.Out, "run %s: this process's batches are encoded; another process writes corpus %q under %s\n", res.RunID, res.Name, res.Dir)
+				return nil
+			}
 			fmt.Fprintf(g.Out, "run %s: %d chunks encoded as float32 [%d, %d] into %s (%d .npy files, corpus %q; read it with --corpus %s%s)\n",
 				res.RunID, res.Rows, res.Rows, res.Dim, filepath.Join(res.Dir, "embeddings", res.Name), len(res.Embeddings), res.Name, data.EncodedScheme, res.Dir)
 			return nil
@@ -79,10 +85,11 @@ encode only the queries, with the recorded settings.`,
 	f.StringVar(&o.Out, "out", "", "root directory of the RAG² layout (embeddings/, articles/); other corpora in it are kept (required)")
 	f.StringVar(&o.Name, "name", "", "corpus name: the embeddings/<name> and articles/<name> directories (default: the corpus file or directory name)")
 	f.IntVar(&o.ShardSize, "shard-size", 0, "rows per .npy/.json file pair (0: one file pair)")
+	o.Work.addFor(cmd, "queue-batch", "chunks", encode.DefaultSplitRows, encode.CorpusBlock) // the encoder block: vectors equal one process's
 	return cmd
 }
 
-func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResult, err error) {
+func runEncode(ctx context.Context, g *globals, o encodeOptions) (res *encodeResult, err error) {
 	if o.Encoder == "" || o.Out == "" {
 		return nil, fmt.Errorf("--encoder and --out are required")
 	}
@@ -99,12 +106,12 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	if name == "" {
 		name = corpusName(o.Corpus.Path)
 	}
-	st, run, err := startRun(g, "encode", o)
+	st, run, finish, err := o.Work.start(g, "encode", o)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	defer finishRun(run, &err)
+	defer finish(&err)
 	_, chunks, err := o.Corpus.load(g)
 	if err != nil {
 		return nil, err
@@ -117,12 +124,6 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 		return nil, err
 	}
 	o.Enc.apply(enc, g.Err)
-	bar := progress.New(g.Err, len(chunks), "encode")
-	vecs, dim, err := encode.EncodeCorpus(enc, chunks, bar.Func())
-	bar.Finish()
-	if err != nil {
-		return nil, err
-	}
 	info, err := enc.Info(o.Encoder)
 	if err != nil {
 		return nil, err
@@ -132,8 +133,11 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	if o.Corpus.ChunkSize == 0 {
 		info.ChunkOverlap = 0
 	}
-	if err := data.WriteRAG2(o.Out, name, chunks, vecs, dim, o.ShardSize, info); err != nil {
-		return nil, err
+	dim := enc.Dim()
+	if written, err := o.Work.encode(ctx, g, st, run, enc, chunks, o.Out, name, func(vecs []float32, dim int) error {
+		return data.WriteRAG2(o.Out, name, chunks, vecs, dim, o.ShardSize, info)
+	}); err != nil || !written {
+		return &encodeResult{RunID: run.ID, Dir: o.Out, Name: name, Dim: dim, Pending: true}, err
 	}
 	res = &encodeResult{RunID: run.ID, Dir: o.Out, Name: name, Rows: len(chunks), Dim: dim}
 	for _, sub := range []struct {

@@ -31,6 +31,7 @@ type selflearnOptions struct {
 	// A decoder generator's LoRA warmup and checkpoint spacing
 	// (Config.GeneratorLoRA).
 	LoRAWarmup, LoRASaveSteps int
+	GenServers                genServerFlags // limits per openai generator server
 }
 
 func newSelflearnCmd(g *globals) *cobra.Command {
@@ -106,7 +107,8 @@ are given.`,
 	f.StringVar(&c.RetrieverDir, "retriever", "", "initial BERT bi-encoder directory (HF layout) (required)")
 	addRecipeFlag(cmd, &o.Recipe, "BERT")
 	f.Float64Var(&c.FusionHoldout, "fusion-holdout", c.FusionHoldout, "fraction of each round's pseudo-queries held out of training to choose the hybrid's dense/BM25 weights on (0: the AP paper's 0.3/0.7)")
-	f.StringVar(&c.Generator, "generator", "ict", "generator: ict | t5:DIR | hf:DIR (T5 or Llama/Qwen2/Qwen3 by model_type) | qwen2:DIR | llama:DIR | qwen3:DIR (model_type checked) | openai:URL[#model]; a local T5 or decoder is fine-tuned each round")
+	c.Generator = "ict"
+	f.Var(&genList{p: &c.Generator}, "generator", "generator: ict | t5:DIR | hf:DIR (T5 or Llama/Qwen2/Qwen3 by model_type) | qwen2:DIR | llama:DIR | qwen3:DIR (model_type checked) | openai:URL[#model], or several openai:URL (repeated, or one comma-separated list), one per server, that generation splits its prompts over; a local T5 or decoder is fine-tuned each round")
 	f.StringVar(&c.WorkDir, "work", "ragforge-selflearn", "working directory (per-round files, tuned models; resumes from run.json)")
 	f.StringVar(&o.Resume, "resume", "", "attach to this run id instead of the work directory's")
 	f.StringVar(&o.EvalQA, "eval-qa", "", "evaluation questions: AP QA CSV or BEIR dir (required)")
@@ -143,6 +145,7 @@ are given.`,
 	f.IntVar(&c.SubBatchTokens, "sub-batch-tokens", 0, "retriever training: padded tokens per GradCache encoder pass, which bounds its activation memory (0: 4096)")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for sampling, negatives and data order")
 	o.BM25.add(cmd)
+	o.GenServers.add(cmd)
 	return cmd
 }
 
@@ -166,6 +169,7 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	cfg.Recipe = o.Recipe
 	cfg.ChunkSize, cfg.ChunkOverlap = o.Corpus.ChunkSize, o.Corpus.Overlap
 	generatorLoRAFlags(cmd, &cfg, o)
+	o.GenServers.apply(&cfg)
 	if err := startRetrieverSettings(cmd, g, &cfg); err != nil {
 		return err
 	}
