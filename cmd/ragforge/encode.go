@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/internal/version"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
@@ -25,17 +23,7 @@ type encodeOptions struct {
 }
 
 // encodeResult is what --json prints.
-type encodeResult struct {
-	RunID      string   `json:"run_id"`
-	Dir        string   `json:"dir"`
-	Name       string   `json:"name"`
-	Rows       int      `json:"rows"`
-	Dim        int      `json:"dim"`
-	Embeddings []string `json:"embeddings"`
-	Articles   []string `json:"articles"`
-	// Pending: this process did its batches; another one writes the corpus.
-	Pending bool `json:"pending,omitempty"`
-}
+type encodeResult = encode.RAG2Result
 
 func newEncodeCmd(g *globals) *cobra.Command {
 	var o encodeOptions
@@ -89,6 +77,9 @@ encode only the queries, with the recorded settings.`,
 	return cmd
 }
 
+// runEncode records an encode run: the corpus chunked and encoded into
+// RAG²'s layout (encode.WriteRAG2), in this process or split over workers
+// (--workers, --job, --shard), its files as artifacts.
 func runEncode(ctx context.Context, g *globals, o encodeOptions) (res *encodeResult, err error) {
 	if o.Encoder == "" || o.Out == "" {
 		return nil, fmt.Errorf("--encoder and --out are required")
@@ -102,10 +93,6 @@ func runEncode(ctx context.Context, g *globals, o encodeOptions) (res *encodeRes
 	if err := o.Enc.resolve(o.Encoder); err != nil {
 		return nil, err
 	}
-	name := o.Name
-	if name == "" {
-		name = corpusName(o.Corpus.Path)
-	}
 	st, run, finish, err := o.Work.start(g, "encode", o)
 	if err != nil {
 		return nil, err
@@ -116,64 +103,48 @@ func runEncode(ctx context.Context, g *globals, o encodeOptions) (res *encodeRes
 	if err != nil {
 		return nil, err
 	}
-	if pre := o.Corpus.encoded; pre != nil && o.Name == "" {
-		name = pre.Name
-	}
 	enc, err := encode.LoadBERT(o.Encoder, g.Backend, o.Enc.Pooling)
 	if err != nil {
 		return nil, err
 	}
 	o.Enc.apply(enc, g.Err)
-	info, err := enc.Info(o.Encoder)
-	if err != nil {
-		return nil, err
+	c := o.rag2Corpus()
+	written, err := o.Work.encode(ctx, g, st, run, enc, chunks, o.Out, c.Name, func(vecs []float32, dim int) (err error) {
+		res, err = encode.WriteRAG2(enc, o.Encoder, chunks, vecs, dim, c)
+		return err
+	})
+	if err != nil || !written {
+		return &encodeResult{RunID: run.ID, Dir: o.Out, Name: c.Name, Dim: enc.Dim(), Pending: true}, err
 	}
-	info.Sources = o.Enc.Sources
-	info.Source, info.ChunkSize, info.ChunkOverlap, info.Version = o.Corpus.Path, o.Corpus.ChunkSize, o.Corpus.Overlap, version.Version
-	if o.Corpus.ChunkSize == 0 {
-		info.ChunkOverlap = 0
-	}
-	dim := enc.Dim()
-	if written, err := o.Work.encode(ctx, g, st, run, enc, chunks, o.Out, name, func(vecs []float32, dim int) error {
-		return data.WriteRAG2(o.Out, name, chunks, vecs, dim, o.ShardSize, info)
-	}); err != nil || !written {
-		return &encodeResult{RunID: run.ID, Dir: o.Out, Name: name, Dim: dim, Pending: true}, err
-	}
-	res = &encodeResult{RunID: run.ID, Dir: o.Out, Name: name, Rows: len(chunks), Dim: dim}
-	for _, sub := range []struct {
-		dir, ext string
-		into     *[]string
-	}{{"embeddings", ".npy", &res.Embeddings}, {"articles", ".json", &res.Articles}} {
-		ents, err := os.ReadDir(filepath.Join(o.Out, sub.dir, name))
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), sub.ext) && e.Name() != data.EncodeInfoFile {
-				p := filepath.Join(o.Out, sub.dir, name, e.Name())
-				*sub.into = append(*sub.into, p)
-				if err := run.Artifact(sub.dir+"/"+e.Name(), p); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	if err := run.LogMetrics(map[string]float64{"rows": float64(len(chunks)), "dim": float64(dim)}, 0); err != nil {
-		return nil, err
-	}
-	return res, nil
+	res.RunID = run.ID
+	return res, recordEncoded(run, res)
 }
 
-// corpusName is the default name of a corpus path: its base name without
-// extension ("../data/ap_protocols" → "ap_protocols", "x/corpus.jsonl" →
-// "corpus"), or the corpus name of a rag2: spec.
-func corpusName(path string) string {
-	if rest, ok := strings.CutPrefix(path, data.EncodedScheme); ok {
-		if _, name, ok := strings.Cut(rest, "#"); ok && name != "" {
-			return name
+// rag2Corpus is where the flags put the encoded corpus: --name, else the
+// pre-encoded corpus's name, else the corpus path's.
+func (o *encodeOptions) rag2Corpus() encode.RAG2Corpus {
+	name := o.Name
+	if name == "" {
+		name = data.CorpusName(o.Corpus.Path)
+		if pre := o.Corpus.encoded; pre != nil {
+			name = pre.Name
 		}
-		path = rest
 	}
-	base := filepath.Base(strings.TrimRight(path, "/"))
-	return strings.TrimSuffix(base, filepath.Ext(base))
+	return encode.RAG2Corpus{Out: o.Out, Name: name, ShardSize: o.ShardSize, Source: o.Corpus.Path,
+		ChunkSize: o.Corpus.ChunkSize, Overlap: o.Corpus.Overlap, Sources: o.Enc.Sources}
+}
+
+// recordEncoded records the encoded files as artifacts and rows/dim as metrics.
+func recordEncoded(run *tracker.Run, res *encodeResult) error {
+	for _, f := range res.Embeddings {
+		if err := run.Artifact("embeddings/"+filepath.Base(f), f); err != nil {
+			return err
+		}
+	}
+	for _, f := range res.Articles {
+		if err := run.Artifact("articles/"+filepath.Base(f), f); err != nil {
+			return err
+		}
+	}
+	return run.LogMetrics(map[string]float64{"rows": float64(res.Rows), "dim": float64(res.Dim)}, 0)
 }
