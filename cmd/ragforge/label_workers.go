@@ -12,10 +12,10 @@ import (
 	"github.com/ragforge/ragforge/models/lm"
 )
 
-// runLabelPerplexityWorkers labels tasks with queue workers: --workers N in
+// labelPerplexityWorkers labels tasks with queue workers: --workers N in
 // this process, on a run of its own or, with --job, on the shared run every
 // worker process of the job joins.
-func runLabelPerplexityWorkers(ctx context.Context, g *globals, o labelPerplexityOptions, scorers []lm.Scorer, tasks []label.Task) (err error) {
+func labelPerplexityWorkers(ctx context.Context, g *globals, o labelPerplexityOptions, scorers []lm.Scorer, tasks []label.Task) (err error) {
 	payloads, err := label.BatchPayloads(tasks, o.Work.BatchSize)
 	if err != nil {
 		return err
@@ -64,17 +64,9 @@ func runLabelPerplexityWorkers(ctx context.Context, g *globals, o labelPerplexit
 		}
 	}
 	fmt.Fprintf(g.Err, "%s: this process labeled %d of %d batches\n", run.ID, batches, len(payloads))
-	res, err := finishLabels(g, run, ls, o.Candidates.Out, countPairs(tasks))
+	res, err := label.Summarize(run, ls, o.Candidates.Out, label.CountPairs(tasks))
 	if err != nil {
 		return err
 	}
-	return res.print(g)
-}
-
-func countPairs(tasks []label.Task) int {
-	n := 0
-	for _, t := range tasks {
-		n += len(t.Candidates)
-	}
-	return n
+	return printLabels(g, res)
 }
