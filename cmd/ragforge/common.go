@@ -6,39 +6,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/data/chunk"
-	"github.com/ragforge/ragforge/data/storedb"
 	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/atomicfile"
-	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/retrieval/evalrun"
 )
 
-// corpusFlags are the flags of every command that reads and chunks a corpus.
-// The json tags name the run config fields stored with every run.
+// corpusFlags are the flags of every command that reads and chunks a
+// corpus: evalrun.Corpus, whose json tags name the run config fields.
 type corpusFlags struct {
-	Path       string `json:"corpus"`
-	TextField  string `json:"text_field,omitempty"`
-	IDField    string `json:"id_field,omitempty"`
-	TitleField string `json:"title_field,omitempty"`
-	SkipEmpty  bool   `json:"skip_empty"`
-	ChunkSize  int    `json:"chunk_size"` // 0: whole documents
-	Overlap    int    `json:"chunk_overlap"`
-	MaxField   int    `json:"max_field_bytes"`
+	evalrun.Corpus
 
 	// encoded is the pre-encoded corpus load read, for --corpus rag2:DIR.
 	encoded *data.Encoded
-	changed func(name string) bool // the command's Flags().Changed
 }
 
-func (c *corpusFlags) add(cmd *cobra.Command) {
+func (c *corpusFlags) add(cmd *cobra.Command) { addCorpusFlags(cmd, &c.Corpus) }
+
+func addCorpusFlags(cmd *cobra.Command, c *evalrun.Corpus) {
 	f := cmd.Flags()
 	f.StringVar(&c.Path, "corpus", "", "corpus: HF save_to_disk dir, BEIR dir, .jsonl, .csv, or rag2:DIR[#name] (pre-encoded by ragforge encode, RAG² layout) (required)")
 	f.StringVar(&c.TextField, "text-field", "", "text field name (default \"text\")")
@@ -48,86 +38,24 @@ func (c *corpusFlags) add(cmd *cobra.Command) {
 	f.IntVar(&c.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
 	f.IntVar(&c.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
 	f.IntVar(&c.MaxField, "max-field-bytes", data.DefaultMaxFieldBytes, "largest field of a corpus record in bytes; a longer one is an error")
-	c.changed = f.Changed
+	c.Given = f.Changed
 	minInt(f, 0, "chunk-size", "chunk-overlap")
 	minInt(f, 1, "max-field-bytes")
 }
 
-// chunkConfig is the recursive splitter's configuration from
-// --chunk-size/--chunk-overlap; Size 0 indexes whole documents.
-func (c *corpusFlags) chunkConfig() (chunk.Config, error) {
-	cfg := chunk.DefaultConfig()
-	cfg.Size, cfg.Overlap = c.ChunkSize, c.Overlap
-	if c.ChunkSize > 0 {
-		if err := cfg.Validate(); err != nil {
-			return cfg, fmt.Errorf("--chunk-size/--chunk-overlap: %w", err)
-		}
-	} else {
-		cfg.Size = 0
-	}
-	return cfg, nil
-}
-
-// load loads and chunks the corpus (data.Open, chunk.Corpus) with a
-// progress bar.
-//
-// A pre-encoded corpus (rag2:DIR) is not chunked again: its records are the
-// chunks, docs is nil, c.encoded holds the vectors, and ChunkSize/Overlap
-// take the values recorded when it was encoded; chunking and field flags
-// are refused.
+// load loads and chunks the corpus (evalrun.Corpus.Load, progress on
+// stderr); c.encoded keeps a pre-encoded corpus's vectors.
 func (c *corpusFlags) load(g *globals) ([]data.Document, []data.Chunk, error) {
-	if c.Path == "" {
-		return nil, nil, fmt.Errorf("--corpus is required")
-	}
-	if data.IsEncodedSpec(c.Path) {
-		for _, f := range []string{"chunk-size", "chunk-overlap", "text-field", "id-field", "title-field", "skip-empty", "max-field-bytes"} {
-			if c.changed != nil && c.changed(f) {
-				return nil, nil, fmt.Errorf("--%s: does not apply to a pre-encoded corpus (%s): its chunks were made when it was encoded", f, c.Path)
-			}
-		}
-	}
-	cfg, err := c.chunkConfig()
-	if err != nil && !data.IsEncodedSpec(c.Path) {
-		return nil, nil, err
-	}
-	corpus, err := data.Open(c.Path, data.FieldOptions{TextField: c.TextField, IDField: c.IDField, TitleField: c.TitleField, SkipEmpty: c.SkipEmpty, MaxFieldBytes: c.MaxField})
+	ld, err := c.Load(g.Err)
 	if err != nil {
 		return nil, nil, err
 	}
-	if enc := corpus.Encoded; enc != nil {
-		if enc.Info != nil {
-			c.ChunkSize, c.Overlap = enc.Info.ChunkSize, enc.Info.ChunkOverlap
-		}
-		c.encoded = enc
-	}
-	bar := progress.New(g.Err, -1, "chunk")
-	defer bar.Finish()
-	chunks, err := chunk.Corpus(corpus, cfg, bar.Func())
-	if err != nil {
-		return nil, nil, err
-	}
-	return corpus.Docs, chunks, nil
+	c.encoded = ld.Encoded
+	return ld.Docs, ld.Chunks, nil
 }
 
 // parseInts parses "1,2,4,8".
-func parseInts(s, flag string) ([]int, error) {
-	var out []int
-	for i, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			return nil, fmt.Errorf("--%s %q: entry %d is empty", flag, s, i+1)
-		}
-		v, err := strconv.Atoi(part)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("--%s: %q is not a positive integer", flag, part)
-		}
-		out = append(out, v)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--%s: empty", flag)
-	}
-	return out, nil
-}
+func parseInts(s, flag string) ([]int, error) { return evalrun.ParseInts(s, flag) }
 
 // startRun opens the store and records a run of kind with config.
 func startRun(g *globals, kind string, config any) (*tracker.Store, *tracker.Run, error) {
@@ -219,11 +147,7 @@ func startOrResumeRun(g *globals, kind string, config any, dir string, resume bo
 func runDir(g *globals, runID, override string) (string, error) {
 	dir := override
 	if dir == "" {
-		base := filepath.Dir(g.DB)
-		if storedb.IsURL(g.DB) {
-			base = "."
-		}
-		dir = filepath.Join(base, "runs", runID)
+		dir = tracker.RunDir(g.DB, runID)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err

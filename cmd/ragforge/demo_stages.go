@@ -677,7 +677,8 @@ func demoServe(ctx context.Context, st *demoState) (demoStage, error) {
 	o.Opt.MaxBodyBytes = 1 << 20
 	o.NoWorkbench = false
 	g.Err = io.Discard // request logs would drown the demo's output
-	go func() { done <- runServe(sctx, &g, o, ready) }()
+	o.ready = ready
+	go func() { done <- runServe(sctx, &g, o) }()
 	var addr string
 	select {
 	case addr = <-ready:

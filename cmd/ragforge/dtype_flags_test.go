@@ -3,9 +3,12 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/data/npy"
 )
 
 // --dtype on an inference command: auto keeps the F32 fixture float32 (the
@@ -55,5 +58,35 @@ func TestDTypeFlag(t *testing.T) {
 func TestBenchDTypeOnlyForEncoders(t *testing.T) {
 	if code, stderr := runErr("bench", "models", "--only", "mini", "--dtype", "bfloat16"); code == 0 || !strings.Contains(stderr, "--dtype apply to --only bge-large, bge-m3 or bge-small") {
 		t.Fatalf("bench models --only mini --dtype bfloat16: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// encode --dtype reaches the encoder's loader: bfloat16 weights write other
+// vectors than float32's, auto on the F32 fixture the same ones.
+func TestDTypeEncode(t *testing.T) {
+	bert := sharedDir(t, "fixtures/bert-tiny")
+	dir, corpus, _ := sampleFiles(t)
+	vecs := func(dtype string) []float32 {
+		out := filepath.Join(dir, dtype)
+		var er encodeResult
+		if err := json.Unmarshal([]byte(run(t, "encode", "--db", filepath.Join(dir, "runs.db"), "--corpus", corpus,
+			"--encoder", bert, "--out", out, "--dtype", dtype, "--json")), &er); err != nil {
+			t.Fatal(err)
+		}
+		if len(er.Embeddings) != 1 {
+			t.Fatalf("--dtype %s: %d .npy files, want 1", dtype, len(er.Embeddings))
+		}
+		x, _, _, err := npy.Read(er.Embeddings[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	f32, auto, bf16 := vecs("float32"), vecs("auto"), vecs("bfloat16")
+	if !slices.Equal(auto, f32) {
+		t.Error("encode --dtype auto on an F32 checkpoint differs from --dtype float32")
+	}
+	if slices.Equal(bf16, f32) {
+		t.Error("encode --dtype bfloat16 wrote the float32 vectors: the flag did not reach the loader")
 	}
 }

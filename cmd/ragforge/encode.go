@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/internal/progress"
-	"github.com/ragforge/ragforge/internal/version"
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
@@ -22,19 +19,12 @@ type encodeOptions struct {
 	Out       string
 	Name      string
 	ShardSize int
-	DType     dtypeFlag `json:"dtype"`
+	DType     dtypeFlag `json:"dtype"` // the job's: workers holding other dtypes would write other vectors
+	Work      workFlags `json:"-"`     // per process: a --job's workers may differ in it
 }
 
 // encodeResult is what --json prints.
-type encodeResult struct {
-	RunID      string   `json:"run_id"`
-	Dir        string   `json:"dir"`
-	Name       string   `json:"name"`
-	Rows       int      `json:"rows"`
-	Dim        int      `json:"dim"`
-	Embeddings []string `json:"embeddings"`
-	Articles   []string `json:"articles"`
-}
+type encodeResult = encode.RAG2Result
 
 func newEncodeCmd(g *globals) *cobra.Command {
 	var o encodeOptions
@@ -68,6 +58,10 @@ encode only the queries, with the recorded settings.`,
 			if g.JSON {
 				return printJSON(g.Out, res)
 			}
+			if res.Pending {
+				fmt.Fprintf(g.Out, "run %s: this process's batches are encoded; another process writes corpus %q under %s\n", res.RunID, res.Name, res.Dir)
+				return nil
+			}
 			fmt.Fprintf(g.Out, "run %s: %d chunks encoded as float32 [%d, %d] into %s (%d .npy files, corpus %q; read it with --corpus %s%s)\n",
 				res.RunID, res.Rows, res.Rows, res.Dim, filepath.Join(res.Dir, "embeddings", res.Name), len(res.Embeddings), res.Name, data.EncodedScheme, res.Dir)
 			return nil
@@ -81,10 +75,14 @@ encode only the queries, with the recorded settings.`,
 	f.StringVar(&o.Name, "name", "", "corpus name: the embeddings/<name> and articles/<name> directories (default: the corpus file or directory name)")
 	f.IntVar(&o.ShardSize, "shard-size", 0, "rows per .npy/.json file pair (0: one file pair)")
 	addDTypeFlag(cmd, &o.DType)
+	o.Work.addFor(cmd, "queue-batch", "chunks", encode.DefaultSplitRows, encode.CorpusBlock) // the encoder block: vectors equal one process's
 	return cmd
 }
 
-func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResult, err error) {
+// runEncode records an encode run: the corpus chunked and encoded into
+// RAG²'s layout (encode.WriteRAG2), in this process or split over workers
+// (--workers, --job, --shard), its files as artifacts.
+func runEncode(ctx context.Context, g *globals, o encodeOptions) (res *encodeResult, err error) {
 	if o.Encoder == "" || o.Out == "" {
 		return nil, fmt.Errorf("--encoder and --out are required")
 	}
@@ -97,81 +95,58 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	if err := o.Enc.resolve(o.Encoder); err != nil {
 		return nil, err
 	}
-	name := o.Name
-	if name == "" {
-		name = corpusName(o.Corpus.Path)
-	}
-	st, run, err := startRun(g, "encode", o)
+	st, run, finish, err := o.Work.start(g, "encode", o)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	defer finishRun(run, &err)
+	defer finish(&err)
 	_, chunks, err := o.Corpus.load(g)
 	if err != nil {
 		return nil, err
-	}
-	if pre := o.Corpus.encoded; pre != nil && o.Name == "" {
-		name = pre.Name
 	}
 	enc, err := encode.LoadBERTAs(o.Encoder, g.Backend, o.Enc.Pooling, o.DType.get())
 	if err != nil {
 		return nil, err
 	}
 	o.Enc.apply(enc, g.Err)
-	bar := progress.New(g.Err, len(chunks), "encode")
-	vecs, dim, err := encode.EncodeCorpus(enc, chunks, bar.Func())
-	bar.Finish()
-	if err != nil {
-		return nil, err
+	c := o.rag2Corpus()
+	written, err := o.Work.encode(ctx, g, st, run, enc, chunks, o.Out, c.Name, func(vecs []float32, dim int) (err error) {
+		res, err = encode.WriteRAG2(enc, o.Encoder, chunks, vecs, dim, c)
+		return err
+	})
+	if err != nil || !written {
+		return &encodeResult{RunID: run.ID, Dir: o.Out, Name: c.Name, Dim: enc.Dim(), Pending: true}, err
 	}
-	info, err := enc.Info(o.Encoder)
-	if err != nil {
-		return nil, err
-	}
-	info.Sources = o.Enc.Sources
-	info.Source, info.ChunkSize, info.ChunkOverlap, info.Version = o.Corpus.Path, o.Corpus.ChunkSize, o.Corpus.Overlap, version.Version
-	if o.Corpus.ChunkSize == 0 {
-		info.ChunkOverlap = 0
-	}
-	if err := data.WriteRAG2(o.Out, name, chunks, vecs, dim, o.ShardSize, info); err != nil {
-		return nil, err
-	}
-	res = &encodeResult{RunID: run.ID, Dir: o.Out, Name: name, Rows: len(chunks), Dim: dim}
-	for _, sub := range []struct {
-		dir, ext string
-		into     *[]string
-	}{{"embeddings", ".npy", &res.Embeddings}, {"articles", ".json", &res.Articles}} {
-		ents, err := os.ReadDir(filepath.Join(o.Out, sub.dir, name))
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), sub.ext) && e.Name() != data.EncodeInfoFile {
-				p := filepath.Join(o.Out, sub.dir, name, e.Name())
-				*sub.into = append(*sub.into, p)
-				if err := run.Artifact(sub.dir+"/"+e.Name(), p); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	if err := run.LogMetrics(map[string]float64{"rows": float64(len(chunks)), "dim": float64(dim)}, 0); err != nil {
-		return nil, err
-	}
-	return res, nil
+	res.RunID = run.ID
+	return res, recordEncoded(run, res)
 }
 
-// corpusName is the default name of a corpus path: its base name without
-// extension ("../data/ap_protocols" → "ap_protocols", "x/corpus.jsonl" →
-// "corpus"), or the corpus name of a rag2: spec.
-func corpusName(path string) string {
-	if rest, ok := strings.CutPrefix(path, data.EncodedScheme); ok {
-		if _, name, ok := strings.Cut(rest, "#"); ok && name != "" {
-			return name
+// rag2Corpus is where the flags put the encoded corpus: --name, else the
+// pre-encoded corpus's name, else the corpus path's.
+func (o *encodeOptions) rag2Corpus() encode.RAG2Corpus {
+	name := o.Name
+	if name == "" {
+		name = data.CorpusName(o.Corpus.Path)
+		if pre := o.Corpus.encoded; pre != nil {
+			name = pre.Name
 		}
-		path = rest
 	}
-	base := filepath.Base(strings.TrimRight(path, "/"))
-	return strings.TrimSuffix(base, filepath.Ext(base))
+	return encode.RAG2Corpus{Out: o.Out, Name: name, ShardSize: o.ShardSize, Source: o.Corpus.Path,
+		ChunkSize: o.Corpus.ChunkSize, Overlap: o.Corpus.Overlap, Sources: o.Enc.Sources}
+}
+
+// recordEncoded records the encoded files as artifacts and rows/dim as metrics.
+func recordEncoded(run *tracker.Run, res *encodeResult) error {
+	for _, f := range res.Embeddings {
+		if err := run.Artifact("embeddings/"+filepath.Base(f), f); err != nil {
+			return err
+		}
+	}
+	for _, f := range res.Articles {
+		if err := run.Artifact("articles/"+filepath.Base(f), f); err != nil {
+			return err
+		}
+	}
+	return run.LogMetrics(map[string]float64{"rows": float64(res.Rows), "dim": float64(res.Dim)}, 0)
 }

@@ -3,69 +3,22 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
-	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/retrieval/eval"
+	"github.com/ragforge/ragforge/retrieval/evalrun"
 	"github.com/ragforge/ragforge/retrieval/search"
 )
 
-type evalRetrievalOptions struct {
-	Corpus    corpusFlags    `json:"corpus"`
-	Retriever retrieverFlags `json:"retriever"`
-	QA        string         `json:"qa"`
-	Split     string         `json:"split,omitempty"`
-	Ks        string         `json:"k"`
-	Relevance string         `json:"relevance"`
-	Limit     int            `json:"limit"` // 0: all
-	Depth     int            `json:"depth"`
-	Out       string         `json:"out,omitempty"`
-	// Pseudo ("ict") evaluates on pseudo-queries drawn from the corpus
-	// instead of --qa (label.ICTQueries: one sentence per chunk, removed
-	// from the index text unless kept, a PseudoKeep fraction).
-	Pseudo     string  `json:"pseudo_queries,omitempty"`
-	PseudoKeep float64 `json:"pseudo_keep,omitempty"`
-	Seed       uint64  `json:"seed,omitempty"`
-}
+// evalRetrievalOptions are the flags of `eval retrieval`: evalrun.Config,
+// stored as the run's config.
+type evalRetrievalOptions struct{ evalrun.Config }
 
 // evalRetrievalResult is what --json prints.
-type evalRetrievalResult struct {
-	RunID     string `json:"run_id"`
-	Retriever string `json:"retriever"`
-	Chunks    int    `json:"chunks"`
-	// Queries counts every question; Unjudged those without a relevant
-	// chunk (scored 0 in Metrics); Judged the rest (MetricsJudged, what
-	// trec_eval -c prints on qrels.tsv and run.trec).
-	Queries   int    `json:"queries"`
-	Judged    int    `json:"judged"`
-	Unjudged  int    `json:"unjudged"`
-	Relevance string `json:"relevance"`
-	Ks        []int  `json:"ks"`
-	Depth     int    `json:"depth"`
-	// Shortfall counts the questions that got fewer hits than the largest
-	// k (capped at the corpus size): an IVF index with a small --nprobe,
-	// an HNSW index with a small --ef-search, a BM25 query matching little.
-	Shortfall     int                `json:"shortfall"`
-	Qrels         eval.QrelsCheck    `json:"qrels"`
-	Metrics       map[string]float64 `json:"metrics"`
-	MetricsJudged map[string]float64 `json:"metrics_judged"`
-	Files         map[string]string  `json:"files"`
-	Seconds       float64            `json:"seconds"`
-	// Hybrid only: the RRF weights used and, when they came from the
-	// encoder's ragforge_fusion.json, that file.
-	DenseWeight float64 `json:"dense_weight,omitempty"`
-	BM25Weight  float64 `json:"bm25_weight,omitempty"`
-	WeightsFrom string  `json:"weights_from,omitempty"`
-}
+type evalRetrievalResult = evalrun.Result
 
 func newEvalRetrievalCmd(g *globals) *cobra.Command {
 	var o evalRetrievalOptions
@@ -113,8 +66,13 @@ the run and its metrics.`,
 			return nil
 		},
 	}
-	o.Corpus.add(cmd)
-	o.Retriever.add(cmd)
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *evalRetrievalOptions) addFlags(cmd *cobra.Command) {
+	addCorpusFlags(cmd, &o.Corpus)
+	addRetrieverFlags(cmd, &o.Retriever)
 	f := cmd.Flags()
 	f.StringVar(&o.QA, "qa", "", "questions: AP QA CSV (Question,Ground_Truth,Context) or BEIR dir (queries.jsonl, qrels/<split>.tsv) (required)")
 	f.StringVar(&o.Split, "split", "test", "BEIR qrels split")
@@ -127,182 +85,37 @@ the run and its metrics.`,
 	f.Float64Var(&o.PseudoKeep, "pseudo-keep", 0, "--pseudo-queries ict: fraction of sentences left in the index text, in [0, 1]")
 	f.Uint64Var(&o.Seed, "seed", 42, "--pseudo-queries: sampling seed")
 	f.StringVar(&o.Out, "out", "", "directory for per-query JSONL and the TREC run (default runs/<run id>)")
-	return cmd
 }
 
+// runEvalRetrieval records an eval-retrieval run of o (evalrun.Evaluate)
+// and prints its summary unless --json.
 func runEvalRetrieval(ctx context.Context, g *globals, o evalRetrievalOptions) (res *evalRetrievalResult, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	start := time.Now()
-	ks, err := o.validate()
-	if err != nil {
+	o.Backend, o.Log, o.PseudoQueries = g.Backend, g.Err, label.ICTPseudoQueries
+	if _, err := o.Check(); err != nil {
 		return nil, err
 	}
-	st, run, err := startRun(g, "eval-retrieval", o)
+	st, run, err := startRun(g, evalrun.Kind, o)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
 	defer finishRun(run, &err)
-	docs, chunks, err := o.Corpus.load(g)
-	if err != nil {
+	cfg := o.Config
+	if cfg.Out == "" {
+		cfg.Out = tracker.RunDir(g.DB, run.ID)
+	}
+	if res, err = evalrun.Evaluate(ctx, cfg, run); err != nil {
 		return nil, err
-	}
-	if o.Corpus.encoded != nil && o.Relevance == "span" {
-		return nil, fmt.Errorf("--relevance span needs the source documents; a pre-encoded corpus (%s) holds only chunks (use contains)", o.Corpus.Path)
-	}
-	if o.Corpus.encoded != nil && o.Pseudo != "" {
-		return nil, fmt.Errorf("--pseudo-queries changes the chunks' text; a pre-encoded corpus (%s) is indexed as encoded", o.Corpus.Path)
-	}
-	o.Retriever.pre = o.Corpus.encoded
-	set, err := o.querySet(ctx, g, docs, chunks)
-	if err != nil {
-		return nil, err
-	}
-	if set.index != nil {
-		chunks = set.index
-	}
-	// Issue 30: --union at --depth 1000 over 956 chunks wrote a run.trec
-	// byte-identical to the plain hybrid's; refuse what cannot have an effect.
-	if o.Retriever.Union && o.Depth >= len(chunks) {
-		return nil, fmt.Errorf("--union has no effect at --depth %d: the corpus has %d chunks, so each top-%d list already holds every chunk and the run equals the plain hybrid's; lower --depth below %d or drop --union", o.Depth, len(chunks), o.Depth, len(chunks))
-	}
-	r, closeR, err := o.Retriever.build(g, chunks)
-	if err != nil {
-		return nil, err
-	}
-	defer closeR()
-	bar := progress.New(g.Err, len(set.queries), "search")
-	runHits, err := eval.RunQueries(ctx, r, set.queries, o.Depth, bar.Func())
-	bar.Finish()
-	if err != nil {
-		return nil, err
-	}
-	// Shortfall against the largest k, on the retriever's own hits (before
-	// any chunk → document mapping).
-	fill := eval.NewFill(runHits, slices.Max(ks), len(chunks))
-	if set.relevance == "qrels" && o.Corpus.ChunkSize > 0 {
-		runHits = eval.DocRun(runHits, chunks)
-	}
-	rep, err := eval.EvaluateOptions(runHits, set.qrels, ks, eval.Options{Queries: set.ids})
-	if err != nil {
-		return nil, err
-	}
-	rep.Fill = fill
-	judged := make(data.Qrels, len(set.ids))
-	for _, q := range set.ids {
-		if j, ok := set.qrels[q]; ok {
-			judged[q] = j
-		}
-	}
-	files, err := writeEvalFiles(g, run, o.Out, rep, runHits, judged, string(o.Retriever.Mode))
-	if err != nil {
-		return nil, err
-	}
-	if err := run.LogMetrics(rep.Mean, 0); err != nil {
-		return nil, err
-	}
-	res = &evalRetrievalResult{
-		RunID: run.ID, Retriever: string(o.Retriever.Mode), Chunks: len(chunks), Queries: len(rep.Queries), Judged: len(rep.Judged), Unjudged: len(rep.Unjudged),
-		Relevance: set.relevance, Ks: rep.Ks, Depth: o.Depth, Shortfall: len(fill.Short()), Qrels: set.check,
-		Metrics: rep.Mean, MetricsJudged: rep.MeanJudged, Files: files, Seconds: time.Since(start).Seconds(),
-	}
-	if o.Retriever.Mode == search.Hybrid {
-		res.DenseWeight, res.BM25Weight, res.WeightsFrom = o.Retriever.DenseWeight, o.Retriever.BM25Weight, o.Retriever.WeightsFrom
-		if err := run.LogMetrics(map[string]float64{"hybrid/dense_weight": res.DenseWeight, "hybrid/bm25_weight": res.BM25Weight}, 0); err != nil {
-			return nil, err
-		}
 	}
 	if !g.JSON {
-		if err := printEvalRetrieval(g, res, rep); err != nil {
+		if err := printEvalRetrieval(g, res, res.Report); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
-}
-
-// validate checks the flags before any work and returns the cutoffs.
-func (o *evalRetrievalOptions) validate() ([]int, error) {
-	switch {
-	case o.Pseudo != "" && o.Pseudo != "ict":
-		return nil, fmt.Errorf("--pseudo-queries %q: want ict", o.Pseudo)
-	case o.Pseudo != "" && o.QA != "":
-		return nil, fmt.Errorf("--pseudo-queries and --qa exclude each other (pseudo-queries are the questions)")
-	case o.Pseudo == "" && o.QA == "":
-		return nil, fmt.Errorf("--qa is required (or --pseudo-queries ict)")
-	case o.PseudoKeep < 0 || o.PseudoKeep > 1:
-		return nil, fmt.Errorf("--pseudo-keep %v: want a fraction in [0, 1]", o.PseudoKeep)
-	}
-	ks, err := parseInts(o.Ks, "k")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := o.Retriever.bm25Config(); err != nil {
-		return nil, fmt.Errorf("--bm25-k1/--bm25-b/--analyzer: %w", err)
-	}
-	if o.Retriever.Union && o.Retriever.Mode != search.Hybrid {
-		return nil, fmt.Errorf("--union applies to --retriever hybrid only, not %s", o.Retriever.Mode)
-	}
-	if o.Relevance != eval.RelevanceContains && o.Relevance != eval.RelevanceSpan {
-		return nil, fmt.Errorf("--relevance %q: want contains or span", o.Relevance)
-	}
-	if maxK := slices.Max(ks); o.Depth < maxK {
-		return nil, fmt.Errorf("--depth %d: below the largest --k %d", o.Depth, maxK)
-	}
-	return ks, o.Retriever.validate()
-}
-
-// evalQuerySet is the questions of an evaluation and their judgments.
-type evalQuerySet struct {
-	queries   []data.Query // the evaluated ones (--limit)
-	ids       []string     // their ids
-	qrels     data.Qrels
-	relevance string // "qrels" (BEIR), the QA-CSV rule, or "ict" (--pseudo-queries)
-	check     eval.QrelsCheck
-	index     []data.Chunk // --pseudo-queries: the chunks to index in place of the corpus's
-}
-
-// querySet loads --qa, judges a QA CSV by the --relevance rule, and warns
-// about judgments naming ids the evaluation does not know (BEIR qrels name
-// documents, the QA-CSV rule chunks).
-func (o *evalRetrievalOptions) querySet(ctx context.Context, g *globals, docs []data.Document, chunks []data.Chunk) (*evalQuerySet, error) {
-	var queries []data.Query
-	var qrels data.Qrels
-	var index []data.Chunk
-	if o.Pseudo != "" {
-		ict, err := label.ICTQueries(ctx, chunks, label.ICTOptions{PerChunk: 1, Keep: o.PseudoKeep, Seed: o.Seed})
-		if err != nil {
-			return nil, err
-		}
-		queries, qrels, index = ict.Queries, ict.Qrels, ict.Chunks
-	} else {
-		var err error
-		if queries, qrels, err = data.OpenQueries(o.QA, o.Split); err != nil {
-			return nil, err
-		}
-	}
-	allQueryIDs := make([]string, len(queries))
-	for i, q := range queries {
-		allQueryIDs[i] = q.ID
-	}
-	if o.Limit > 0 && o.Limit < len(queries) {
-		queries = queries[:o.Limit]
-	}
-	set := &evalQuerySet{queries: queries, ids: allQueryIDs[:len(queries)], qrels: qrels, relevance: eval.RelevanceQrels, index: index}
-	if index != nil {
-		// ICT judgments are chunk-level, of the chunks indexed in place of the corpus.
-		set.relevance = o.Pseudo
-		set.check = eval.CheckQrels(qrels, allQueryIDs, eval.JudgedIDs(false, docs, chunks))
-	} else {
-		j, err := eval.Judge(queries, allQueryIDs, qrels, docs, chunks, o.Relevance)
-		if err != nil {
-			return nil, err
-		}
-		set.qrels, set.relevance, set.check = j.Qrels, j.Relevance, j.Check
-	}
-	warnQrels(g, set.check)
-	return set, nil
 }
 
 // printEvalRetrieval prints the human summary and the metric table.
@@ -322,55 +135,4 @@ func printEvalRetrieval(g *globals, res *evalRetrievalResult, rep *eval.Report) 
 	}
 	fmt.Fprintf(g.Out, "\nper-query metrics: %s\nTREC run: %s\nTREC qrels: %s\n", res.Files["per_query"], res.Files["trec"], res.Files["qrels"])
 	return nil
-}
-
-// warnQrels tells stderr about judgments naming unknown queries or
-// documents (trec_eval and pytrec_eval ignore them silently).
-func warnQrels(g *globals, c eval.QrelsCheck) {
-	first := func(ids []string) string {
-		if len(ids) > 3 {
-			return strings.Join(ids[:3], ", ") + ", ..."
-		}
-		return strings.Join(ids, ", ")
-	}
-	if n := len(c.UnknownQueries); n > 0 {
-		fmt.Fprintf(g.Err, "warning: qrels: %d judged queries are not in the query set and are not evaluated (%s)\n", n, first(c.UnknownQueries))
-	}
-	if c.UnknownDocs > 0 {
-		fmt.Fprintf(g.Err, "warning: qrels: %d judgments name %d ids absent from the corpus; they still count as relevant (%s)\n",
-			c.UnknownDocs, len(c.UnknownDocIDs), first(c.UnknownDocIDs))
-	}
-}
-
-func writeEvalFiles(g *globals, run *tracker.Run, out string, rep *eval.Report, hits eval.Run, qrels data.Qrels, tag string) (map[string]string, error) {
-	dir, err := runDir(g, run.ID, out)
-	if err != nil {
-		return nil, err
-	}
-	files := map[string]string{"per_query": filepath.Join(dir, "per_query.jsonl"), "trec": filepath.Join(dir, "run.trec"),
-		"qrels": filepath.Join(dir, "qrels.tsv")}
-	write := func(path string, fn func(f *os.File) error) error {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		if err := fn(f); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		return run.Artifact(filepath.Base(path), path)
-	}
-	if err := write(files["per_query"], func(f *os.File) error { return rep.WritePerQueryJSONL(f) }); err != nil {
-		return nil, err
-	}
-	if err := write(files["trec"], func(f *os.File) error { return eval.WriteTREC(f, hits, "ragforge-"+tag) }); err != nil {
-		return nil, err
-	}
-	if err := write(files["qrels"], func(f *os.File) error { return eval.WriteQrels(f, qrels) }); err != nil {
-		return nil, err
-	}
-	return files, nil
 }

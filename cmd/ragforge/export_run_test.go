@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ragforge/ragforge/models/tokenizer/learn"
+	"github.com/ragforge/ragforge/train/filtertrain"
 )
 
 // Issue 30: `tokenizer train` and `export` honour --json and are recorded
@@ -13,14 +16,14 @@ func TestTokenizerTrainAndExportJSONRuns(t *testing.T) {
 	vocab := sharedDir(t, "fixtures/bert-tiny/vocab.txt")
 	dir, corpus, _ := sampleFiles(t)
 	db := filepath.Join(dir, "runs.db")
-	var tok tokenizerTrainResult
+	var tok learn.TrainResult
 	out := run(t, "tokenizer", "train", "--db", db, "--corpus", corpus, "--kind", "wordpiece", "--vocab-size", "300", "--out", filepath.Join(dir, "wp"), "--json")
 	if err := json.Unmarshal([]byte(out), &tok); err != nil || tok.RunID == "" || tok.Kind != "wordpiece" || tok.Size < 100 || tok.Dir != filepath.Join(dir, "wp") {
 		t.Fatalf("tokenizer train --json: %+v (%v)\n%s", tok, err, out)
 	}
 	bert := filepath.Join(dir, "bert")
 	run(t, "models", "init", "--db", db, "--arch", "bert", "--size", "tiny", "--tokenizer", vocab, "--out", bert)
-	var exp exportResult
+	var exp filtertrain.ExportResult
 	out = run(t, "export", "--db", db, "--retriever", bert, "--out", filepath.Join(dir, "st"), "--json")
 	if err := json.Unmarshal([]byte(out), &exp); err != nil || exp.RunID == "" || exp.Kind != "retriever" || exp.Source != bert {
 		t.Fatalf("export --json: %+v (%v)\n%s", exp, err, out)

@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/label"
-	"github.com/ragforge/ragforge/models/filter"
-	"github.com/ragforge/ragforge/retrieval/bm25"
 )
 
 // labelICTOptions are the flags of `label ict`.
@@ -73,51 +71,19 @@ func runLabelICT(ctx context.Context, g *globals, o labelICTOptions) (err error)
 	case o.ICT.ContentWords < 0:
 		return fmt.Errorf("--content-words %d: want >= 0 (0: the words as they are)", o.ICT.ContentWords)
 	}
-	if err := o.ICT.Validate(); err != nil {
-		return fmt.Errorf("label ict: %w", err)
-	}
-	format, err := filter.FormatOf("", o.Out)
-	if err != nil {
+	j := label.ICTJob{ICT: o.ICT, RandomNegatives: o.RandomNegatives, Out: o.Out, Corpus: &o.Corpus}
+	if err := j.Check(); err != nil {
 		return err
 	}
 	_, chunks, err := o.Corpus.load(g)
 	if err != nil {
 		return err
 	}
-	if !o.RandomNegatives {
-		idx, err := bm25.NewMemory(chunks, bm25.DefaultConfig())
-		if err != nil {
-			return err
-		}
-		defer idx.Close()
-		o.ICT.Negatives = idx
-	}
-	st, run, err := startRun(g, "label-ict", map[string]any{"corpus": o.Corpus, "per_chunk": o.ICT.PerChunk, "max_chunks": o.ICT.MaxChunks, "min_words": o.ICT.MinWords,
-		"keep": o.ICT.Keep, "query_words": o.ICT.QueryWords, "drop_words": o.ICT.DropWords, "content_words": o.ICT.ContentWords, "negatives": o.ICT.NumNegatives,
-		"random_negatives": o.RandomNegatives, "seed": o.ICT.Seed, "out": o.Out})
+	r, start := startRunOf(g)
+	defer r.finish(&err)
+	res, err := label.RunICT(ctx, chunks, j, start)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	defer finishRun(run, &err)
-	ex, err := label.ICTExamples(ctx, chunks, o.ICT)
-	if err != nil {
-		return err
-	}
-	if err := filter.WriteExamples(o.Out, format, ex); err != nil {
-		return err
-	}
-	if err := run.Artifact("labels", o.Out); err != nil {
-		return err
-	}
-	counts := map[string]int{}
-	for _, e := range ex {
-		counts[e.Answer]++
-	}
-	for k, v := range counts {
-		if err := run.Metric("labels_"+map[string]string{filter.Helpful: "helpful", filter.NotHelpful: "not_helpful"}[k], 0, float64(v)); err != nil {
-			return err
-		}
-	}
-	return labelResult{RunID: run.ID, Labels: len(ex), Counts: counts, Out: o.Out}.print(g)
+	return printLabels(g, res)
 }

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ragforge/ragforge/label"
 	"strings"
 	"text/tabwriter"
 
@@ -277,9 +278,9 @@ func runLabelImport(ctx context.Context, g *globals, o labelImportOptions) (err 
 	if err != nil {
 		return err
 	}
-	res, err := finishLabels(g, run, ls, "", len(labels))
+	res, err := label.Summarize(run, ls, "", len(labels))
 	if err != nil {
 		return err
 	}
-	return res.print(g)
+	return printLabels(g, res)
 }

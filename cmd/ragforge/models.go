@@ -13,12 +13,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newModelsInitCmd(g *globals) *cobra.Command {
-	var o modelinit.Options
-	cmd := &cobra.Command{
-		Use:   "init",
-		Short: "Write a randomly initialized T5, BERT, XLM-R or decoder (Qwen2/Llama/Qwen3) model in HF layout (config.json, model.safetensors, tokenizer files)",
-		Long: `Write a randomly initialized model for training from scratch where no
+const modelsInitLong = `Write a randomly initialized model for training from scratch where no
 checkpoint exists. Sizes:
   t5   tiny  d_model 64,  d_ff 160 gated-gelu, 2+2 layers, 4 heads, d_kv 16
        mini  d_model 256, d_ff 1024 gated-gelu, 4+4 layers, 4 heads, d_kv 64
@@ -58,7 +53,14 @@ to its other occurrences in the input.
 A random T5 filter trained on ICT examples learns the question–evidence word
 match from this start within the demo's budget and not from HF's init
 (docs/recipes.md). The tensors are HF's; config.json records the settings
-under "ragforge_init".`,
+under "ragforge_init".`
+
+func newModelsInitCmd(g *globals) *cobra.Command {
+	var o modelinit.Options
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Write a randomly initialized T5, BERT, XLM-R or decoder (Qwen2/Llama/Qwen3) model in HF layout (config.json, model.safetensors, tokenizer files)",
+		Long:  modelsInitLong,
 		Example: `  ragforge models init --arch t5 --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/t5-tiny
   ragforge models init --arch bert --size tiny --tokenizer ../shared/fixtures/bert-tiny/vocab.txt --out work/bert-tiny
   ragforge models init --arch xlm-roberta --size tiny --tokenizer ../shared/fixtures/tokenizer/spiece.model --out work/xlmr-tiny

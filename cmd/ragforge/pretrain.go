@@ -1,18 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/progress"
-	"github.com/ragforge/ragforge/models/decoder"
-	"github.com/ragforge/ragforge/models/hf"
-	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/pretrain"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -53,7 +50,7 @@ func newPretrainCmd(g *globals) *cobra.Command {
 		Example: `  ragforge pretrain --model work/t5-tiny --corpus data/corpus.jsonl --out work/t5-tiny-pt --epochs 20
   ragforge pretrain --model work/qwen2-tiny --corpus data/corpus.jsonl --out work/qwen2-tiny-pt --max-seq-length 128 --batch-size 8 --epochs 30 --lr 1e-2`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runPretrain(cmd, g, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPretrain(cmdContext(cmd), g, o) },
 	}
 	c := &o.Config
 	f := cmd.Flags()
@@ -80,7 +77,7 @@ func newPretrainCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func runPretrain(cmd *cobra.Command, g *globals, o pretrainOptions) (err error) {
+func runPretrain(ctx context.Context, g *globals, o pretrainOptions) (err error) {
 	c := o.Config
 	c.Backend = g.Backend
 	if c.ModelDir == "" || c.OutputDir == "" || o.Corpus.Path == "" {
@@ -99,36 +96,19 @@ func runPretrain(cmd *cobra.Command, g *globals, o pretrainOptions) (err error) 
 	if err != nil {
 		return err
 	}
-	texts := make([]string, len(chunks))
+	corpus := pretrain.Corpus{Name: o.Corpus.Path, Texts: make([]string, len(chunks)), Desc: &o.Corpus}
 	for i, ch := range chunks {
-		texts[i] = ch.Text
+		corpus.Texts[i] = ch.Text
 	}
-	mt, err := hf.ModelType(c.ModelDir)
-	if err != nil {
-		return err
-	}
-	objective, train, weights := pretrain.ObjectiveSpanCorruption, pretrain.SpanCorruptT5, t5.WeightsFile
-	switch {
-	case mt == "t5":
-	case slices.Contains(decoder.ModelTypes(), mt):
-		objective, train, weights = pretrain.ObjectiveCausalLM, pretrain.CausalLM, decoder.WeightsFile
-	default:
-		return fmt.Errorf("--model %s: model_type %q: want t5 (span corruption) or a decoder (%s; causal LM)", c.ModelDir, mt, strings.Join(decoder.ModelTypes(), ", "))
-	}
-	st, run, err := startRun(g, "pretrain", map[string]any{"config": c, "corpus": o.Corpus, "objective": objective})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	defer finishRun(run, &err)
-	bar := progress.New(g.Err, -1, "pretrain")
-	name := o.Corpus.Path // recorded in config.json: absolute, as run artifacts are
-	if !data.IsEncodedSpec(name) {
-		if abs, aerr := filepath.Abs(name); aerr == nil {
-			name = abs
+	if !data.IsEncodedSpec(corpus.Name) { // recorded in config.json: absolute, as run artifacts are
+		if abs, aerr := filepath.Abs(corpus.Name); aerr == nil {
+			corpus.Name = abs
 		}
 	}
-	rec, err := train(cmdContext(cmd), c, name, texts, run, func(p pretrain.Progress) {
+	r, start := startRunOf(g)
+	defer r.finish(&err)
+	var bar *progress.Bar
+	rep, err := pretrain.Run(ctx, c, corpus, barOnStart(start, &bar, g.Err, -1, "pretrain"), func(p pretrain.Progress) {
 		switch p.Phase {
 		case "train":
 			bar.Describe(fmt.Sprintf("epoch %d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Loss, p.LearningRate, p.TokensPerSec))
@@ -141,16 +121,11 @@ func runPretrain(cmd *cobra.Command, g *globals, o pretrainOptions) (err error) 
 	if err != nil {
 		return err
 	}
-	if err := run.LogMetrics(map[string]float64{"pretrain/first_loss": rec.FirstLoss, "pretrain/final_loss": rec.FinalLoss, "pretrain/steps": float64(rec.Steps)}, rec.Steps); err != nil {
-		return err
-	}
-	if err := run.Artifact("checkpoint", filepath.Join(c.OutputDir, weights)); err != nil {
-		return err
-	}
 	if g.JSON {
-		return printJSON(g.Out, map[string]any{"run_id": run.ID, "out": c.OutputDir, "pretrain": rec})
+		return printJSON(g.Out, rep)
 	}
+	rec := rep.Pretrain
 	fmt.Fprintf(g.Out, "run %s: %d steps (%s) on %d chunks (%d tokens), %s loss %.4f → %.4f\nwrote %s\n",
-		run.ID, rec.Steps, rec.StopReason, rec.Chunks, rec.Tokens, objective, rec.FirstLoss, rec.FinalLoss, c.OutputDir)
+		rep.RunID, rec.Steps, rec.StopReason, rec.Chunks, rec.Tokens, rep.Objective, rec.FirstLoss, rec.FinalLoss, c.OutputDir)
 	return nil
 }

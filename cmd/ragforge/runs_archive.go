@@ -97,15 +97,20 @@ func newRunsImportCmd(g *globals) *cobra.Command {
 		Short: "Store the runs of a runs export file (all or none; a run id already stored is refused)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRunsImport(cmd.Context(), g, args[0])
+			return runRunsImport(cmd.Context(), g, runsImportOptions{Path: args[0]})
 		},
 	}
 }
 
-func runRunsImport(_ context.Context, g *globals, path string) error {
+// runsImportOptions are the argument of `runs import`.
+type runsImportOptions struct {
+	Path string // a runs export file, "-" for stdin
+}
+
+func runRunsImport(_ context.Context, g *globals, o runsImportOptions) error {
 	var r io.Reader = os.Stdin
-	if path != "-" {
-		f, err := os.Open(path)
+	if o.Path != "-" {
+		f, err := os.Open(o.Path)
 		if err != nil {
 			return err
 		}
@@ -121,7 +126,7 @@ func runRunsImport(_ context.Context, g *globals, path string) error {
 	if err != nil {
 		return err
 	}
-	ids, err := runarchive.Import(r, path, st, ls)
+	ids, err := runarchive.Import(r, o.Path, st, ls)
 	if err != nil {
 		return err
 	}

@@ -1,18 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/internal/progress"
-	"github.com/ragforge/ragforge/models/decoder"
-	"github.com/ragforge/ragforge/models/generate"
-	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/retrieval/bm25"
-	"github.com/ragforge/ragforge/retrieval/encode"
 	"github.com/ragforge/ragforge/retrieval/eval"
 	"github.com/ragforge/ragforge/train/lora"
 	"github.com/ragforge/ragforge/train/selflearn"
@@ -31,14 +27,13 @@ type selflearnOptions struct {
 	// A decoder generator's LoRA warmup and checkpoint spacing
 	// (Config.GeneratorLoRA).
 	LoRAWarmup, LoRASaveSteps int
+	// changed are the flags given (explicit flags override the recipe and
+	// the start retriever's settings).
+	changed    map[string]bool
+	GenServers genServerFlags // limits per openai generator server
 }
 
-func newSelflearnCmd(g *globals) *cobra.Command {
-	o := selflearnOptions{Config: selflearn.DefaultConfig()}
-	cmd := &cobra.Command{
-		Use:   "selflearn",
-		Short: "Run SL-HyDE self-learning rounds on an unlabeled corpus and report retrieval before and after each round",
-		Long: `Runs SL-HyDE (AutoMIR) rounds on an unlabeled, chunked corpus with generator G
+const selflearnLong = `Runs SL-HyDE (AutoMIR) rounds on an unlabeled, chunked corpus with generator G
 and retriever R:
   1. queries q = G(d) per sampled chunk (Eq. 2), --queries-per-chunk of them
   2. L hypothetical documents d'_i = G(q, d) (Eq. 3)
@@ -72,41 +67,40 @@ rest) by nDCG@10 on them: no relevance labels are used, and a dense model
 that adds nothing gets weight 0, so the hybrid is then BM25 alone. The chosen
 weights go to round-<t>/retriever/ragforge_fusion.json, which eval retrieval
 --retriever hybrid uses for that encoder unless --dense-weight/--bm25-weight
-are given.`,
+are given.`
+
+func newSelflearnCmd(g *globals) *cobra.Command {
+	o := selflearnOptions{Config: selflearn.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "selflearn",
+		Short: "Run SL-HyDE self-learning rounds on an unlabeled corpus and report retrieval before and after each round",
+		Long:  selflearnLong,
 		Example: `  ragforge models init --arch bert --size tiny --tokenizer ../shared/fixtures/bert-tiny/vocab.txt --out work/bert-tiny
   ragforge selflearn --corpus ../shared/data/ap_protocols --chunk-size 512 --chunk-overlap 128 \
     --retriever work/bert-tiny --generator ict --rounds 2 --eval-qa ../shared/data/ap_protocols_qa/dev.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Config.RetrieverDir != "" {
-				recipe, err := resolveRecipe(o.Recipe, o.Config.RetrieverDir)
-				if err != nil {
-					return err
-				}
-				r, err := selflearn.LookupRecipe(recipe)
-				if err != nil {
-					return err
-				}
-				x := o.Config
-				r.Apply(&o.Config)
-				c := &o.Config
-				keepExplicit(cmd, map[string]func(){
-					"retriever-lr": func() { c.RetrieverLR = x.RetrieverLR }, "retriever-batch": func() { c.RetrieverBatch = x.RetrieverBatch },
-					"epochs": func() { c.Epochs = x.Epochs }, "fusion-holdout": func() { c.FusionHoldout = x.FusionHoldout },
-					"queries-per-chunk": func() { c.QueriesPerChunk = x.QueriesPerChunk },
-				})
-				o.Recipe = recipe
-			}
-			return runSelflearn(cmd, g, o)
+			o.changed = changedFlags(cmd)
+			return runSelflearn(cmdContext(cmd), g, o)
 		},
 	}
 	o.Corpus.add(cmd)
+	addSelflearnFlags(cmd, &o)
+	addSelflearnTrainingFlags(cmd, &o)
+	o.BM25.add(cmd)
+	o.GenServers.add(cmd)
+	return cmd
+}
+
+// addSelflearnFlags adds the flags of the run, the generation and the evaluation.
+func addSelflearnFlags(cmd *cobra.Command, o *selflearnOptions) {
 	c := &o.Config
 	f := cmd.Flags()
 	f.StringVar(&c.RetrieverDir, "retriever", "", "initial BERT bi-encoder directory (HF layout) (required)")
 	addRecipeFlag(cmd, &o.Recipe, "BERT")
 	f.Float64Var(&c.FusionHoldout, "fusion-holdout", c.FusionHoldout, "fraction of each round's pseudo-queries held out of training to choose the hybrid's dense/BM25 weights on (0: the AP paper's 0.3/0.7)")
-	f.StringVar(&c.Generator, "generator", "ict", "generator: ict | t5:DIR | hf:DIR (T5 or Llama/Qwen2/Qwen3 by model_type) | qwen2:DIR | llama:DIR | qwen3:DIR (model_type checked) | openai:URL[#model]; a local T5 or decoder is fine-tuned each round")
+	c.Generator = "ict"
+	f.Var(&genList{p: &c.Generator}, "generator", "generator: ict | t5:DIR | hf:DIR (T5 or Llama/Qwen2/Qwen3 by model_type) | qwen2:DIR | llama:DIR | qwen3:DIR (model_type checked) | openai:URL[#model], or several openai:URL (repeated, or one comma-separated list), one per server, that generation splits its prompts over; a local T5 or decoder is fine-tuned each round")
 	f.StringVar(&c.WorkDir, "work", "ragforge-selflearn", "working directory (per-round files, tuned models; resumes from run.json)")
 	f.StringVar(&o.Resume, "resume", "", "attach to this run id instead of the work directory's")
 	f.StringVar(&o.EvalQA, "eval-qa", "", "evaluation questions: AP QA CSV or BEIR dir (required)")
@@ -125,6 +119,12 @@ are given.`,
 	f.Float64Var(&c.GenTemperature, "gen-temperature", c.GenTemperature, "generator sampling temperature")
 	f.IntVar(&c.MaxQueryTokens, "max-query-tokens", c.MaxQueryTokens, "new tokens per generated query")
 	f.IntVar(&c.MaxDocTokens, "max-doc-tokens", c.MaxDocTokens, "new tokens per hypothetical document")
+}
+
+// addSelflearnTrainingFlags adds the flags of mining and of both trainings.
+func addSelflearnTrainingFlags(cmd *cobra.Command, o *selflearnOptions) {
+	c := &o.Config
+	f := cmd.Flags()
 	f.IntVar(&c.RankFrom, "neg-from", c.RankFrom, "hard negatives: first rank (0-based, inclusive)")
 	f.IntVar(&c.RankTo, "neg-to", c.RankTo, "hard negatives: last rank (exclusive)")
 	f.IntVar(&c.NumNegatives, "negatives", c.NumNegatives, "hard negatives per query")
@@ -142,64 +142,65 @@ are given.`,
 	f.IntVar(&c.MaxLength, "max-length", c.MaxLength, "retriever max sequence length (tokens)")
 	f.IntVar(&c.SubBatchTokens, "sub-batch-tokens", 0, "retriever training: padded tokens per GradCache encoder pass, which bounds its activation memory (0: 4096)")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for sampling, negatives and data order")
-	o.BM25.add(cmd)
-	return cmd
 }
 
-func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
+// selflearnSettings are the flags that override the recipe, the start
+// retriever's settings or make a decoder generator's LoRA, by the
+// selflearn.Settings.Explicit name each sets.
+var selflearnSettings = map[string]string{"retriever-lr": "RetrieverLR", "retriever-batch": "RetrieverBatch", "epochs": "Epochs",
+	"fusion-holdout": "FusionHoldout", "queries-per-chunk": "QueriesPerChunk", "max-length": "MaxLength", "generator-lr": "GeneratorLR",
+	"generator-batch": "GeneratorBatch", "generator-warmup-steps": "LoRAWarmupSteps", "generator-save-steps": "LoRASaveSteps"}
+
+// selflearnConfig is the Config of the flags: BM25, backend, resume and
+// chunking set, then selflearn.Prepare (recipe, decoder LoRA, the start
+// retriever's settings), validated.
+func selflearnConfig(g *globals, o selflearnOptions) (selflearn.Config, error) {
+	cfg := o.Config
+	if cfg.RetrieverDir != "" {
+		recipe, err := resolveRecipe(o.Recipe, cfg.RetrieverDir)
+		if err != nil {
+			return cfg, err
+		}
+		o.Recipe = recipe
+	}
 	if o.EvalQA == "" || o.Config.RetrieverDir == "" {
-		return fmt.Errorf("--retriever and --eval-qa are required")
+		return cfg, fmt.Errorf("--retriever and --eval-qa are required")
 	}
 	if o.Relevan != "contains" && o.Relevan != "span" {
-		return fmt.Errorf("--relevance %q: want contains or span", o.Relevan)
+		return cfg, fmt.Errorf("--relevance %q: want contains or span", o.Relevan)
 	}
-	cfg := o.Config
 	bm, err := o.BM25.config()
 	if err != nil {
-		return err
+		return cfg, err
 	}
 	if !bm.Equal(bm25.DefaultConfig()) {
 		cfg.BM25 = bm // else zero: the config hash of earlier runs stays
 	}
 	cfg.Backend = g.Backend
 	cfg.ResumeRunID = o.Resume
-	cfg.Recipe = o.Recipe
 	cfg.ChunkSize, cfg.ChunkOverlap = o.Corpus.ChunkSize, o.Corpus.Overlap
-	generatorLoRAFlags(cmd, &cfg, o)
-	if err := startRetrieverSettings(cmd, g, &cfg); err != nil {
-		return err
+	o.GenServers.apply(&cfg)
+	s := selflearn.Settings{Recipe: o.Recipe, LoRAWarmupSteps: o.LoRAWarmup, LoRASaveSteps: o.LoRASaveSteps}
+	for flag, name := range selflearnSettings {
+		if o.changed[flag] {
+			s.Explicit = append(s.Explicit, name)
+		}
 	}
-	if err := cfg.Validate(); err != nil {
+	return selflearn.Prepare(cfg, s, g.Err)
+}
+
+func runSelflearn(ctx context.Context, g *globals, o selflearnOptions) error {
+	cfg, err := selflearnConfig(g, o)
+	if err != nil {
 		return err
 	}
 	// Before the corpus is read: a retriever step that cannot fit stops here.
 	if err := checkRetrieverMemory(g.Err, cfg.RetrieverDir, cfg.MaxLength, cfg.SubBatchTokens); err != nil {
 		return err
 	}
-	docs, chunks, err := o.Corpus.load(g)
+	chunks, queries, qrels, err := selflearnInputs(g, &o)
 	if err != nil {
 		return err
-	}
-	if o.Corpus.encoded != nil && o.Relevan == "span" {
-		return fmt.Errorf("--relevance span needs the source documents; a pre-encoded corpus (%s) holds only chunks (use contains)", o.Corpus.Path)
-	}
-	queries, qrels, err := data.OpenQueries(o.EvalQA, o.Split)
-	if err != nil {
-		return err
-	}
-	if o.Limit > 0 && o.Limit < len(queries) {
-		queries = queries[:o.Limit]
-	}
-	if qrels == nil {
-		rule := eval.Rule{}
-		if o.Relevan == "span" {
-			rule = eval.SpanRule(docs)
-		}
-		if qrels, err = eval.BuildQrels(queries, chunks, rule); err != nil {
-			return err
-		}
-	} else if o.Corpus.ChunkSize > 0 {
-		qrels = chunkQrels(qrels, chunks)
 	}
 	st, err := openStore(g)
 	if err != nil {
@@ -207,7 +208,7 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	}
 	defer st.Close()
 	stages := progress.NewStages(g.Err, "selflearn")
-	rep, err := selflearn.Run(cmdContext(cmd), cfg, chunks, queries, qrels, st, stages.Func())
+	rep, err := selflearn.Run(ctx, cfg, chunks, queries, qrels, st, stages.Func())
 	stages.Finish()
 	if err != nil {
 		return err
@@ -219,79 +220,32 @@ func runSelflearn(cmd *cobra.Command, g *globals, o selflearnOptions) error {
 	return rep.Table(g.Out)
 }
 
-// generatorLoRAFlags sets cfg.GeneratorLoRA, a decoder generator's LoRA
-// SFT, from lora.DefaultConfig() (AutoMIR) and the generator flags the
-// user set: --generator-lr, --generator-batch, --epochs,
-// --generator-warmup-steps, --generator-save-steps. With none set, or a
-// generator that is not a local decoder, it stays zero (the defaults; the
-// config hash of T5 runs stays).
-func generatorLoRAFlags(cmd *cobra.Command, cfg *selflearn.Config, o selflearnOptions) {
-	spec, err := generate.ParseGeneratorSpec(cfg.Generator)
-	if err != nil || spec.Dir == "" {
-		return // Validate reports a bad spec
-	}
-	if mt, err := hf.ModelType(spec.Dir); err != nil || !slices.Contains(decoder.ModelTypes(), mt) {
-		return
-	}
-	lc := lora.DefaultConfig()
-	set := map[string]func(){
-		"generator-lr":           func() { lc.LearningRate = cfg.GeneratorLR },
-		"generator-batch":        func() { lc.BatchSize = cfg.GeneratorBatch },
-		"epochs":                 func() { lc.Epochs = cfg.Epochs },
-		"generator-warmup-steps": func() { lc.WarmupSteps = o.LoRAWarmup },
-		"generator-save-steps":   func() { lc.SaveSteps = o.LoRASaveSteps },
-	}
-	changed := false
-	for flag, apply := range set {
-		if cmd.Flags().Changed(flag) {
-			apply()
-			changed = true
-		}
-	}
-	if changed {
-		cfg.GeneratorLoRA = lc
-	}
-}
-
-// chunkQrels turns document-level qrels into chunk-level ones (every chunk
-// of a relevant document inherits its grade), for BEIR data that was chunked.
-func chunkQrels(qrels data.Qrels, chunks []data.Chunk) data.Qrels {
-	byDoc := map[string][]string{}
-	for _, c := range chunks {
-		byDoc[c.DocID] = append(byDoc[c.DocID], c.ID)
-	}
-	out := data.Qrels{}
-	for q, docs := range qrels {
-		out[q] = map[string]int{}
-		for d, rel := range docs {
-			for _, c := range byDoc[d] {
-				out[q][c] = rel
-			}
-		}
-	}
-	return out
-}
-
-// startRetrieverSettings takes the token limit, the query and document
-// prompts and the normalization of the rounds from the start retriever's
-// sentence-transformers files (encode.DirSettings) when it has them:
-// --max-length overrides the limit and says so on stderr. Every round's retriever is trained and exported
-// with them, so the next round reads them back the same way.
-func startRetrieverSettings(cmd *cobra.Command, g *globals, cfg *selflearn.Config) error {
-	s, src, err := encode.DirSettings(cfg.RetrieverDir)
+// selflearnInputs loads the corpus' chunks and the evaluation questions
+// with their chunk-level judgments: qrels built by --relevance for a QA
+// CSV, a BEIR set's qrels given to every chunk of a judged document.
+func selflearnInputs(g *globals, o *selflearnOptions) ([]data.Chunk, []data.Query, data.Qrels, error) {
+	docs, chunks, err := o.Corpus.load(g)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	if src.MaxLength == encode.SourceModel {
-		switch {
-		case !cmd.Flags().Changed("max-length"):
-			cfg.MaxLength = s.MaxLength
-		case cfg.MaxLength != s.MaxLength:
-			fmt.Fprintf(g.Err, "retriever %s: --max-length %d overrides the model's %d\n", cfg.RetrieverDir, cfg.MaxLength, s.MaxLength)
+	if o.Corpus.encoded != nil && o.Relevan == "span" {
+		return nil, nil, nil, fmt.Errorf("--relevance span needs the source documents; a pre-encoded corpus (%s) holds only chunks (use contains)", o.Corpus.Path)
+	}
+	queries, qrels, err := data.OpenQueries(o.EvalQA, o.Split)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if o.Limit > 0 && o.Limit < len(queries) {
+		queries = queries[:o.Limit]
+	}
+	if qrels == nil {
+		rule := eval.Rule{}
+		if o.Relevan == "span" {
+			rule = eval.SpanRule(docs)
 		}
+		qrels, err = eval.BuildQrels(queries, chunks, rule)
+	} else if o.Corpus.ChunkSize > 0 {
+		qrels = eval.ChunkQrels(qrels, chunks)
 	}
-	if src.QueryPrefix == encode.SourceModel {
-		cfg.QueryInstruction, cfg.DocInstruction, cfg.Unnormalized = s.QueryPrefix, s.PassagePrefix, !s.Normalize
-	}
-	return nil
+	return chunks, queries, qrels, err
 }

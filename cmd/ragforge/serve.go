@@ -4,225 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/data/chunk"
 	"github.com/ragforge/ragforge/infer/loadtest"
-	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/infer/serve"
-	"github.com/ragforge/ragforge/infer/web"
-	"github.com/ragforge/ragforge/internal/progress"
-	"github.com/ragforge/ragforge/models/labelstore"
-	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/dense"
-	"github.com/ragforge/ragforge/retrieval/encode"
-	"github.com/ragforge/ragforge/retrieval/search"
-	"github.com/ragforge/ragforge/train/filtertrain"
 )
 
-type pipelineBuildOptions struct {
-	Corpora   []string    `json:"corpora"` // name=path or path
-	Chunk     corpusFlags `json:"chunk"`
-	Retriever string      `json:"retriever,omitempty"`
-	Filter    string      `json:"filter,omitempty"`
-	Generator string      `json:"generator,omitempty"`
-	Reranker  string      `json:"reranker,omitempty"`
-	Mode      string      `json:"mode,omitempty"`
-	K         int         `json:"k,omitempty"`
-	Out       string      `json:"out"`
-	Factory   string      `json:"faiss,omitempty"`
-	Nprobe    int         `json:"nprobe,omitempty"`
-	EfSearch  int         `json:"ef_search,omitempty"`
-	BM25      bm25Flags   `json:"bm25"`
-	FromRun   string      `json:"from_run,omitempty"`
-
-	changed func(name string) bool // the command's Flags().Changed
-}
-
-func newPipelineBuildCmd(g *globals) *cobra.Command {
-	var o pipelineBuildOptions
-	build := &cobra.Command{
-		Use:   "build",
-		Short: "Chunk corpora, build BM25 and FAISS indexes with the retriever, and copy the models into a pipeline directory",
-		Long: `Writes a pipeline directory:
-  pipeline.json                  manifest (retrieval mode, k, RRF weights, prompts, filter windows)
-  corpora/<name>/chunks.jsonl    chunks with ids, spans and metadata
-  corpora/<name>/bm25/           BM25 index
-  corpora/<name>/dense/          FAISS index (index.faiss + ids.json, --faiss factory), when --retriever is set
-  retriever/ filter/ generator/ reranker/   HF model directories, when given
-and records it as a run (kind pipeline), so ` + "`ragforge serve --run ID`" + ` finds it.
---nprobe (IVF) and --ef-search (HNSW) are stored in pipeline.json
-(faiss_search) and applied whenever the pipeline is loaded.`,
-		Example: `  ragforge pipeline build --corpus ../shared/data/ap_protocols --retriever work/selflearn/round-1/retriever \
-    --filter work/filter-export --out work/pipeline`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.changed = cmd.Flags().Changed
-			return runPipelineBuild(cmd.Context(), g, o)
-		},
-	}
-	f := build.Flags()
-	f.StringVar(&o.FromRun, "from-run", "", "eval-retrieval run id whose settings the pipeline serves: retriever mode and directory, hybrid weights, fusion depth, BM25, chunking, faiss and encoder options (recorded as from_run in pipeline.json; a flag that disagrees is an error)")
-	f.StringSliceVar(&o.Corpora, "corpus", nil, "corpus path, name=path, or rag2:DIR[#name] (pre-encoded by ragforge encode: its vectors are the dense index); repeat for several corpora (balanced retrieval) (required)")
-	f.StringVar(&o.Chunk.TextField, "text-field", "", "text field name")
-	f.StringVar(&o.Chunk.IDField, "id-field", "", "id field name")
-	f.IntVar(&o.Chunk.ChunkSize, "chunk-size", 512, "chunk size in characters (0: whole documents)")
-	f.IntVar(&o.Chunk.Overlap, "chunk-overlap", 128, "chunk overlap in characters")
-	minInt(f, 0, "chunk-size", "chunk-overlap")
-	f.StringVar(&o.Retriever, "retriever", "", "BERT bi-encoder directory (dense, hybrid and hyde modes)")
-	f.StringVar(&o.Filter, "filter", "", "T5 filter directory with [HELPFUL]/[NOT_HELPFUL] tokens")
-	f.StringVar(&o.Generator, "generator", "", "T5 generator directory (rationale, answers, HyDE, /v1/completions)")
-	f.StringVar(&o.Reranker, "reranker", "", "BERT cross-encoder directory (optional rerank stage)")
-	f.StringVar(&o.Mode, "mode", "", "default retrieval mode: bm25 | dense | hybrid | hyde (default hybrid with a retriever, else bm25)")
-	f.IntVar(&o.K, "k", 0, "default number of snippets (default 5)")
-	minInt(f, 0, "k")
-	f.StringVar(&o.Out, "out", "", "pipeline directory to create (must not exist) (required)")
-	f.StringVar(&o.Factory, "faiss", "Flat", "FAISS index_factory string of the dense indexes (Flat, HNSW32, IVF256,Flat); needs --retriever")
-	addFAISSSearchFlags(build, &o.Nprobe, &o.EfSearch)
-	o.BM25.add(build)
-	return build
-}
-
-func runPipelineBuild(_ context.Context, g *globals, o pipelineBuildOptions) (err error) {
-	if o.Out == "" || len(o.Corpora) == 0 {
-		return fmt.Errorf("--corpus and --out are required")
-	}
-	man := pipeline.DefaultManifest()
-	var ev *evaluatedRetrieval
-	if o.FromRun != "" {
-		if ev, err = readEvaluatedRetrieval(g, o.FromRun); err != nil {
-			return err
-		}
-		changed := o.changed
-		if changed == nil {
-			changed = func(string) bool { return false }
-		}
-		if err := ev.applyTo(&o, &man, changed); err != nil {
-			return err
-		}
-	}
-	if ev == nil {
-		if man.BM25, err = o.BM25.config(); err != nil {
-			return err
-		}
-	}
-	if o.Mode != "" {
-		man.Retrieval.Mode = search.Mode(o.Mode)
-	} else if o.Retriever == "" {
-		man.Retrieval.Mode = search.BM25
-	}
-	if o.K > 0 {
-		man.Retrieval.K = o.K
-	}
-	man.FAISSFactory = o.Factory
-	man.FAISSSearch = dense.SearchParams{Nprobe: o.Nprobe, EfSearch: o.EfSearch}
-	if o.Retriever == "" && (o.Factory != "Flat" || man.FAISSSearch != (dense.SearchParams{})) {
-		return fmt.Errorf("--faiss, --nprobe and --ef-search configure the dense indexes, which need --retriever")
-	}
-	if err := man.FAISSSearch.Validate(); err != nil {
-		return fmt.Errorf("--nprobe/--ef-search: %w", err)
-	}
-	for _, m := range []struct {
-		flag string
-		dir  *string
-	}{{"filter", &o.Filter}, {"retriever", &o.Retriever}, {"generator", &o.Generator}} {
-		if *m.dir, err = modelDir(g, m.flag, *m.dir); err != nil {
-			return err
-		}
-	}
-	if err := pipeline.CheckParts(pipeline.Parts{Retriever: o.Retriever, Filter: o.Filter, Generator: o.Generator, Reranker: o.Reranker}); err != nil {
-		return fmt.Errorf("--%w", err) // names the flag: "--filter DIR: ..."
-	}
-	if o.Retriever != "" {
-		// The retriever's own settings (sentence-transformers files), not 512 defaults.
-		es, src, err := encode.DirSettings(o.Retriever)
-		if err != nil {
-			return err
-		}
-		r := &man.Retrieval
-		r.Pooling, r.Normalize, r.MaxLength, r.QueryInstruction, r.DocInstruction = string(es.Pooling), es.Normalize, es.MaxLength, es.QueryPrefix, es.PassagePrefix
-		r.Sources = src
-		if ev != nil {
-			ev.applyEncoder(r)
-		}
-	}
-	if o.Filter != "" {
-		// The windows the filter was evaluated at (its export's config.json).
-		w, from, err := filtertrain.CheckpointWindows(o.Filter)
-		if err != nil {
-			return err
-		}
-		man.Filter.MaxSeqLength, man.Filter.DocStride, man.Filter.WindowsFrom = w.MaxSeqLength, w.DocStride, from
-	}
-	// Record the chunking actually used (the flags' effective values).
-	if o.Chunk.ChunkSize > 0 {
-		man.Chunk = pipeline.ChunkInfo{Size: o.Chunk.ChunkSize, Overlap: o.Chunk.Overlap, Separators: chunk.DefaultSeparators(), Unit: "runes"}
-	} else {
-		man.Chunk = pipeline.ChunkInfo{Unit: "document"}
-	}
-	parts := pipeline.Parts{Manifest: man, Retriever: o.Retriever, Filter: o.Filter, Generator: o.Generator, Reranker: o.Reranker}
-	preDone := false
-	for _, spec := range o.Corpora {
-		name, path, named := strings.Cut(spec, "=")
-		if !named || data.IsEncodedSpec(spec) {
-			path, name, named = spec, corpusName(spec), false
-		}
-		cf := o.Chunk
-		cf.Path = path
-		_, chunks, err := cf.load(g)
-		if err != nil {
-			return err
-		}
-		if cf.encoded != nil && !named {
-			name = cf.encoded.Name
-		}
-		part := pipeline.CorpusPart{Name: name, Chunks: chunks}
-		if cf.encoded != nil {
-			if part, err = preEncodedPart(&parts.Manifest, &preDone, o.Retriever, name, chunks, cf.encoded); err != nil {
-				return err
-			}
-			defer part.Dense.Close()
-		}
-		parts.Corpora = append(parts.Corpora, part)
-	}
-	st, run, err := startRun(g, "pipeline", o)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	defer finishRun(run, &err)
-	stages := progress.NewStages(g.Err, "pipeline")
-	parts.Progress = stages.Func()
-	err = pipeline.Build(o.Out, pipeline.BuildOptions{Parts: parts, Backend: g.Backend})
-	stages.Finish()
-	if err != nil {
-		return err
-	}
-	if err := run.Artifact(pipeline.ArtifactKind, filepath.Join(o.Out, "pipeline.json")); err != nil {
-		return err
-	}
-	if g.JSON {
-		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": o.Out})
-	}
-	fmt.Fprintf(g.Out, "run %s: pipeline in %s (mode %s, k %d)\n", run.ID, o.Out, man.Retrieval.Mode, man.Retrieval.K)
-	if ev != nil {
-		fmt.Fprintf(g.Out, "settings of evaluation run %s: %s\n", ev.RunID, retrievalLabel(string(man.Retrieval.Mode), man.Retrieval.DenseWeight, man.Retrieval.BM25Weight))
-	}
-	if o.Retriever != "" {
-		fmt.Fprintf(g.Out, "dense indexes: faiss %s, nprobe %d, efSearch %d (0 = faiss's default)\n", man.FAISSFactory, man.FAISSSearch.Nprobe, man.FAISSSearch.EfSearch)
-	}
-	return nil
-}
-
+// serveOptions are the flags of `serve`: serve.RunConfig.
 type serveOptions struct {
 	Search      dense.SearchParams
 	Pipeline    string
@@ -233,7 +28,9 @@ type serveOptions struct {
 	LLMTimeout  time.Duration
 	LLMRetries  int
 	NoWorkbench bool
-	DType       dtypeFlag
+	DType       dtypeFlag // serve.RunConfig.DType
+
+	ready chan<- string // when set, receives the bound address (not a flag)
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -274,9 +71,14 @@ get 503.`,
 			defer stop()
 			// In-flight requests may finish before a signal forces the exit.
 			life.graceAtLeast(max(o.Opt.ShutdownTimeout, serve.DefaultOptions().ShutdownTimeout) + 5*time.Second)
-			return runServe(ctx, g, o, nil)
+			return runServe(ctx, g, o)
 		},
 	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *serveOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Pipeline, "pipeline", "", "pipeline directory")
 	f.StringVar(&o.RunID, "run", "", "serve the pipeline recorded by this run (ragforge pipeline build)")
@@ -304,63 +106,19 @@ get 503.`,
 	f.BoolVar(&o.NoWorkbench, "no-workbench", false, "do not serve the web workbench")
 	f.IntVar(&o.Search.Nprobe, "nprobe", 0, "IVF dense indexes: lists visited per query (0 = pipeline.json's faiss_search, else faiss's 1)")
 	f.IntVar(&o.Search.EfSearch, "ef-search", 0, "HNSW dense indexes: efSearch (0 = pipeline.json's faiss_search, else faiss's 16)")
-	return cmd
 }
 
-// runServe serves until ctx ends; ready, when set, receives the bound address.
-func runServe(ctx context.Context, g *globals, o serveOptions, ready chan<- string) error {
+// runServe serves until ctx ends (serve.RunWithStore, request log on
+// stderr); o.ready, when set, receives the bound address.
+func runServe(ctx context.Context, g *globals, o serveOptions) error {
 	st, err := openStore(g)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	dir := o.Pipeline
-	if (dir == "") == (o.RunID == "") {
-		return fmt.Errorf("exactly one of --pipeline or --run is required")
-	}
-	if o.RunID != "" {
-		if dir, err = pipeline.FromRun(st, o.RunID); err != nil {
-			return err
-		}
-	}
-	if err := serve.CheckAddr(o.Opt.Addr, o.Opt.AllowRemote); err != nil {
-		return err
-	}
-	ls, err := labelstore.NewStore(st.DB())
-	if err != nil {
-		return err
-	}
-	opt := o.Opt
-	opt.Labels = ls
-	opt.Logger = slog.New(slog.NewJSONHandler(g.Err, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if !o.NoWorkbench {
-		opt.Web = web.Handler(web.Options{Runs: st, Labels: ls, Token: opt.Token, PublicRead: opt.OpenRead})
-	}
-	if err := o.Search.Validate(); err != nil {
-		return fmt.Errorf("--nprobe/--ef-search: %w", err)
-	}
-	cfg := serve.Config{Options: opt, PipelineDir: dir, Backend: g.Backend, DType: o.DType.get(), LLM: o.LLM, Search: o.Search,
-		LLMOptions: openai.Options{Timeout: o.LLMTimeout, MaxRetries: o.LLMRetries}}
-	comps, err := serve.Load(cfg)
-	if err != nil {
-		return err
-	}
-	defer comps.Pipeline.Close()
-	s, err := serve.New(opt, comps)
-	if err != nil {
-		return err
-	}
-	ln, err := listen(opt.Addr)
-	if err != nil {
-		s.Close()
-		return err
-	}
-	addr := ln.Addr().String()
-	fmt.Fprintf(g.Err, "ragforge serve: pipeline %s on http://%s (workbench at /, token %s)\n", dir, addr, map[bool]string{true: "set", false: "not set: label edits disabled"}[opt.Token != ""])
-	if ready != nil {
-		ready <- addr
-	}
-	return s.Serve(ctx, ln)
+	c := serve.RunConfig{Options: o.Opt, Pipeline: o.Pipeline, RunID: o.RunID, LLM: o.LLM, LLMTimeout: o.LLMTimeout, LLMRetries: o.LLMRetries,
+		Search: o.Search, NoWorkbench: o.NoWorkbench, Backend: g.Backend, DType: o.DType.get(), Log: g.Err}
+	return serve.RunWithStore(ctx, st, c, o.ready)
 }
 
 // benchServeOptions are the flags of `bench serve`.

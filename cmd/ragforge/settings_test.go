@@ -153,17 +153,15 @@ func TestSelflearnStartsFromTheRetrieversSettings(t *testing.T) {
 		{[]string{"--max-length", "96"}, 96, "--max-length 96 overrides the model's 64"},
 	} {
 		var errb bytes.Buffer
-		g := &globals{Err: &errb}
-		cmd := newSelflearnCmd(g)
-		if err := cmd.ParseFlags(append([]string{"--retriever", st}, c.args...)); err != nil {
-			t.Fatal(err)
-		}
 		cfg := selflearn.DefaultConfig()
-		cfg.RetrieverDir = st
+		cfg.RetrieverDir, cfg.Generator, cfg.WorkDir = st, "ict", filepath.Join(dir, "work")
+		var set selflearn.Settings
 		if c.args != nil {
 			cfg.MaxLength = c.maxLen // as the flag set it
+			set.Explicit = []string{"MaxLength"}
 		}
-		if err := startRetrieverSettings(cmd, g, &cfg); err != nil {
+		cfg, err := selflearn.Prepare(cfg, set, &errb)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.DocInstruction != "passage: " || !cfg.Unnormalized {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -16,16 +15,6 @@ type tokenizerTrainOptions struct {
 	Kind      string      `json:"kind"` // unigram | wordpiece
 	VocabSize int         `json:"vocab_size"`
 	Out       string      `json:"out"`
-}
-
-// tokenizerTrainResult is what --json prints.
-type tokenizerTrainResult struct {
-	RunID string `json:"run_id"`
-	Kind  string `json:"kind"`
-	Dir   string `json:"dir"`
-	// Size is the trained vocabulary: Unigram pieces (before T5's 100
-	// sentinels) or WordPiece tokens; it may be below --vocab-size.
-	Size int `json:"size"`
 }
 
 func newTokenizerTrainCmd(g *globals) *cobra.Command {
@@ -55,23 +44,13 @@ The vocabulary may come out smaller than --vocab-size on a small corpus.`,
 }
 
 // runTokenizerTrain trains a tokenizer on the corpus documents' text and
-// writes it in HF layout to o.Out, recorded as a run (kind
-// tokenizer-train, its spiece.model or vocab.txt the artifact).
+// writes it in HF layout to o.Out (learn.Train), recorded as a run.
 func runTokenizerTrain(_ context.Context, g *globals, o tokenizerTrainOptions) (err error) {
-	if o.Out == "" {
-		return fmt.Errorf("--out is required")
-	}
-	if o.Kind != "unigram" && o.Kind != "wordpiece" {
-		return fmt.Errorf("--kind %q: want unigram or wordpiece", o.Kind)
-	}
 	o.Corpus.ChunkSize = 0
-	st, run, err := startRun(g, "tokenizer-train", o)
-	if err != nil {
+	cfg := learn.TrainConfig{Corpus: o.Corpus, Kind: o.Kind, VocabSize: o.VocabSize, Out: o.Out} // the flags as given, before loading
+	if err := cfg.Check(); err != nil {
 		return err
 	}
-	defer st.Close()
-	defer finishRun(run, &err)
-	res := tokenizerTrainResult{RunID: run.ID, Kind: o.Kind, Dir: o.Out}
 	docs, _, err := o.Corpus.load(g)
 	if err != nil {
 		return err
@@ -80,39 +59,15 @@ func runTokenizerTrain(_ context.Context, g *globals, o tokenizerTrainOptions) (
 	for i, d := range docs {
 		texts[i] = d.Text
 	}
-	var line string
-	switch o.Kind {
-	case "unigram":
-		m, err := learn.TrainUnigram(texts, learn.UnigramOptions{VocabSize: o.VocabSize})
-		if err != nil {
-			return err
-		}
-		if err := learn.WriteT5Dir(o.Out, m); err != nil {
-			return err
-		}
-		res.Size = m.Size()
-		line = fmt.Sprintf("wrote a %d-piece Unigram tokenizer (+100 sentinels) to %s", m.Size(), o.Out)
-	case "wordpiece":
-		v, err := learn.TrainWordPiece(texts, learn.WordPieceOptions{VocabSize: o.VocabSize})
-		if err != nil {
-			return err
-		}
-		if err := learn.WriteBERTDir(o.Out, v, true); err != nil {
-			return err
-		}
-		res.Size = len(v)
-		line = fmt.Sprintf("wrote a %d-token WordPiece vocabulary to %s", len(v), o.Out)
-	}
-	file := "spiece.model"
-	if o.Kind == "wordpiece" {
-		file = "vocab.txt"
-	}
-	if err := run.Artifact("tokenizer", filepath.Join(o.Out, file)); err != nil {
+	r, start := startRunOf(g)
+	defer r.finish(&err)
+	res, err := learn.Train(texts, cfg, start)
+	if err != nil {
 		return err
 	}
 	if g.JSON {
 		return printJSON(g.Out, res)
 	}
-	fmt.Fprintf(g.Out, "run %s: %s\n", run.ID, line)
+	fmt.Fprintf(g.Out, "run %s: %s\n", res.RunID, res.Line)
 	return nil
 }

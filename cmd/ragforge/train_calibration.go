@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,7 +46,7 @@ func newTrainCalibrationCmd(g *globals) *cobra.Command {
 		Long:    trainCalibrationLong,
 		Example: `  ragforge train calibration --model work/filter/checkpoint-1374 --data work/labels-train.jsonl --idf-from work/filter/train.jsonl --out work/filter-calibrated`,
 		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runTrainCalibration(g, o) },
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runTrainCalibration(cmd.Context(), g, o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Model, "model", "", "filter checkpoint directory (required)")
@@ -60,9 +60,10 @@ func newTrainCalibrationCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// runTrainCalibration fits the calibration of o.Model on o.Data, writes
-// the calibrated checkpoint to o.Out and records the fit in a run.
-func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
+// runTrainCalibration fits the calibration of o.Model on o.Data
+// (filtertrain.RunCalibration: the calibrated checkpoint in o.Out, the fit
+// recorded in a run) and prints it.
+func runTrainCalibration(_ context.Context, g *globals, o trainCalibrationOptions) (err error) {
 	switch {
 	case o.Model == "" || o.Data == "" || o.Out == "":
 		return fmt.Errorf("--model, --data and --out are required")
@@ -79,48 +80,22 @@ func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
 	if o.Model, err = modelDir(g, "model", o.Model); err != nil {
 		return err
 	}
-	if filepath.Clean(o.Out) == filepath.Clean(o.Model) {
-		return fmt.Errorf("--out %s is the --model directory: the calibrated checkpoint is written beside it", o.Out)
-	}
-	if err := o.Windows.resolve([]string{o.Model}, g.Err); err != nil {
-		return err
-	}
-	o.Opt.MaxSeqLength, o.Opt.DocStride = o.Windows.MaxSeqLength, o.Windows.DocStride
-	examples, err := filter.ReadExamples(o.Data)
-	if err != nil {
-		return err
-	}
-	if o.IDFFrom != "" {
-		if o.Opt.IDFEvidences, err = evidenceTexts(o.IDFFrom); err != nil {
-			return err
-		}
-	}
-	st, run, err := startRun(g, "train-calibration", map[string]any{"model": o.Model, "data": o.Data, "idf_from": o.IDFFrom,
-		"features": o.Opt.Features, "l2": o.Opt.L2, "out": o.Out, "max_seq_length": o.Opt.MaxSeqLength, "doc_stride": o.Opt.DocStride, "windows_sources": o.Windows.Sources})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	defer finishRun(run, &err)
-	bar := progress.New(g.Err, -1, "train calibration")
+	r, start := startRunOf(g)
+	defer r.finish(&err)
+	var bar *progress.Bar
 	o.Opt.Backend = g.Backend
-	o.Opt.Progress = bar.Func()
-	rep, err := filtertrain.Calibrate(o.Model, o.Out, examples, o.Opt)
+	o.Opt.Progress = func(done, total int) { bar.Set(done, total) }
+	res, err := filtertrain.RunCalibration(filtertrain.CalibrationJob{Model: o.Model, Data: o.Data, Out: o.Out, IDFFrom: o.IDFFrom,
+		Windows: o.Windows.request(), Opt: o.Opt, Note: g.Err}, barOnStart(start, &bar, g.Err, -1, "train calibration"))
 	bar.Finish()
 	if err != nil {
 		return err
 	}
-	m := map[string]float64{"examples": float64(rep.N), "helpful": float64(rep.Helpful), "iterations": float64(rep.Iterations)}
-	if rep.ROCAUCModel != nil && rep.ROCAUCCalibrated != nil {
-		m["fit/roc_auc_model"], m["fit/roc_auc_calibrated"] = *rep.ROCAUCModel, *rep.ROCAUCCalibrated
-	}
-	if err := run.LogMetrics(m, 0); err != nil {
-		return err
-	}
 	if g.JSON {
-		return printJSON(g.Out, map[string]any{"run_id": run.ID, "report": rep})
+		return printJSON(g.Out, res)
 	}
-	fmt.Fprintf(g.Out, "run %s: fitted on %d examples (%d %s) in %d Newton steps\n", run.ID, rep.N, rep.Helpful, filter.Helpful, rep.Iterations)
+	rep := res.Report
+	fmt.Fprintf(g.Out, "run %s: fitted on %d examples (%d %s) in %d Newton steps\n", res.RunID, rep.N, rep.Helpful, filter.Helpful, rep.Iterations)
 	fmt.Fprintf(g.Out, "weights: intercept %.4f", rep.Weights[0])
 	for i, f := range rep.Features {
 		fmt.Fprintf(g.Out, ", %s %.4f", f, rep.Weights[i+1])
@@ -131,20 +106,4 @@ func runTrainCalibration(g *globals, o trainCalibrationOptions) (err error) {
 	}
 	fmt.Fprintf(g.Out, "calibrated checkpoint in %s\n", rep.Out)
 	return nil
-}
-
-// evidenceTexts reads the evidence texts of a RAG² filter examples file,
-// naming the file and example id of an instruction that is not RAG²'s.
-func evidenceTexts(path string) ([]string, error) {
-	examples, err := filter.ReadExamples(path)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(examples))
-	for i, ex := range examples {
-		if out[i], _, err = filter.ParseInstruction(strings.TrimSpace(ex.Question)); err != nil {
-			return nil, fmt.Errorf("%s: example %q: field \"question\": %w", path, ex.ID, err)
-		}
-	}
-	return out, nil
 }

@@ -1,15 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/models/filter"
-	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/train/filtertrain"
 	"github.com/ragforge/ragforge/train/trainer"
 )
@@ -18,6 +18,8 @@ type trainFilterOptions struct {
 	Config filtertrain.Config
 	Recipe string
 	Data   filtertrain.Data
+	// changed are the flags given (an explicit flag overrides the recipe).
+	changed map[string]bool
 }
 
 const trainFilterLong = `Fine-tunes a T5 checkpoint (a real Flan-T5 or ` + "`models init`" + ` output) on
@@ -62,7 +64,10 @@ func newTrainFilterCmd(g *globals) *cobra.Command {
 		Long:    trainFilterLong,
 		Example: `  ragforge train filter --model work/t5-tiny --train ../shared/data/rag2_filter/medqa_llama3_cot_5pct-train.json --out work/filter --epochs 2`,
 		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runTrainFilter(cmd, g, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.changed = changedFlags(cmd)
+			return runTrainFilter(cmdContext(cmd), g, o)
+		},
 	}
 	c := &o.Config
 	f := cmd.Flags()
@@ -99,59 +104,60 @@ func newTrainFilterCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// trainFilterConfig is o.Config with the backend, the recipe's settings and
-// the explicitly given flags over them, validated; it returns the recipe's
-// name too.
-func trainFilterConfig(cmd *cobra.Command, g *globals, o trainFilterOptions) (filtertrain.Config, string, error) {
+// trainFilterJob checks the flags and returns the job with the backend,
+// its explicit recipe fields and the resolved config (recipe applied).
+func trainFilterJob(g *globals, o trainFilterOptions) (filtertrain.TrainJob, filtertrain.Config, error) {
 	c := o.Config
 	c.Backend = g.Backend
+	j := filtertrain.TrainJob{Config: c, Data: o.Data, Recipe: o.Recipe}
 	if o.Data.Train == "" || c.ModelDir == "" || c.OutputDir == "" {
-		return c, "", fmt.Errorf("--model, --train and --out are required")
+		return j, c, fmt.Errorf("--model, --train and --out are required")
 	}
 	if !trainer.ValidScheduler(c.LRScheduler) {
-		return c, "", fmt.Errorf("--lr-scheduler %q: want one of %s", c.LRScheduler, strings.Join(trainer.Schedulers, ", "))
+		return j, c, fmt.Errorf("--lr-scheduler %q: want one of %s", c.LRScheduler, strings.Join(trainer.Schedulers, ", "))
 	}
 	if c.LoggingSteps < 1 {
-		return c, "", fmt.Errorf("--logging-steps %d: want >= 1", c.LoggingSteps)
+		return j, c, fmt.Errorf("--logging-steps %d: want >= 1", c.LoggingSteps)
 	}
 	if c.LabelSmoothing < 0 || c.LabelSmoothing >= 1 {
-		return c, "", fmt.Errorf("--label-smoothing %v: want in [0, 1)", c.LabelSmoothing)
+		return j, c, fmt.Errorf("--label-smoothing %v: want in [0, 1)", c.LabelSmoothing)
 	}
 	if len(c.MatchMarksRare) > 0 && !c.MatchMarks {
-		return c, "", fmt.Errorf("--match-marks-rare needs --match-marks")
+		return j, c, fmt.Errorf("--match-marks-rare needs --match-marks")
 	}
 	if err := filter.CheckRareDocFractions(c.MatchMarksRare); err != nil {
-		return c, "", fmt.Errorf("--match-marks-rare: %w", err)
+		return j, c, fmt.Errorf("--match-marks-rare: %w", err)
 	}
 	if err := o.Data.Check(); err != nil {
-		return c, "", err
+		return j, c, err
 	}
 	// AdamW moves each weight by about lr per update: past 1 every update
 	// overwrites the weights (fine-tuning uses 1e-5..1e-3). The trainer
 	// itself takes any positive rate (tests force divergence with 1e30).
-	if cmd.Flags().Changed("lr") && !(c.LearningRate > 0 && c.LearningRate <= 1) {
-		return c, "", fmt.Errorf("--lr %g: want a learning rate in (0, 1]", c.LearningRate)
+	if o.changed["lr"] && !(c.LearningRate > 0 && c.LearningRate <= 1) {
+		return j, c, fmt.Errorf("--lr %g: want a learning rate in (0, 1]", c.LearningRate)
+	}
+	for flag, field := range trainFilterRecipeFlags {
+		if o.changed[flag] {
+			j.Explicit = append(j.Explicit, field)
+		}
 	}
 	recipe, err := resolveRecipe(o.Recipe, c.ModelDir)
 	if err != nil {
-		return c, "", err
+		return j, c, err
 	}
-	r, err := filtertrain.LookupRecipe(recipe)
-	if err != nil {
-		return c, "", err
-	}
-	r.Apply(&c)
-	x := o.Config
-	keepExplicit(cmd, map[string]func(){
-		"lr": func() { c.LearningRate = x.LearningRate }, "warmup-ratio": func() { c.WarmupRatio = x.WarmupRatio },
-		"epochs": func() { c.Epochs = x.Epochs }, "batch-size": func() { c.BatchSize = x.BatchSize },
-		"dropout": func() { c.Dropout = x.Dropout }, "max-grad-norm": func() { c.MaxGradNorm = x.MaxGradNorm },
-	})
-	return c, recipe, c.Validate()
+	j.Recipe = recipe
+	c, _, err = j.Resolve()
+	return j, c, err
 }
 
-func runTrainFilter(cmd *cobra.Command, g *globals, o trainFilterOptions) (err error) {
-	c, recipe, err := trainFilterConfig(cmd, g, o)
+// trainFilterRecipeFlags are the flags that override the recipe, by the
+// Config field (JSON name) each sets.
+var trainFilterRecipeFlags = map[string]string{"lr": "learning_rate", "warmup-ratio": "warmup_ratio", "epochs": "num_train_epochs",
+	"batch-size": "batch_size", "dropout": "dropout", "max-grad-norm": "max_grad_norm"}
+
+func runTrainFilter(ctx context.Context, g *globals, o trainFilterOptions) (err error) {
+	j, c, err := trainFilterJob(g, o)
 	if err != nil {
 		return err
 	}
@@ -159,21 +165,13 @@ func runTrainFilter(cmd *cobra.Command, g *globals, o trainFilterOptions) (err e
 	if err := checkFilterMemory(g.Err, c); err != nil {
 		return err
 	}
-	// Before a run is started (and recorded in --out).
-	train, valid, err := filtertrain.PrepareData(c, o.Data)
-	if err != nil {
-		return err
-	}
 	// --resume continues the run that wrote --out (its metrics go on from the checkpoint's step).
-	st, run, err := startOrResumeRun(g, "train-filter", map[string]any{"config": c, "recipe": recipe, "train": o.Data.Train, "augment": o.Data.Augment, "augment_only": o.Data.AugmentOnly, "valid": o.Data.Valid, "valid_frac": o.Data.ValidFrac},
-		c.OutputDir, c.Resume)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	defer finishRun(run, &err)
-	bar := progress.New(g.Err, -1, "train filter")
-	res, err := filtertrain.Train(cmdContext(cmd), c, train, valid, run, func(p filtertrain.Progress) {
+	r, start := runStarter(func(kind string, config any) (*tracker.Store, *tracker.Run, error) {
+		return startOrResumeRun(g, kind, config, c.OutputDir, c.Resume)
+	})
+	defer r.finish(&err)
+	var bar *progress.Bar
+	rep, err := filtertrain.RunTrain(ctx, j, barOnStart(start, &bar, g.Err, -1, "train filter"), func(p filtertrain.Progress) {
 		switch p.Phase {
 		case "train":
 			bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Epochs, p.Loss, p.LearningRate, p.TokensPerSec))
@@ -186,11 +184,16 @@ func runTrainFilter(cmd *cobra.Command, g *globals, o trainFilterOptions) (err e
 	if err != nil {
 		return err
 	}
+	return printTrainFilter(g, c, rep)
+}
+
+func printTrainFilter(g *globals, c filtertrain.Config, rep *filtertrain.TrainReport) error {
 	if g.JSON {
-		return printJSON(g.Out, map[string]any{"run_id": run.ID, "recipe": recipe, "result": res})
+		return printJSON(g.Out, rep)
 	}
+	res := rep.Result
 	fmt.Fprintf(g.Out, "run %s: %d steps (%s), final loss %.4f, %d train examples (%d windows), %d validation examples\n",
-		run.ID, res.GlobalStep, res.StopReason, res.FinalLoss, res.TrainExamples, res.TrainWindows, len(valid))
+		rep.RunID, res.GlobalStep, res.StopReason, res.FinalLoss, res.TrainExamples, res.TrainWindows, rep.ValidExamples)
 	if c.SkipNonFinite || res.SkippedNonFinite > 0 {
 		fmt.Fprintf(g.Out, "%d updates skipped: loss or gradient not finite\n", res.SkippedNonFinite)
 	}
@@ -219,249 +222,4 @@ func filterLogLine(p filtertrain.Progress) string {
 		line += fmt.Sprintf(", 'skipped_nonfinite': %d", p.SkippedNonFinite)
 	}
 	return line + "}"
-}
-
-// evalFilterOptions are the flags of `eval filter`.
-type evalFilterOptions struct {
-	Models    []string // one checkpoint, or an ensemble's members
-	Data, Out string
-	Eval      filtertrain.EvalOptions
-	Windows   filterWindows
-	DType     dtypeFlag
-}
-
-func newEvalFilterCmd(g *globals) *cobra.Command {
-	var o evalFilterOptions
-	cmd := &cobra.Command{
-		Use:   "filter",
-		Short: "Evaluate a filter checkpoint: accuracy, per-class accuracy, P/R/F1 of [HELPFUL], ROC-AUC, threshold sweep",
-		Long: `P([HELPFUL]) is the softmax over the two label-token logits at the first
-decoder step; an example's probability is its best window's. Given --model
-more than once, the filters form an ensemble: an example's P([HELPFUL]) is
-the mean of the members' (soft voting). A checkpoint trained with match
-marks (train filter --match-marks) has its inputs marked as in training.
-The windows default to the filter's own: its config.json's
-ragforge_filter_windows (an export's or a calibrated checkpoint's: what it
-was evaluated at), else its training_args.json's. Writes RAG²'s
-dict_id_pred_results.json, final_eval_results.json and
-final_eval_results_perClass.json into --out and stores the metrics in a run.`,
-		Example: `  ragforge eval filter --model work/filter/best --data work/labels-test.jsonl --out work/filter-eval`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runEvalFilter(g, o)
-		},
-	}
-	f := cmd.Flags()
-	f.StringArrayVar(&o.Models, "model", nil, "filter checkpoint directory (with [HELPFUL]/[NOT_HELPFUL] tokens) (required; repeat for an ensemble)")
-	f.StringVar(&o.Data, "data", "", "examples in the RAG² filter schema (.json or .jsonl) (required)")
-	f.StringVar(&o.Out, "out", "", "directory for the RAG² result files (default runs/<run id>)")
-	o.Windows.add(cmd)
-	f.IntVar(&o.Eval.BatchSize, "batch-size", 16, "windows per batch")
-	f.Float64Var(&o.Eval.Threshold, "threshold", 0.5, "predict [HELPFUL] when P([HELPFUL]) >= threshold")
-	addDTypeFlag(cmd, &o.DType)
-	return cmd
-}
-
-// runEvalFilter scores o.Data with the checkpoint(s) o.Models, writes RAG²'s
-// result files and records the metrics in a run.
-func runEvalFilter(g *globals, o evalFilterOptions) (err error) {
-	if len(o.Models) == 0 || o.Data == "" {
-		return fmt.Errorf("--model and --data are required")
-	}
-	for i, m := range o.Models {
-		if m == "" {
-			return fmt.Errorf("--model %d of %d: empty directory", i+1, len(o.Models))
-		}
-	}
-	for i, m := range o.Models {
-		if o.Models[i], err = modelDir(g, "model", m); err != nil {
-			return err
-		}
-	}
-	if err := o.Windows.resolve(o.Models, g.Err); err != nil {
-		return err
-	}
-	o.Eval.MaxSeqLength, o.Eval.DocStride = o.Windows.MaxSeqLength, o.Windows.DocStride
-	examples, err := filter.ReadExamples(o.Data)
-	if err != nil {
-		return err
-	}
-	st, run, err := startRun(g, "eval-filter", map[string]any{"model": strings.Join(o.Models, ","), "data": o.Data,
-		"max_seq_length": o.Eval.MaxSeqLength, "doc_stride": o.Eval.DocStride, "windows_sources": o.Windows.Sources,
-		"batch_size": o.Eval.BatchSize, "threshold": o.Eval.Threshold})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	defer finishRun(run, &err)
-	bar := progress.New(g.Err, -1, "eval filter")
-	o.Eval.Backend, o.Eval.DType = g.Backend, o.DType.get()
-	o.Eval.Progress = bar.Func()
-	rep, err := filtertrain.EvaluateEnsemble(o.Models, examples, o.Eval)
-	bar.Finish()
-	if err != nil {
-		return err
-	}
-	dir, err := runDir(g, run.ID, o.Out)
-	if err != nil {
-		return err
-	}
-	if err := rep.WriteRAG2Files(dir); err != nil {
-		return err
-	}
-	for _, f := range []string{"dict_id_pred_results.json", "final_eval_results.json", "final_eval_results_perClass.json"} {
-		if err := run.Artifact(f, filepath.Join(dir, f)); err != nil {
-			return err
-		}
-	}
-	if err := run.LogMetrics(rep.Metrics(""), 0); err != nil {
-		return err
-	}
-	if g.JSON {
-		rep.Predictions = nil
-		return printJSON(g.Out, map[string]any{"run_id": run.ID, "dir": dir, "windows": o.Windows, "report": rep, "notes": earlierBetterNotes(o.Models)})
-	}
-	auc := "n/a (one class)"
-	if rep.ROCAUC != nil {
-		auc = fmt.Sprintf("%.4f", *rep.ROCAUC)
-	}
-	fmt.Fprintf(g.Out, "run %s: %d examples (%d windows)\naccuracy %.4f  (majority-class baseline %.4f: always %s)\n",
-		run.ID, rep.N, rep.Windows, rep.Accuracy, rep.MajorityBaseline, rep.MajorityClass)
-	fmt.Fprintf(g.Out, "[HELPFUL] precision %.4f recall %.4f F1 %.4f  ROC-AUC %s\n", rep.Precision, rep.Recall, rep.F1, auc)
-	for _, k := range sortedKeys(rep.PerClass) {
-		fmt.Fprintf(g.Out, "accuracy on %-14s %.4f\n", k, rep.PerClass[k])
-	}
-	for _, n := range earlierBetterNotes(o.Models) {
-		fmt.Fprintln(g.Out, n)
-	}
-	fmt.Fprintf(g.Out, "files in %s\n", dir)
-	return nil
-}
-
-// earlierBetterNotes says, for each training checkpoint among models
-// (its trainer_state.json), when an earlier checkpoint of its run scored
-// higher on validation: the figures above are this checkpoint's.
-func earlierBetterNotes(models []string) []string {
-	var notes []string
-	for _, m := range models {
-		s, err := trainer.ReadState(m)
-		if err != nil {
-			continue // an export or a base model: no training history
-		}
-		if best, bestAcc, own, ok := s.EarlierBest(); ok {
-			notes = append(notes, fmt.Sprintf("note: %s (step %d) scored validation accuracy %.4f; an earlier checkpoint of its run, %s, scored %.4f (evaluate %s to see it)",
-				m, s.GlobalStep, own, best, bestAcc, filepath.Join(filepath.Dir(m), best)))
-		}
-	}
-	return notes
-}
-
-// exportOptions are the flags of `export`.
-type exportOptions struct {
-	Run, From, Out string
-	Retriever      retrieverExportFlags
-	Windows        filterWindows // a filter export's
-}
-
-func newExportCmd(g *globals) *cobra.Command {
-	var o exportOptions
-	cmd := &cobra.Command{
-		Use:   "export",
-		Short: "Write a trained filter (HF layout) or retriever (sentence-transformers layout) for transformers / sentence-transformers",
-		Long: `Copies the best checkpoint of a train-filter run (--run) or a checkpoint
-directory (--from) to --out in Hugging Face layout: config.json,
-model.safetensors, generation_config.json, spiece.model, tokenizer.json and
-the tokenizer json files with [HELPFUL]/[NOT_HELPFUL], loadable by ragforge
-and by transformers' T5ForConditionalGeneration/AutoTokenizer. A filter
-trained with --match-marks keeps "ragforge_filter_match_marks" in its
-config.json: outside ragforge its instructions must be marked before
-tokenizing (the rule and a Python function: docs/recipes.md). A filter made
-by train calibration keeps "ragforge_filter_calibration": outside ragforge
-its P([HELPFUL]) is the T5's until that map is applied (docs/recipes.md).
-The export records the windows it is to be read at in config.json
-("ragforge_filter_windows": --max-seq-length and --doc-stride, by default
-the checkpoint's own), which eval filter, pipeline build and serve read.
-
-With --retriever DIR, copies a BERT bi-encoder and writes the
-sentence-transformers files (modules.json, 1_Pooling/config.json,
-2_Normalize when normalized, sentence_bert_config.json,
-config_sentence_transformers.json; tokenizer_config.json model_max_length
-set to max_seq_length), so SentenceTransformer(--out) encodes as ragforge.`,
-		Example: `  ragforge export --run 20261129-171500-train-filter-ab12 --out work/filter-export
-  ragforge export --retriever work/selflearn/round-1/retriever --out work/retriever-st`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runExportRecorded(g, o)
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.Run, "run", "", "train-filter run id (its best checkpoint is exported)")
-	f.StringVar(&o.From, "from", "", "checkpoint directory to export instead of a run's")
-	f.StringVar(&o.Out, "out", "", "output directory (required)")
-	o.Retriever.add(cmd)
-	o.Windows.add(cmd)
-	return cmd
-}
-
-// runExport writes a filter checkpoint (a train-filter run's best, or
-// o.From) or, with --retriever, a bi-encoder to o.Out.
-func runExport(g *globals, o exportOptions) (exportResult, error) {
-	if o.Retriever.Dir != "" {
-		if o.Out == "" || o.Run != "" || o.From != "" {
-			return exportResult{}, fmt.Errorf("--retriever takes --out and neither --run nor --from")
-		}
-		for _, f := range []string{"max-seq-length", "doc-stride"} {
-			if o.Windows.changed(f) {
-				return exportResult{}, fmt.Errorf("--%s applies to filter exports only (a retriever's is --max-length)", f)
-			}
-		}
-		line, err := o.Retriever.export(g, o.Out)
-		return exportResult{Kind: "retriever", Source: o.Retriever.Dir, Dir: o.Out, Line: line}, err
-	}
-	if o.Out == "" || (o.Run == "") == (o.From == "") {
-		return exportResult{}, fmt.Errorf("--out and exactly one of --run, --from or --retriever are required")
-	}
-	if err := o.Retriever.stray(); err != nil {
-		return exportResult{}, err
-	}
-	src, err := modelDir(g, "from", o.From)
-	if err != nil {
-		return exportResult{}, err
-	}
-	if o.Run != "" {
-		st, err := openStore(g)
-		if err != nil {
-			return exportResult{}, err
-		}
-		d, err := st.Get(o.Run)
-		st.Close()
-		if err != nil {
-			return exportResult{}, err
-		}
-		if d.Kind != "train-filter" {
-			return exportResult{}, fmt.Errorf("run %s is a %s run; export takes a train-filter run", d.ID, d.Kind)
-		}
-		var cfg struct {
-			Config filtertrain.Config `json:"config"`
-		}
-		if err := jsonUnmarshal(d.Config, &cfg); err != nil {
-			return exportResult{}, fmt.Errorf("run %s: config: %w", d.ID, err)
-		}
-		src = filepath.Join(cfg.Config.OutputDir, "best")
-	}
-	if err := o.Windows.resolve([]string{src}, g.Err); err != nil {
-		return exportResult{}, err
-	}
-	w := o.Windows.set()
-	if err := filtertrain.ExportAt(src, o.Out, &w); err != nil {
-		return exportResult{}, err
-	}
-	res := exportResult{Kind: "filter", Source: src, Dir: o.Out, Windows: &w,
-		Line: fmt.Sprintf("exported %s to %s (windows: %d tokens sharing %d, %s)", src, o.Out, w.MaxSeqLength, w.DocStride, o.Windows.Sources.MaxSeqLength)}
-	if c, err := t5.LoadConfig(o.Out); err == nil {
-		if _, marked := c.Extra(filter.MatchMarksKey); marked {
-			fmt.Fprintf(g.Err, "note: %s reads match-marked evidence (%s in config.json); mark inputs before tokenizing them outside ragforge (docs/recipes.md)\n", o.Out, filter.MatchMarksKey)
-		}
-	}
-	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragforge/ragforge/train/filtertrain"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -76,7 +77,7 @@ func TestEvalFilterEarlierBetterNote(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	notes := earlierBetterNotes([]string{last, best, export})
+	notes := filtertrain.EarlierBetterNotes([]string{last, best, export})
 	want := "note: " + last + " (step 20) scored validation accuracy 0.7000; an earlier checkpoint of its run, checkpoint-10, scored 0.7400 (evaluate " + best + " to see it)"
 	if len(notes) != 1 || notes[0] != want {
 		t.Errorf("notes %q, want [%q]", notes, want)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/train/lora"
 )
@@ -51,7 +53,7 @@ func newTrainLoRACmd(g *globals) *cobra.Command {
 		Long:    trainLoRALong,
 		Example: `  ragforge train lora --model qwen2-0.5b --data work/round-1/sft_alpaca.jsonl --out work/generator-lora --merge`,
 		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runTrainLoRA(cmd, g, o) },
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runTrainLoRA(cmdContext(cmd), g, o) },
 	}
 	f := cmd.Flags()
 	c := &o.Config
@@ -79,7 +81,7 @@ func newTrainLoRACmd(g *globals) *cobra.Command {
 }
 
 // runTrainLoRA reads and tokenizes the data, trains, and records a run.
-func runTrainLoRA(cmd *cobra.Command, g *globals, o trainLoRAOptions) (err error) {
+func runTrainLoRA(ctx context.Context, g *globals, o trainLoRAOptions) (err error) {
 	if o.Model == "" || o.Data == "" || o.Out == "" {
 		return fmt.Errorf("--model, --data and --out are required")
 	}
@@ -89,26 +91,13 @@ func runTrainLoRA(cmd *cobra.Command, g *globals, o trainLoRAOptions) (err error
 			o.Config.LoRA.TargetModules = append(o.Config.LoRA.TargetModules, m)
 		}
 	}
-	if err := o.Config.Validate(); err != nil {
-		return err
-	}
-	pairs, err := lora.ReadSFT(o.Data)
-	if err != nil {
-		return err
-	}
-	examples, err := lora.Tokenize(o.Model, pairs, o.Config.MaxLength, !o.NoChatTemplate)
-	if err != nil {
-		return err
-	}
 	opt := lora.Options{Config: o.Config, ModelDir: o.Model, OutputDir: o.Out, Backend: g.Backend, Resume: o.Resume, Merge: o.Merge, InitAdapter: o.InitAdapter}
-	st, run, err := startOrResumeRun(g, "train-lora", map[string]any{"options": opt, "data": o.Data, "examples": len(examples)}, o.Out, o.Resume)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	defer finishRun(run, &err)
-	bar := progress.New(g.Err, -1, "train lora")
-	res, err := lora.Train(cmdContext(cmd), opt, examples, run, func(p lora.Progress) {
+	r, start := runStarter(func(kind string, config any) (*tracker.Store, *tracker.Run, error) {
+		return startOrResumeRun(g, kind, config, o.Out, o.Resume)
+	})
+	defer r.finish(&err)
+	var bar *progress.Bar
+	rep, err := lora.RunTrain(ctx, lora.TrainJob{Options: opt, Data: o.Data, ChatTemplate: !o.NoChatTemplate}, barOnStart(start, &bar, g.Err, -1, "train lora"), func(p lora.Progress) {
 		if p.Phase == "train" {
 			bar.Describe(fmt.Sprintf("epoch %.2f loss %.4f lr %.2e grad_norm %.3f %.0f tok/s", p.Epoch, p.Loss, p.LearningRate, p.GradNorm, p.TokensPerSec))
 			bar.Set(p.Step, p.Steps)
@@ -119,10 +108,11 @@ func runTrainLoRA(cmd *cobra.Command, g *globals, o trainLoRAOptions) (err error
 		return err
 	}
 	if g.JSON {
-		return printJSON(g.Out, map[string]any{"run_id": run.ID, "result": res})
+		return printJSON(g.Out, rep)
 	}
+	res := rep.Result
 	fmt.Fprintf(g.Out, "run %s: %d updates, final loss %.4f, %d examples (%d scored tokens); %d trainable LoRA parameters, %d frozen\n",
-		run.ID, res.GlobalStep, res.FinalLoss, res.Examples, res.ScoredTokens, res.TrainableParams, res.FrozenParams)
+		rep.RunID, res.GlobalStep, res.FinalLoss, res.Examples, res.ScoredTokens, res.TrainableParams, res.FrozenParams)
 	fmt.Fprintf(g.Out, "adapter %s\n", res.AdapterDir)
 	if res.MergedDir != "" {
 		fmt.Fprintf(g.Out, "merged checkpoint %s\n", res.MergedDir)

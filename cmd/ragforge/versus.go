@@ -8,18 +8,9 @@ import (
 	"github.com/ragforge/ragforge/data/tracker"
 )
 
-// versusRow puts a learned model's metric next to its baseline, so a reader
-// sees whether training did anything.
-type versusRow struct {
-	Model    string  `json:"model"`
-	Metric   string  `json:"metric"`
-	Learned  float64 `json:"learned"`
-	Baseline string  `json:"baseline"`
-	Value    float64 `json:"baseline_value"`
-}
-
-// Diff is learned − baseline.
-func (r versusRow) Diff() float64 { return r.Learned - r.Value }
+// versusRow is a learned model's metric next to its baseline
+// (tracker.Versus, its fields and JSON).
+type versusRow tracker.Versus
 
 // runBaselines derives the rows from a stored run's metrics: a filter
 // (eval-filter, or train-filter's validation) against the majority class
@@ -72,7 +63,7 @@ func printVersus(w io.Writer, rows []versusRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  MODEL\tMETRIC\tLEARNED\tBASELINE\tVALUE\tDIFF")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "  %s\t%s\t%.3f\t%s\t%.3f\t%+.3f\n", r.Model, r.Metric, r.Learned, r.Baseline, r.Value, r.Diff())
+		fmt.Fprintf(tw, "  %s\t%s\t%.3f\t%s\t%.3f\t%+.3f\n", r.Model, r.Metric, r.Learned, r.Baseline, r.Value, tracker.Versus(r).Diff())
 	}
 	tw.Flush()
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
@@ -74,7 +75,7 @@ func DefaultConfig(vocab int) bert.Config {
 	c := bert.DefaultConfig(vocab)
 	c.ModelType, c.Architectures = ModelType, []string{Arch.Architecture}
 	c.MaxPositionEmbeddings, c.TypeVocabSize, c.LayerNormEps, c.PadTokenID = 514, 1, 1e-5, 1
-	c.Extra = map[string]json.RawMessage{"bos_token_id": json.RawMessage("0"), "eos_token_id": json.RawMessage("2")}
+	c.Extra = hf.Fields{{Key: "bos_token_id", Value: json.RawMessage("0")}, {Key: "eos_token_id", Value: json.RawMessage("2")}}
 	return c
 }
 

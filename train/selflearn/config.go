@@ -41,12 +41,22 @@ type Config struct {
 
 	// Generator is the generator spec: "ict", "t5:<dir>", "hf:<dir>",
 	// "qwen2:<dir>", "llama:<dir>", "qwen3:<dir>" or "openai:<url>[#model]"
-	// (generate.ParseGeneratorSpec). A local T5 is fine-tuned in full
+	// (generate.ParseGeneratorSpec), or a comma-separated list of openai
+	// specs, one per server, that the generation stage splits its prompts
+	// over (generate.Pool; each server with its client's retries, backoff
+	// and concurrency limit). A local T5 is fine-tuned in full
 	// (FineTuneT5), a local decoder with LoRA (GeneratorLoRA).
 	Generator string
 	// GeneratorImpl, when set, is used instead of opening Generator (tests,
 	// custom servers); Generator then only names it in the run.
 	GeneratorImpl lm.Generator `json:"-"`
+	// GenConcurrency and GenRetries are an openai generator's requests in
+	// flight per server and retries after a failed request, with
+	// exponential backoff (0: the client's defaults, 4 and 3; negative
+	// GenRetries: none), as openai.Options. Not part of the run's config: a
+	// resumed run may use other servers' limits.
+	GenConcurrency int `json:"-"`
+	GenRetries     int `json:"-"`
 	// RetrieverDir is the initial BERT bi-encoder (HF directory: config.json,
 	// model.safetensors, vocab.txt). Required.
 	RetrieverDir string
@@ -172,7 +182,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("selflearn config: field %q: %v, want %s", field, v, want)
 	}
 	if c.GeneratorImpl == nil {
-		if _, err := generate.ParseGeneratorSpec(c.Generator); err != nil {
+		if _, err := generate.ParseGeneratorSpecs(c.Generator); err != nil {
 			return fmt.Errorf("selflearn config: field %q: %w", "Generator", err)
 		}
 	}
@@ -195,6 +205,8 @@ func (c Config) Validate() error {
 		return bad("GenTemperature", c.GenTemperature, ">= 0")
 	case c.GenBatch < 1:
 		return bad("GenBatch", c.GenBatch, ">= 1")
+	case c.GenConcurrency < 0:
+		return bad("GenConcurrency", c.GenConcurrency, ">= 0")
 	case c.SelectionDepth < 1:
 		return bad("SelectionDepth", c.SelectionDepth, ">= 1")
 	case c.RankFrom < 0 || c.RankTo <= c.RankFrom:

@@ -1,10 +1,9 @@
-package main
+package pipeline
 
 import (
 	"fmt"
 
 	"github.com/ragforge/ragforge/data"
-	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
@@ -16,8 +15,8 @@ import (
 // reports whether an earlier corpus already set them; settings that differ
 // between corpora are an error, as is a retriever whose weights or
 // dimension differ from the corpus's.
-func preEncodedPart(m *pipeline.Manifest, done *bool, retrieverDir, name string, chunks []data.Chunk, pre *data.Encoded) (pipeline.CorpusPart, error) {
-	part := pipeline.CorpusPart{Name: name, Chunks: chunks}
+func preEncodedPart(m *Manifest, done *bool, retrieverDir, name string, chunks []data.Chunk, pre *data.Encoded) (CorpusPart, error) {
+	part := CorpusPart{Name: name, Chunks: chunks}
 	if retrieverDir == "" {
 		return part, fmt.Errorf("--corpus %s=rag2:%s: a pre-encoded corpus needs --retriever, the encoder of its vectors (for the queries)", name, pre.Root)
 	}

@@ -1,0 +1,62 @@
+package encode
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ragforge/ragforge/data"
+)
+
+// EncodeRAG2 writes what data.OpenEncoded reads back: the chunks, their
+// vectors row for row, sharded, and the settings they were encoded with.
+func TestEncodeRAG2RoundTrip(t *testing.T) {
+	toy := toyEncoder(t)
+	dir := filepath.Join(t.TempDir(), "toy-bert")
+	if err := toy.Model.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := toy.Tokenizer.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := LoadBERT(dir, testBackend, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := make([]data.Chunk, len(texts))
+	for i, s := range texts {
+		chunks[i] = data.Chunk{ID: "d#" + string(rune('a'+i)), DocID: "d", Index: i, Text: s}
+	}
+	out := filepath.Join(t.TempDir(), "enc")
+	c := RAG2Corpus{Out: out, Name: "toy", ShardSize: 2, Source: "corpus.jsonl", ChunkSize: 0, Overlap: 128}
+	res, err := EncodeRAG2(enc, dir, chunks, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := (len(chunks) + 1) / 2
+	if res.Rows != len(chunks) || res.Dim != enc.Dim() || len(res.Embeddings) != shards || len(res.Articles) != shards {
+		t.Fatalf("result %+v: want %d rows of dim %d in %d shards", res, len(chunks), enc.Dim(), shards)
+	}
+	back, err := data.OpenEncoded(data.EncodedScheme + out + "#toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := enc.EncodeDocs(texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flat []float32
+	for _, v := range want {
+		flat = append(flat, v...)
+	}
+	if !reflect.DeepEqual(back.Vectors, flat) || len(back.Docs) != len(chunks) || back.Docs[1].Text != texts[1] {
+		t.Errorf("read back %d docs, vectors equal %v", len(back.Docs), reflect.DeepEqual(back.Vectors, flat))
+	}
+	if i := back.Info; i == nil || i.Source != "corpus.jsonl" || i.ChunkOverlap != 0 || i.Pooling != string(enc.Pooling) {
+		t.Errorf("info %+v: want the source, overlap 0 for whole documents, the encoder's pooling", i)
+	}
+	if _, err := EncodeRAG2(enc, dir, chunks, RAG2Corpus{Out: out, Name: "x", ShardSize: -1}, nil); err == nil || !strings.Contains(err.Error(), "shard size -1") {
+		t.Errorf("negative shard size: %v", err)
+	}
+}
