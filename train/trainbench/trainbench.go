@@ -66,25 +66,35 @@ type Result struct {
 	Estimate              memory.Estimate `json:"memory_estimate"`
 }
 
-// Validate checks o once, naming the field.
+// Validate checks o once; errors name the `bench train` flag of the field.
 func (o Options) Validate() error {
+	t5 := o.Shape == "flan-t5-large"
 	switch {
 	case !slices.Contains(Shapes, o.Shape):
-		return fmt.Errorf("shape %q: want one of %s", o.Shape, strings.Join(Shapes, ", "))
+		return fmt.Errorf("--shape %q: want one of %s", o.Shape, strings.Join(Shapes, ", "))
 	case o.Batch < 1:
-		return fmt.Errorf("batch %d: want >= 1", o.Batch)
+		return fmt.Errorf("--batch %d: must be at least 1", o.Batch)
 	case o.Seq < 2:
-		return fmt.Errorf("seq %d: want >= 2", o.Seq)
-	case o.Layers < 0 || o.Hidden < 0 || o.Heads < 0 || o.FFN < 0 || o.Vocab < 0 || o.SubBatchTokens < 0:
-		return fmt.Errorf("layers %d, hidden %d, heads %d, ffn %d, vocab %d, sub-batch tokens %d: want >= 0 (0: the shape's)",
-			o.Layers, o.Hidden, o.Heads, o.FFN, o.Vocab, o.SubBatchTokens)
-	case o.Shape == "flan-t5-large" && (o.TargetTokens < 1 || o.Negatives != 0 || o.SubBatchTokens != 0):
-		return fmt.Errorf("flan-t5-large: target tokens %d (want >= 1); negatives and sub-batch tokens apply to bge-large and bge-m3", o.TargetTokens)
-	case o.Shape != "flan-t5-large" && (o.Negatives < 0 || o.TargetTokens != 0):
-		return fmt.Errorf("%s: negatives %d (want >= 0); target tokens apply to flan-t5-large", o.Shape, o.Negatives)
+		return fmt.Errorf("--seq %d: must be at least 2", o.Seq)
+	case t5 && o.TargetTokens < 1:
+		return fmt.Errorf("--target-tokens %d: must be at least 1", o.TargetTokens)
+	case t5 && (o.Negatives != 0 || o.SubBatchTokens != 0):
+		return fmt.Errorf("--negatives and --sub-batch-tokens apply to bge-large and bge-m3, not %s", o.Shape)
+	case !t5 && o.TargetTokens != 0:
+		return fmt.Errorf("--target-tokens applies to flan-t5-large, not %s", o.Shape)
+	case o.Negatives < 0:
+		return fmt.Errorf("--negatives %d: must be at least 0", o.Negatives)
+	}
+	for _, f := range []struct {
+		flag string
+		v    int
+	}{{"--sub-batch-tokens", o.SubBatchTokens}, {"--layers", o.Layers}, {"--hidden", o.Hidden}, {"--heads", o.Heads}, {"--ffn", o.FFN}, {"--vocab", o.Vocab}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %d: must be at least 0 (0: the shape's)", f.flag, f.v)
+		}
 	}
 	if o.hidden()%o.heads() != 0 {
-		return fmt.Errorf("hidden %d is not a multiple of heads %d", o.hidden(), o.heads())
+		return fmt.Errorf("--hidden %d is not a multiple of --heads %d", o.hidden(), o.heads())
 	}
 	return nil
 }

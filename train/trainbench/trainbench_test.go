@@ -19,13 +19,13 @@ func TestValidate(t *testing.T) {
 		{"filter default", DefaultOptions("flan-t5-large"), ""},
 		{"bge-large default", DefaultOptions("bge-large"), ""},
 		{"bge-m3 checkpointed", ok("bge-m3", func(o *Options) { o.GradientCheckpointing = true }), ""},
-		{"unknown shape", DefaultOptions("t5-xxl"), `shape "t5-xxl"`},
-		{"batch 0", ok("bge-large", func(o *Options) { o.Batch = 0 }), "batch 0"},
-		{"seq 1", ok("flan-t5-large", func(o *Options) { o.Seq = 1 }), "seq 1"},
-		{"negative override", ok("bge-large", func(o *Options) { o.Layers = -1 }), "layers -1"},
-		{"negatives on t5", ok("flan-t5-large", func(o *Options) { o.Negatives = 3 }), "apply to bge-large and bge-m3"},
-		{"target tokens on bge", ok("bge-m3", func(o *Options) { o.TargetTokens = 2 }), "apply to flan-t5-large"},
-		{"heads do not divide", ok("bge-large", func(o *Options) { o.Hidden = 100 }), "not a multiple of heads 16"},
+		{"unknown shape", DefaultOptions("t5-xxl"), `--shape "t5-xxl"`},
+		{"batch 0", ok("bge-large", func(o *Options) { o.Batch = 0 }), "--batch 0: must be at least 1"},
+		{"seq 1", ok("flan-t5-large", func(o *Options) { o.Seq = 1 }), "--seq 1: must be at least 2"},
+		{"negative override", ok("bge-large", func(o *Options) { o.Layers = -1 }), "--layers -1: must be at least 0"},
+		{"negatives on t5", ok("flan-t5-large", func(o *Options) { o.Negatives = 3 }), "apply to bge-large and bge-m3, not flan-t5-large"},
+		{"target tokens on bge", ok("bge-m3", func(o *Options) { o.TargetTokens = 2 }), "applies to flan-t5-large, not bge-m3"},
+		{"heads do not divide", ok("bge-large", func(o *Options) { o.Hidden = 100 }), "--hidden 100 is not a multiple of --heads 16"},
 	} {
 		err := tc.o.Validate()
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
