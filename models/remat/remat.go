@@ -101,7 +101,7 @@ func Block(ctx *context.Context, x *graph.Node, f func(x *graph.Node) *graph.Nod
 
 // externals lists the float nodes a block's output y reads from outside the
 // block (built before node first, x excluded) and the parameters (context
-// variables) first read inside it, in graph order.
+// variables) first read inside it, in the order a walk from y finds them.
 func externals(y, x *graph.Node, first graph.NodeId) []*graph.Node {
 	seen := map[graph.NodeId]bool{}
 	var ext []*graph.Node
