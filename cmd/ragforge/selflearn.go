@@ -141,6 +141,7 @@ func addSelflearnTrainingFlags(cmd *cobra.Command, o *selflearnOptions) {
 	f.IntVar(&c.Epochs, "epochs", c.Epochs, "epochs of both trainings per round")
 	f.IntVar(&c.MaxLength, "max-length", c.MaxLength, "retriever max sequence length (tokens)")
 	f.IntVar(&c.SubBatchTokens, "sub-batch-tokens", 0, "retriever training: padded tokens per GradCache encoder pass, which bounds its activation memory (0: 4096)")
+	f.BoolVar(&c.GradientCheckpointing, "gradient-checkpointing", false, "retriever and generator training: "+"recompute each transformer block in the backward pass instead of keeping its activations (HF gradient_checkpointing): the same gradients, less memory, about one more forward pass per step")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for sampling, negatives and data order")
 }
 
@@ -195,7 +196,7 @@ func runSelflearn(ctx context.Context, g *globals, o selflearnOptions) error {
 		return err
 	}
 	// Before the corpus is read: a retriever step that cannot fit stops here.
-	if err := checkRetrieverMemory(g.Err, cfg.RetrieverDir, cfg.MaxLength, cfg.SubBatchTokens); err != nil {
+	if err := checkRetrieverMemory(g.Err, cfg.RetrieverDir, cfg.MaxLength, cfg.SubBatchTokens, cfg.GradientCheckpointing); err != nil {
 		return err
 	}
 	chunks, queries, qrels, err := selflearnInputs(g, &o)

@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/layers"
 
 	"github.com/ragforge/ragforge/models/nn"
+	"github.com/ragforge/ragforge/models/remat"
 )
 
 // Pooling selects how a sequence embedding is read from last_hidden_state.
@@ -225,15 +226,17 @@ func (m *Model) stack(ctx *context.Context, x, mask *graph.Node, tr trace) *grap
 
 	for i := 0; i < c.NumHiddenLayers; i++ {
 		p := fmt.Sprintf("encoder.layer.%d.", i)
-		attn := m.selfAttention(ctx, x, keyBias, p+"attention.self.")
-		attn = m.dropout(ctx, m.dense(ctx, attn, p+"attention.output.dense", h, h), c.HiddenDropoutProb)
-		x = m.layerNorm(ctx, graph.Add(x, attn), p+"attention.output.LayerNorm")
-		if tr != nil {
-			tr(fmt.Sprintf("layer.%d.attention_output", i), x)
-		}
-		ff := geluErf(m.dense(ctx, x, p+"intermediate.dense", c.IntermediateSize, h))
-		ff = m.dropout(ctx, m.dense(ctx, ff, p+"output.dense", h, c.IntermediateSize), c.HiddenDropoutProb)
-		x = m.layerNorm(ctx, graph.Add(x, ff), p+"output.LayerNorm")
+		x = remat.If(m.GradientCheckpointing, ctx, x, func(x *graph.Node) *graph.Node {
+			attn := m.selfAttention(ctx, x, keyBias, p+"attention.self.")
+			attn = m.dropout(ctx, m.dense(ctx, attn, p+"attention.output.dense", h, h), c.HiddenDropoutProb)
+			x = m.layerNorm(ctx, graph.Add(x, attn), p+"attention.output.LayerNorm")
+			if tr != nil {
+				tr(fmt.Sprintf("layer.%d.attention_output", i), x)
+			}
+			ff := geluErf(m.dense(ctx, x, p+"intermediate.dense", c.IntermediateSize, h))
+			ff = m.dropout(ctx, m.dense(ctx, ff, p+"output.dense", h, c.IntermediateSize), c.HiddenDropoutProb)
+			return m.layerNorm(ctx, graph.Add(x, ff), p+"output.LayerNorm")
+		})
 		if tr != nil {
 			tr(fmt.Sprintf("layer.%d.output", i), x)
 		}

@@ -121,6 +121,9 @@ type Model struct {
 	Ctx           *context.Context
 	HasPooler     bool
 	HasClassifier bool
+	// GradientCheckpointing recomputes each encoder layer in the backward
+	// pass of training graphs (HF gradient_checkpointing; models/remat).
+	GradientCheckpointing bool
 
 	mu    sync.Mutex
 	execs map[string]*context.Exec

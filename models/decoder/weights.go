@@ -47,6 +47,9 @@ type Model struct {
 	// LoRA is the adapter configuration when one is attached (AddLoRA,
 	// LoadAdapter), nil otherwise; see LoRA for the forward it adds.
 	LoRA *LoRA
+	// GradientCheckpointing recomputes each decoder layer in the backward
+	// pass of training graphs (HF gradient_checkpointing; models/remat).
+	GradientCheckpointing bool
 
 	mu    sync.Mutex
 	execs map[string]*context.Exec

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/layers"
 
 	"github.com/ragforge/ragforge/models/nn"
+	"github.com/ragforge/ragforge/models/remat"
 )
 
 // IgnoreIndex is the label value the loss skips (PyTorch CrossEntropyLoss ignore_index, HF labels padding).
@@ -217,9 +218,11 @@ func (m *Model) encoderStack(ctx *context.Context, inputIDs, mask *graph.Node, k
 	var outs []*graph.Node
 	for i := range c.NumLayers {
 		p := fmt.Sprintf("encoder.block.%d.layer.", i)
-		n := rmsNorm(h, weight(ctx, g, p+"0.layer_norm.weight"), c.LayerNormEpsilon)
-		h = graph.Add(h, m.dropout(ctx, m.attention(ctx, p+"0.SelfAttention", n, n, bias)))
-		h = m.layerFF(ctx, p+"1", h)
+		h = remat.If(m.GradientCheckpointing, ctx, h, func(h *graph.Node) *graph.Node {
+			n := rmsNorm(h, weight(ctx, g, p+"0.layer_norm.weight"), c.LayerNormEpsilon)
+			h = graph.Add(h, m.dropout(ctx, m.attention(ctx, p+"0.SelfAttention", n, n, bias)))
+			return m.layerFF(ctx, p+"1", h)
+		})
 		if keep {
 			outs = append(outs, h)
 		}
@@ -261,11 +264,13 @@ func (m *Model) decoderStack(ctx *context.Context, decIDs, encOut, encMask *grap
 	var outs []*graph.Node
 	for i := range c.NumDecoderLayers {
 		p := fmt.Sprintf("decoder.block.%d.layer.", i)
-		n := rmsNorm(h, weight(ctx, g, p+"0.layer_norm.weight"), c.LayerNormEpsilon)
-		h = graph.Add(h, m.dropout(ctx, m.attention(ctx, p+"0.SelfAttention", n, n, selfBias)))
-		n = rmsNorm(h, weight(ctx, g, p+"1.layer_norm.weight"), c.LayerNormEpsilon)
-		h = graph.Add(h, m.dropout(ctx, m.crossAttention(ctx, p+"1.EncDecAttention", n, encOut, crossBias)))
-		h = m.layerFF(ctx, p+"2", h)
+		h = remat.If(m.GradientCheckpointing, ctx, h, func(h *graph.Node) *graph.Node {
+			n := rmsNorm(h, weight(ctx, g, p+"0.layer_norm.weight"), c.LayerNormEpsilon)
+			h = graph.Add(h, m.dropout(ctx, m.attention(ctx, p+"0.SelfAttention", n, n, selfBias)))
+			n = rmsNorm(h, weight(ctx, g, p+"1.layer_norm.weight"), c.LayerNormEpsilon)
+			h = graph.Add(h, m.dropout(ctx, m.crossAttention(ctx, p+"1.EncDecAttention", n, encOut, crossBias)))
+			return m.layerFF(ctx, p+"2", h)
+		})
 		if keep {
 			outs = append(outs, h)
 		}

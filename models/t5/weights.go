@@ -42,6 +42,10 @@ type Model struct {
 	Config  Config
 	Backend backends.Backend
 	Ctx     *context.Context
+	// GradientCheckpointing recomputes each encoder and decoder block in
+	// the backward pass of training graphs (HF gradient_checkpointing;
+	// models/remat).
+	GradientCheckpointing bool
 
 	mu    sync.Mutex
 	execs map[string]*context.Exec

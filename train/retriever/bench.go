@@ -27,7 +27,9 @@ type BenchShape struct {
 	// EncodeDType holds the weights for encoding (float32, bfloat16 or
 	// float16; 0 = float32): from the random init with SkipTrain, else
 	// cast after the float32 training step.
-	EncodeDType dtypes.DType
+	EncodeDType           dtypes.DType
+	SkipEncode            bool // training step only (EncodeBatch, EncodeLength unused)
+	GradientCheckpointing bool // per-block recomputation in the training step
 }
 
 // BenchResult is the speed of BenchTrainStep; compilation (the first call
@@ -54,6 +56,9 @@ type BenchResult struct {
 // and never the pad id (XLM-R counts positions from it). Errors: invalid
 // sizes or config, compute failures.
 func BenchTrainStep(backendName string, cfg bert.Config, a bert.Arch, s BenchShape, steps int) (BenchResult, error) {
+	if s.SkipEncode {
+		s.EncodeBatch, s.EncodeLength = 1, 2
+	}
 	if s.Queries < 1 || s.Negatives < 0 || s.Length < 2 || s.EncodeBatch < 1 || s.EncodeLength < 2 || steps < 1 {
 		return BenchResult{}, fmt.Errorf("bench retriever: queries %d, negatives %d, length %d, encode %d×%d, steps %d out of range",
 			s.Queries, s.Negatives, s.Length, s.EncodeBatch, s.EncodeLength, steps)
@@ -74,6 +79,7 @@ func BenchTrainStep(backendName string, cfg bert.Config, a bert.Arch, s BenchSha
 	if err != nil {
 		return BenchResult{}, err
 	}
+	m.GradientCheckpointing = s.GradientCheckpointing
 	if s.Length > m.MaxLength() || s.EncodeLength > m.MaxLength() {
 		return BenchResult{}, fmt.Errorf("bench retriever: length %d or %d exceeds the model's %d", s.Length, s.EncodeLength, m.MaxLength())
 	}
@@ -137,6 +143,10 @@ func BenchTrainStep(backendName string, cfg bert.Config, a bert.Arch, s BenchSha
 		slices.Sort(perStep)
 		res.MsPerStepMin, res.MsPerStepMedian = 1e3*perStep[0], 1e3*trainer.Median(perStep)
 		res.TrainTokensPerSec = float64(s.Queries*(2+s.Negatives)*s.Length*steps) / total
+	}
+	if s.SkipEncode {
+		res.CompileMs = float64(compile.Microseconds()) / 1e3
+		return res, nil
 	}
 	if err := nn.CastVariables(m.Weights(), held); err != nil {
 		return BenchResult{}, fmt.Errorf("bench retriever: %w", err)

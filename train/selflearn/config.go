@@ -126,6 +126,12 @@ type Config struct {
 	// training (retriever.Config.SubBatchTokens; 0 = its default 4096): the
 	// activation memory, not the loss. Omitted from the config hash when 0.
 	SubBatchTokens int `json:",omitempty"`
+	// GradientCheckpointing recomputes each transformer block in the
+	// backward pass of the retriever and generator training (HF
+	// gradient_checkpointing; models/remat): less activation memory for
+	// about one more forward pass, the same gradients, so it is left out of
+	// the config hash.
+	GradientCheckpointing bool `json:"-"`
 	// SkipNonFinite makes the retriever training skip (and count) updates
 	// whose loss or gradient is not finite instead of failing the round
 	// (not part of the config hash: a failed round may be rerun with it).
