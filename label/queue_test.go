@@ -90,10 +90,10 @@ func testQueueWorkers(t *testing.T, target string) {
 	errs := make(chan error, 3)
 	for k := range 3 {
 		srv := []string{srv1.URL, srv2.URL}[k%2]
-		w := &QueueWorker{Queue: q, Job: "job", Owner: fmt.Sprint("w", k), Lease: time.Second,
-			Labeler: &PerplexityLabeler{Scorer: lm.NewHTTPScorer(openai.New(srv, openai.Options{Model: "toy"})), Store: ls, RunID: "job"}}
+		w := &workqueue.Worker{Queue: q, Job: "job", Owner: fmt.Sprint("w", k), Lease: time.Second}
+		do := LabelBatches(&PerplexityLabeler{Scorer: lm.NewHTTPScorer(openai.New(srv, openai.Options{Model: "toy"})), Store: ls, RunID: "job"}, tasks)
 		wg.Go(func() {
-			n, err := w.Run(ctx, tasks)
+			n, err := w.Run(ctx, do)
 			total.Add(int64(n))
 			errs <- err
 		})
@@ -122,24 +122,5 @@ func testQueueWorkers(t *testing.T, target string) {
 		if g.ExampleID != w.ExampleID || g.Label.Label != w.Label || g.PPLWith != w.PPLWith || g.PPLWithout != w.PPLWithout {
 			t.Errorf("pair %s: %s %v/%v, single process %s %s %v/%v", g.ExampleID, g.Label.Label, g.PPLWithout, g.PPLWith, w.ExampleID, w.Label, w.PPLWithout, w.PPLWith)
 		}
-	}
-}
-
-func TestParseShardAndShard(t *testing.T) {
-	for _, bad := range []string{"", "1", "4/4", "-1/2", "a/b", "0/0"} {
-		if _, _, err := ParseShard(bad); err == nil {
-			t.Errorf("ParseShard(%q): no error", bad)
-		}
-	}
-	i, n, err := ParseShard("1/3")
-	if err != nil || i != 1 || n != 3 {
-		t.Fatalf("ParseShard(1/3) = %d, %d, %v", i, n, err)
-	}
-	var ids []string
-	for _, tk := range Shard(queueTasks(), i, n) {
-		ids = append(ids, tk.QueryID)
-	}
-	if fmt.Sprint(ids) != "[q1 q4]" {
-		t.Errorf("shard 1/3 = %v", ids)
 	}
 }

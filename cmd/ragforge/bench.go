@@ -14,6 +14,8 @@ import (
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/decoder"
+	"github.com/ragforge/ragforge/models/nn"
+	"github.com/ragforge/ragforge/models/safetensors"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/xlmr"
 	"github.com/ragforge/ragforge/train/filtertrain"
@@ -68,10 +70,11 @@ func peakRSS() int64 {
 
 // benchModelsOptions are the flags of `bench models`.
 type benchModelsOptions struct {
-	Steps          int    // timed steps per configuration
-	Only           string // a benchModels or decoder name, "" = every configuration but the real sizes
-	SubBatchTokens int    // retriever shapes: GradCache pass size (0: the trainer's default)
-	SkipTrain      bool   // retriever shapes: encode throughput only
+	Steps          int       // timed steps per configuration
+	Only           string    // a benchModels or decoder name, "" = every configuration but the real sizes
+	SubBatchTokens int       // retriever shapes: GradCache pass size (0: the trainer's default)
+	SkipTrain      bool      // retriever shapes: encode throughput only
+	DType          dtypeFlag // retriever shapes: weights held while encoding
 }
 
 // benchLoRAName is the real-size LoRA SFT step of `bench models --only`:
@@ -83,7 +86,7 @@ const benchLoRAName = "qwen2.5-0.5b-lora"
 // random-initialised at the published shapes (no download) and run only
 // when named by --only.
 func benchModels() []benchModel {
-	bge, m3 := bert.LargeConfig(30522), xlmr.BGEM3Config()
+	bge, m3, small := bert.LargeConfig(30522), xlmr.BGEM3Config(), bert.BGESmallConfig(30522)
 	// SL-HyDE's retriever step: 4 queries × (1 positive + 7 hard negatives) × 512 tokens;
 	// encode throughput at 256 tokens.
 	shape := retriever.BenchShape{Queries: 4, Negatives: 7, Length: 512, EncodeBatch: 8, EncodeLength: 256}
@@ -93,6 +96,9 @@ func benchModels() []benchModel {
 		{Name: "flan-t5-large", Config: t5.LargeConfig(), Batch: 4, EncLen: 512, DecLen: 2, RealSize: true},
 		{Name: "bge-large", Encoder: &bge, Arch: bert.BERT, Shape: shape, RealSize: true},
 		{Name: "bge-m3", Encoder: &m3, Arch: xlmr.Arch, Shape: shape, RealSize: true},
+		// A small published shape beside them, to compare with the PyTorch
+		// peer (scripts/torch_bert_bench.py) where the large ones do not fit.
+		{Name: "bge-small", Encoder: &small, Arch: bert.BERT, Shape: shape, RealSize: true},
 	}
 }
 
@@ -118,9 +124,12 @@ run only when named by --only:
          d_kv 64, vocab 32128 (783M); filter step at batch 4, length 512, decoder 2
   bge-large: BERT 1024/24 layers/16 heads/4096, vocab 30522 (335M)
   bge-m3:    XLM-RoBERTa 1024/24/16/4096, vocab 250002, 8192 tokens (568M)
+  bge-small: BERT 384/12/12/1536, vocab 30522 (33M), the same steps
          both: an InfoNCE update (GradCache, AdamW) of 4 queries × (1 positive
          + 7 hard negatives) × 512 tokens, then encoding 8 passages of 256
-         tokens (CLS, normalised) per call
+         tokens (CLS, normalised) per call; --dtype bfloat16 holds the
+         weights in bfloat16 while encoding (from the init with --skip-train,
+         so the peak RSS is bfloat16's; the training step is float32)
   qwen2.5-0.5b-lora (only when named): one LoRA SFT update of the
          qwen2.5-0.5b shape (forward, backward to the LoRA weights, clipping,
          AdamW on them alone), r 8 on every projection, batch 2 × 512 tokens
@@ -136,9 +145,10 @@ to read its own peak).`,
 		},
 	}
 	cmd.Flags().IntVar(&o.Steps, "steps", 3, "timed steps per configuration, after one compile step (min and median are reported, as the PyTorch peer benchmark does)")
-	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration: mini, small, qwen2.5-0.5b, "+benchLoRAName+", flan-t5-large, bge-large or bge-m3 (default: mini, small and qwen2.5-0.5b)")
+	cmd.Flags().StringVar(&o.Only, "only", "", "run only this configuration: mini, small, qwen2.5-0.5b, "+benchLoRAName+", flan-t5-large, bge-large, bge-m3 or bge-small (default: mini, small and qwen2.5-0.5b)")
 	cmd.Flags().IntVar(&o.SubBatchTokens, "sub-batch-tokens", 0, "bge-large/bge-m3: padded tokens per GradCache encoder pass (0: the trainer's 4096)")
 	cmd.Flags().BoolVar(&o.SkipTrain, "skip-train", false, "bge-large/bge-m3: measure encoding only, no training step")
+	addDTypeFlag(cmd, &o.DType) // bge-large/bge-m3 encoding; auto = the random init's float32
 	return cmd
 }
 
@@ -214,8 +224,8 @@ func (o benchModelsOptions) validate() ([]benchModel, []benchDecoder, error) {
 	if o.Only != "" && !slices.Contains(names, o.Only) {
 		return nil, nil, fmt.Errorf("--only %q: want one of %s", o.Only, strings.Join(names, ", "))
 	}
-	if (o.SubBatchTokens != 0 || o.SkipTrain) && (o.Only == "" || benchModelByName(configs, o.Only).Encoder == nil) {
-		return nil, nil, fmt.Errorf("--sub-batch-tokens and --skip-train apply to --only bge-large or bge-m3")
+	if (o.SubBatchTokens != 0 || o.SkipTrain || o.DType.get() != nn.Auto) && (o.Only == "" || benchModelByName(configs, o.Only).Encoder == nil) {
+		return nil, nil, fmt.Errorf("--sub-batch-tokens, --skip-train and --dtype apply to --only bge-large, bge-m3 or bge-small")
 	}
 	return configs, decoders, nil
 }
@@ -233,8 +243,12 @@ func benchTrainShape(g *globals, o benchModelsOptions, be backends.Backend, c be
 			pass = retriever.DefaultSubBatchTokens
 		}
 		e = memory.Retriever(*c.Encoder, c.Arch.ModelType, pass, s.Length)
+		held, err := o.DType.get().Hold(safetensors.F32, be) // random init: stored float32
+		if err != nil {
+			return r, fmt.Errorf("bench %s: --dtype: %w", c.Name, err)
+		}
 		if s.SkipTrain {
-			e = memory.Estimate{What: c.Name + " encoding", Params: e.Params, Weights: e.Weights}
+			e = memory.Estimate{What: c.Name + " encoding, " + strings.ToLower(held.String()) + " weights", Params: e.Params, Weights: e.Params * int64(held.Size())}
 		}
 	} else {
 		e = memory.Filter(c.Config, c.Batch, c.EncLen, c.DecLen)
@@ -248,6 +262,10 @@ func benchTrainShape(g *globals, o benchModelsOptions, be backends.Backend, c be
 	if c.Encoder != nil {
 		s := c.Shape
 		s.SubBatchTokens, s.SkipTrain = o.SubBatchTokens, o.SkipTrain
+		var err error
+		if s.EncodeDType, err = o.DType.get().Hold(safetensors.F32, be); err != nil {
+			return r, fmt.Errorf("bench %s: --dtype: %w", c.Name, err)
+		}
 		res, err := retriever.BenchTrainStep(g.Backend, *c.Encoder, c.Arch, s, o.Steps)
 		if err != nil {
 			return r, fmt.Errorf("bench %s: %w", c.Name, err)

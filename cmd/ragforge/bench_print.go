@@ -28,8 +28,8 @@ func printBenchModels(out io.Writer, results []benchModelResult) error {
 		if s.MsPerStepMedian == 0 {
 			shape = "encode only"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f passages/s @%d\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, shape,
-			s.TrainTokensPerSec, s.MsPerStepMin, s.MsPerStepMedian, s.EncodePassagesPerSec, s.EncodeLength, s.CompileMs, mib(r.PeakRSS), mib(r.Estimate.Peak()), r.Backend)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f passages/s @%d %s\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, shape,
+			s.TrainTokensPerSec, s.MsPerStepMin, s.MsPerStepMedian, s.EncodePassagesPerSec, s.EncodeLength, s.EncodeDType, s.CompileMs, mib(r.PeakRSS), mib(r.Estimate.Peak()), r.Backend)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

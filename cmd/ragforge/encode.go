@@ -9,7 +9,6 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
-	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
@@ -20,6 +19,8 @@ type encodeOptions struct {
 	Out       string
 	Name      string
 	ShardSize int
+	DType     dtypeFlag `json:"dtype"` // the job's: workers holding other dtypes would write other vectors
+	Work      workFlags `json:"-"`     // per process: a --job's workers may differ in it
 }
 
 // encodeResult is what --json prints.
@@ -57,6 +58,10 @@ encode only the queries, with the recorded settings.`,
 			if g.JSON {
 				return printJSON(g.Out, res)
 			}
+			if res.Pending {
+				fmt.Fprintf(g.Out, "run %s: this process's batches are encoded; another process writes corpus %q under %s\n", res.RunID, res.Name, res.Dir)
+				return nil
+			}
 			fmt.Fprintf(g.Out, "run %s: %d chunks encoded as float32 [%d, %d] into %s (%d .npy files, corpus %q; read it with --corpus %s%s)\n",
 				res.RunID, res.Rows, res.Rows, res.Dim, filepath.Join(res.Dir, "embeddings", res.Name), len(res.Embeddings), res.Name, data.EncodedScheme, res.Dir)
 			return nil
@@ -69,12 +74,15 @@ encode only the queries, with the recorded settings.`,
 	f.StringVar(&o.Out, "out", "", "root directory of the RAG² layout (embeddings/, articles/); other corpora in it are kept (required)")
 	f.StringVar(&o.Name, "name", "", "corpus name: the embeddings/<name> and articles/<name> directories (default: the corpus file or directory name)")
 	f.IntVar(&o.ShardSize, "shard-size", 0, "rows per .npy/.json file pair (0: one file pair)")
+	addDTypeFlag(cmd, &o.DType)
+	o.Work.addFor(cmd, "queue-batch", "chunks", encode.DefaultSplitRows, encode.CorpusBlock) // the encoder block: vectors equal one process's
 	return cmd
 }
 
 // runEncode records an encode run: the corpus chunked and encoded into
-// RAG²'s layout (encode.EncodeRAG2), its files as artifacts.
-func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResult, err error) {
+// RAG²'s layout (encode.WriteRAG2), in this process or split over workers
+// (--workers, --job, --shard), its files as artifacts.
+func runEncode(ctx context.Context, g *globals, o encodeOptions) (res *encodeResult, err error) {
 	if o.Encoder == "" || o.Out == "" {
 		return nil, fmt.Errorf("--encoder and --out are required")
 	}
@@ -87,26 +95,28 @@ func runEncode(_ context.Context, g *globals, o encodeOptions) (res *encodeResul
 	if err := o.Enc.resolve(o.Encoder); err != nil {
 		return nil, err
 	}
-	st, run, err := startRun(g, "encode", o)
+	st, run, finish, err := o.Work.start(g, "encode", o)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	defer finishRun(run, &err)
+	defer finish(&err)
 	_, chunks, err := o.Corpus.load(g)
 	if err != nil {
 		return nil, err
 	}
-	enc, err := encode.LoadBERT(o.Encoder, g.Backend, o.Enc.Pooling)
+	enc, err := encode.LoadBERTAs(o.Encoder, g.Backend, o.Enc.Pooling, o.DType.get())
 	if err != nil {
 		return nil, err
 	}
 	o.Enc.apply(enc, g.Err)
-	bar := progress.New(g.Err, len(chunks), "encode")
-	res, err = encode.EncodeRAG2(enc, o.Encoder, chunks, o.rag2Corpus(), bar.Func())
-	bar.Finish()
-	if err != nil {
-		return nil, err
+	c := o.rag2Corpus()
+	written, err := o.Work.encode(ctx, g, st, run, enc, chunks, o.Out, c.Name, func(vecs []float32, dim int) (err error) {
+		res, err = encode.WriteRAG2(enc, o.Encoder, chunks, vecs, dim, c)
+		return err
+	})
+	if err != nil || !written {
+		return &encodeResult{RunID: run.ID, Dir: o.Out, Name: c.Name, Dim: enc.Dim(), Pending: true}, err
 	}
 	res.RunID = run.ID
 	return res, recordEncoded(run, res)

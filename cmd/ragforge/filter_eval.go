@@ -46,6 +46,7 @@ final_eval_results_perClass.json into --out and stores the metrics in a run.`,
 	o.Windows.add(cmd)
 	f.IntVar(&o.Eval.BatchSize, "batch-size", 16, "windows per batch")
 	f.Float64Var(&o.Eval.Threshold, "threshold", 0.5, "predict [HELPFUL] when P([HELPFUL]) >= threshold")
+	addDTypeFlag(cmd, (*dtypeFlag)(&o.Eval.DType)) // filtertrain.EvalOptions.DType
 	return cmd
 }
 

@@ -7,14 +7,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
-// loadT5 loads a T5 model and its tokenizer from an HF directory.
-func loadT5(g *globals, dir string) (*t5.Model, tokenizer.Tokenizer, error) {
-	return t5.LoadWithTokenizer(dir, g.Backend)
+// loadT5 loads a T5 model and its tokenizer from an HF directory, the
+// weights held as dt (--dtype).
+func loadT5(g *globals, dir string, dt nn.DType) (*t5.Model, tokenizer.Tokenizer, error) {
+	return t5.LoadWithTokenizerAs(dir, g.Backend, dt)
 }
 
 // inferGenerateOptions are the flags of `infer generate`.
@@ -22,6 +24,7 @@ type inferGenerateOptions struct {
 	Model, Input   string
 	Generate       t5.GenerateOptions
 	MaxInputTokens int
+	DType          dtypeFlag
 }
 
 // Bounds of `infer generate` and `infer score`, checked before any model
@@ -56,6 +59,7 @@ func newGenerateCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Model, "model", "", "T5 model directory in HF layout (required)")
+	addDTypeFlag(cmd, &o.DType)
 	f.StringVar(&o.Input, "input", "", "input text")
 	f.IntVar(&o.Generate.MaxNewTokens, "max-new-tokens", 32, fmt.Sprintf("maximum number of generated tokens (1..%d)", maxNewTokensLimit))
 	f.BoolVar(&o.Generate.DoSample, "sample", false, "sample instead of greedy decoding")
@@ -86,7 +90,7 @@ func runInferGenerate(_ context.Context, g *globals, o inferGenerateOptions) err
 	if err := o.validate(); err != nil {
 		return err
 	}
-	m, tok, err := loadT5(g, o.Model)
+	m, tok, err := loadT5(g, o.Model, o.DType.get())
 	if err != nil {
 		return err
 	}
@@ -120,6 +124,7 @@ type inferEmbedOptions struct {
 	Model, Input string
 	InputType    string // document | query
 	Encoder      encoderOptions
+	DType        dtypeFlag
 }
 
 func newEmbedCmd(g *globals) *cobra.Command {
@@ -146,6 +151,7 @@ L2-normalized. Every setting defaults to the model directory's own
 	f.StringVar(&o.Input, "input", "", "input text (required)")
 	f.StringVar(&o.InputType, "input-type", "document", "document (adds --passage-prefix) | query (adds --query-prefix), as /v1/embeddings' input_type")
 	o.Encoder.add(cmd)
+	addDTypeFlag(cmd, &o.DType)
 	cmd.MarkFlagRequired("model")
 	return cmd
 }
@@ -164,7 +170,7 @@ func runInferEmbed(_ context.Context, g *globals, o inferEmbedOptions) error {
 	if err := o.Encoder.resolve(o.Model); err != nil {
 		return err
 	}
-	enc, err := encode.LoadBERT(o.Model, g.Backend, o.Encoder.Pooling)
+	enc, err := encode.LoadBERTAs(o.Model, g.Backend, o.Encoder.Pooling, o.DType.get())
 	if err != nil {
 		return fmt.Errorf("--pooling/--model: %w", err)
 	}
@@ -209,6 +215,7 @@ type scoreResult struct {
 type inferScoreOptions struct {
 	Model, Input, Target string
 	MaxInputTokens       int
+	DType                dtypeFlag
 }
 
 func newScoreCmd(g *globals) *cobra.Command {
@@ -227,6 +234,7 @@ NLL), the quantity RAG²'s perplexity labels compare.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Model, "model", "", "T5 model directory in HF layout (required)")
+	addDTypeFlag(cmd, &o.DType)
 	f.StringVar(&o.Input, "input", "", "encoder input text")
 	f.StringVar(&o.Target, "target", "", "target text to score")
 	f.IntVar(&o.MaxInputTokens, "max-input-tokens", defaultMaxInputTokens, "longest --input and --target in tokens; a longer one is an error")
@@ -236,7 +244,7 @@ NLL), the quantity RAG²'s perplexity labels compare.`,
 }
 
 func runInferScore(_ context.Context, g *globals, o inferScoreOptions) error {
-	m, tok, err := loadT5(g, o.Model)
+	m, tok, err := loadT5(g, o.Model, o.DType.get())
 	if err != nil {
 		return err
 	}

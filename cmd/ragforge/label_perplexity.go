@@ -12,6 +12,7 @@ import (
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/labelstore"
 	"github.com/ragforge/ragforge/models/lm"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/openai"
 )
 
@@ -25,7 +26,7 @@ func newScorer(g *globals, spec string, timeout time.Duration, retries, concurre
 	}
 	switch kind {
 	case "t5":
-		m, tok, err := loadT5(g, target)
+		m, tok, err := loadT5(g, target, nn.Auto)
 		if err != nil {
 			return nil, err
 		}

@@ -72,6 +72,7 @@ func newPretrainCmd(g *globals) *cobra.Command {
 	f.Float64Var(&c.Dropout, "dropout", c.Dropout, "dropout while pretraining (T5 v1.1: 0; < 0: the checkpoint's dropout_rate)")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for data order, noise masks and dropout")
 	f.IntVar(&c.LoggingSteps, "logging-steps", c.LoggingSteps, "print the mean loss to stderr every N updates")
+	f.BoolVar(&c.GradientCheckpointing, "gradient-checkpointing", false, "recompute each transformer block in the backward pass instead of keeping its activations (HF gradient_checkpointing): the same gradients, less memory, about one more forward pass per step")
 	minInt(f, 1, "max-seq-length", "batch-size", "epochs", "logging-steps")
 	minInt(f, 0, "max-steps")
 	return cmd

@@ -70,7 +70,7 @@ func newRoot(g *globals) *cobra.Command {
 func addCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(
 		group("bench", "Measure model and server speed",
-			newBenchModelsCmd(g), newBenchServeCmd(g)),
+			newBenchModelsCmd(g), newBenchServeCmd(g), newBenchTrainCmd(g)),
 		newDemoCmd(g),
 		newEncodeCmd(g),
 		group("eval", "Evaluate retrieval, the filter and answers",

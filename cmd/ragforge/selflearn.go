@@ -29,7 +29,8 @@ type selflearnOptions struct {
 	LoRAWarmup, LoRASaveSteps int
 	// changed are the flags given (explicit flags override the recipe and
 	// the start retriever's settings).
-	changed map[string]bool
+	changed    map[string]bool
+	GenServers genServerFlags // limits per openai generator server
 }
 
 const selflearnLong = `Runs SL-HyDE (AutoMIR) rounds on an unlabeled, chunked corpus with generator G
@@ -87,6 +88,7 @@ func newSelflearnCmd(g *globals) *cobra.Command {
 	addSelflearnFlags(cmd, &o)
 	addSelflearnTrainingFlags(cmd, &o)
 	o.BM25.add(cmd)
+	o.GenServers.add(cmd)
 	return cmd
 }
 
@@ -97,7 +99,8 @@ func addSelflearnFlags(cmd *cobra.Command, o *selflearnOptions) {
 	f.StringVar(&c.RetrieverDir, "retriever", "", "initial BERT bi-encoder directory (HF layout) (required)")
 	addRecipeFlag(cmd, &o.Recipe, "BERT")
 	f.Float64Var(&c.FusionHoldout, "fusion-holdout", c.FusionHoldout, "fraction of each round's pseudo-queries held out of training to choose the hybrid's dense/BM25 weights on (0: the AP paper's 0.3/0.7)")
-	f.StringVar(&c.Generator, "generator", "ict", "generator: ict | t5:DIR | hf:DIR (T5 or Llama/Qwen2/Qwen3 by model_type) | qwen2:DIR | llama:DIR | qwen3:DIR (model_type checked) | openai:URL[#model]; a local T5 or decoder is fine-tuned each round")
+	c.Generator = "ict"
+	f.Var(&genList{p: &c.Generator}, "generator", "generator: ict | t5:DIR | hf:DIR (T5 or Llama/Qwen2/Qwen3 by model_type) | qwen2:DIR | llama:DIR | qwen3:DIR (model_type checked) | openai:URL[#model], or several openai:URL (repeated, or one comma-separated list), one per server, that generation splits its prompts over; a local T5 or decoder is fine-tuned each round")
 	f.StringVar(&c.WorkDir, "work", "ragforge-selflearn", "working directory (per-round files, tuned models; resumes from run.json)")
 	f.StringVar(&o.Resume, "resume", "", "attach to this run id instead of the work directory's")
 	f.StringVar(&o.EvalQA, "eval-qa", "", "evaluation questions: AP QA CSV or BEIR dir (required)")
@@ -138,6 +141,7 @@ func addSelflearnTrainingFlags(cmd *cobra.Command, o *selflearnOptions) {
 	f.IntVar(&c.Epochs, "epochs", c.Epochs, "epochs of both trainings per round")
 	f.IntVar(&c.MaxLength, "max-length", c.MaxLength, "retriever max sequence length (tokens)")
 	f.IntVar(&c.SubBatchTokens, "sub-batch-tokens", 0, "retriever training: padded tokens per GradCache encoder pass, which bounds its activation memory (0: 4096)")
+	f.BoolVar(&c.GradientCheckpointing, "gradient-checkpointing", false, "retriever and generator training: "+"recompute each transformer block in the backward pass instead of keeping its activations (HF gradient_checkpointing): the same gradients, less memory, about one more forward pass per step")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for sampling, negatives and data order")
 }
 
@@ -176,6 +180,7 @@ func selflearnConfig(g *globals, o selflearnOptions) (selflearn.Config, error) {
 	cfg.Backend = g.Backend
 	cfg.ResumeRunID = o.Resume
 	cfg.ChunkSize, cfg.ChunkOverlap = o.Corpus.ChunkSize, o.Corpus.Overlap
+	o.GenServers.apply(&cfg)
 	s := selflearn.Settings{Recipe: o.Recipe, LoRAWarmupSteps: o.LoRAWarmup, LoRASaveSteps: o.LoRASaveSteps}
 	for flag, name := range selflearnSettings {
 		if o.changed[flag] {
@@ -191,7 +196,7 @@ func runSelflearn(ctx context.Context, g *globals, o selflearnOptions) error {
 		return err
 	}
 	// Before the corpus is read: a retriever step that cannot fit stops here.
-	if err := checkRetrieverMemory(g.Err, cfg.RetrieverDir, cfg.MaxLength, cfg.SubBatchTokens); err != nil {
+	if err := checkRetrieverMemory(g.Err, cfg.RetrieverDir, cfg.MaxLength, cfg.SubBatchTokens, cfg.GradientCheckpointing); err != nil {
 		return err
 	}
 	chunks, queries, qrels, err := selflearnInputs(g, &o)

@@ -28,6 +28,7 @@ type serveOptions struct {
 	LLMTimeout  time.Duration
 	LLMRetries  int
 	NoWorkbench bool
+	DType       dtypeFlag // serve.RunConfig.DType
 
 	ready chan<- string // when set, receives the bound address (not a flag)
 }
@@ -81,6 +82,7 @@ func (o *serveOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Pipeline, "pipeline", "", "pipeline directory")
 	f.StringVar(&o.RunID, "run", "", "serve the pipeline recorded by this run (ragforge pipeline build)")
+	addDTypeFlag(cmd, &o.DType)
 	f.StringVar(&o.LLM, "llm", "", "answering LLM: openai:URL[#model] (vLLM, llama.cpp server, Ollama), t5:DIR, or hf:DIR (a T5 or a Llama/Qwen2/Qwen3 decoder by config.json model_type, served with its chat template) (default: the pipeline's generator)")
 	f.StringVar(&o.Opt.Addr, "addr", "127.0.0.1:8080", "listen address")
 	f.BoolVar(&o.Opt.AllowRemote, "allow-remote", false, "allow a non-loopback listen address")
@@ -115,7 +117,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions) error {
 	}
 	defer st.Close()
 	c := serve.RunConfig{Options: o.Opt, Pipeline: o.Pipeline, RunID: o.RunID, LLM: o.LLM, LLMTimeout: o.LLMTimeout, LLMRetries: o.LLMRetries,
-		Search: o.Search, NoWorkbench: o.NoWorkbench, Backend: g.Backend, Log: g.Err}
+		Search: o.Search, NoWorkbench: o.NoWorkbench, Backend: g.Backend, DType: o.DType.get(), Log: g.Err}
 	return serve.RunWithStore(ctx, st, c, o.ready)
 }
 

@@ -101,6 +101,7 @@ func newTrainFilterCmd(g *globals) *cobra.Command {
 	f.IntVar(&c.SaveSteps, "save-steps", c.SaveSteps, "checkpoint every N updates (0: every epoch)")
 	f.IntVar(&c.EarlyStoppingPatience, "early-stopping", c.EarlyStoppingPatience, "stop after N validations without a better accuracy (0: off)")
 	f.BoolVar(&c.Resume, "resume", false, "continue from the newest checkpoint in --out")
+	f.BoolVar(&c.GradientCheckpointing, "gradient-checkpointing", false, "recompute each transformer block in the backward pass instead of keeping its activations (HF gradient_checkpointing): the same gradients, less memory, about one more forward pass per step")
 	return cmd
 }
 

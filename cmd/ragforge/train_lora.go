@@ -73,6 +73,7 @@ func newTrainLoRACmd(g *globals) *cobra.Command {
 	f.IntVar(&c.MaxLength, "max-length", c.MaxLength, "prompt + response tokens kept (the response is cut, eos kept)")
 	f.IntVar(&c.SaveSteps, "save-steps", c.SaveSteps, "write a resumable checkpoint every N updates (0 = at the end only)")
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed of the LoRA init, data order and dropout")
+	f.BoolVar(&c.GradientCheckpointing, "gradient-checkpointing", false, "recompute each transformer block in the backward pass instead of keeping its activations (HF gradient_checkpointing): the same gradients, less memory, about one more forward pass per step")
 	f.BoolVar(&o.Resume, "resume", false, "continue from the newest checkpoint in --out")
 	f.StringVar(&o.InitAdapter, "init-adapter", "", "start from this PEFT adapter folder instead of a fresh LoRA init (its r, lora_alpha, lora_dropout and target modules must equal the flags')")
 	f.BoolVar(&o.NoChatTemplate, "no-chat-template", false, "encode each prompt as raw text (with the tokenizer's specials) instead of one user message through the tokenizer's chat template")

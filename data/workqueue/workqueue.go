@@ -10,7 +10,12 @@
 // write transactions are serialized, which gives the same exclusivity.
 // A batch is done once, by the worker holding its lease: Complete by a
 // worker whose lease was taken over fails with ErrLeaseLost, so what it
-// wrote must be idempotent (labels are upserts keyed by (run, pair)).
+// wrote must be idempotent (labels are upserts keyed by (run, pair), encoded
+// parts are files renamed into place).
+//
+// Worker runs that loop (claim, renew while working, complete or release)
+// around a Do; Pool runs several Workers of one job in a process; Shard and
+// ParseShard split items statically for processes that share no queue.
 package workqueue
 
 import (

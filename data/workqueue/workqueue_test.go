@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,5 +171,79 @@ func testLeaseExpiry(t *testing.T, target string) {
 	must(q.Release(ctx, r))
 	if r2 := must2(q.Claim(ctx, "k", "s", time.Hour)); r2 == nil || r2.N != 0 {
 		t.Errorf("claim after release = %+v", r2)
+	}
+}
+
+func TestParseShardAndShard(t *testing.T) {
+	for _, bad := range []string{"", "1", "4/4", "-1/2", "a/b", "0/0"} {
+		if _, _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q): no error", bad)
+		}
+	}
+	i, n, err := ParseShard("1/3")
+	if err != nil || i != 1 || n != 3 {
+		t.Fatalf("ParseShard(1/3) = %d, %d, %v", i, n, err)
+	}
+	if got := fmt.Sprint(Shard([]string{"q0", "q1", "q2", "q3", "q4", "q5", "q6"}, i, n)); got != "[q1 q4]" {
+		t.Errorf("shard 1/3 = %v", got)
+	}
+}
+
+// A pool of three workers beside a claimer that dies holding batch 0: every
+// batch is done exactly once, batch 0 after the dead claim's lease expires.
+func TestPoolTakesOverDeadLease(t *testing.T) { storedbtest.Each(t, testPoolTakesOverDeadLease) }
+
+func testPoolTakesOverDeadLease(t *testing.T, target string) {
+	q := openQueue(t, target)
+	ctx := context.Background()
+	if _, err := q.Enqueue(ctx, "j", payloads(9)); err != nil {
+		t.Fatal(err)
+	}
+	if b, _, err := q.Claim(ctx, "j", "dead", 200*time.Millisecond); err != nil || b.N != 0 {
+		t.Fatalf("dead claim %+v, %v", b, err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var attempts0 int
+	n, err := Pool{Queue: q, Job: "j", Workers: 3, Lease: time.Second}.Run(ctx, func(k int) Do {
+		return func(ctx context.Context, b *Batch) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[b.Payload]++
+			if b.N == 0 {
+				attempts0 = b.Attempts
+			}
+			return nil
+		}
+	})
+	if err != nil || n != 9 {
+		t.Fatalf("Pool.Run = %d, %v; want 9 batches", n, err)
+	}
+	for _, p := range payloads(9) {
+		if seen[p] != 1 {
+			t.Errorf("batch %s done %d times", p, seen[p])
+		}
+	}
+	if attempts0 != 2 {
+		t.Errorf("batch 0 done at attempt %d, want 2 (after the dead claim)", attempts0)
+	}
+}
+
+// A worker whose do fails releases its batch, so another worker does it.
+func TestWorkerReleasesOnError(t *testing.T) { storedbtest.Each(t, testWorkerReleasesOnError) }
+
+func testWorkerReleasesOnError(t *testing.T, target string) {
+	q := openQueue(t, target)
+	ctx := context.Background()
+	if _, err := q.Enqueue(ctx, "j", payloads(2)); err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{Queue: q, Job: "j", Owner: "bad"}
+	if _, err := w.Run(ctx, func(context.Context, *Batch) error { return errors.New("boom") }); err == nil || !strings.Contains(err.Error(), "job j batch 0: boom") {
+		t.Fatalf("Run = %v, want job j batch 0: boom", err)
+	}
+	w = &Worker{Queue: q, Job: "j", Owner: "good"}
+	if n, err := w.Run(ctx, func(context.Context, *Batch) error { return nil }); n != 2 || err != nil {
+		t.Fatalf("Run after release = %d, %v; want 2 batches", n, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/hf"
 	"github.com/ragforge/ragforge/models/lm"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
@@ -242,7 +243,12 @@ func Build(dir string, opt BuildOptions) error {
 // the named backend, configured by r (pooling, normalisation, query
 // instruction, maximum length).
 func LoadEncoder(dir, backendName string, r Retrieval) (*encode.BERTEncoder, error) {
-	enc, err := encode.LoadBERT(dir, backendName, r.Pooling)
+	return LoadEncoderAs(dir, backendName, r, nn.Auto)
+}
+
+// LoadEncoderAs is LoadEncoder holding the weights as dt (nn.DType).
+func LoadEncoderAs(dir, backendName string, r Retrieval, dt nn.DType) (*encode.BERTEncoder, error) {
+	enc, err := encode.LoadBERTAs(dir, backendName, r.Pooling, dt)
 	if err != nil {
 		return nil, fmt.Errorf("load retriever: %w", err)
 	}

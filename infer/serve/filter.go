@@ -8,6 +8,7 @@ import (
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/nn"
 )
 
 // Filter scores snippets for a question: P([HELPFUL]) per snippet, in
@@ -42,11 +43,16 @@ const unbatchedWindows = 32
 // tokens) on the named backend. Errors name the directory and, for a
 // checkpoint without the label tokens, the missing token.
 func LoadT5Filter(dir, backendName string, cfg pipeline.Filter) (*T5Filter, error) {
+	return LoadT5FilterAs(dir, backendName, cfg, nn.Auto)
+}
+
+// LoadT5FilterAs is LoadT5Filter holding the weights as dt (nn.DType).
+func LoadT5FilterAs(dir, backendName string, cfg pipeline.Filter, dt nn.DType) (*T5Filter, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, err
 	}
-	p, err := filter.Load(be, dir, filter.Config{Windowing: cfg.Windowing, BatchSize: unbatchedWindows})
+	p, err := filter.LoadAs(be, dir, filter.Config{Windowing: cfg.Windowing, BatchSize: unbatchedWindows}, dt)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ragforge/ragforge/models/lm"
+	"github.com/ragforge/ragforge/models/nn"
 )
 
 // LLM writes a text for a prompt: the rationale, the answer and the HyDE
@@ -47,7 +48,12 @@ type LocalLM struct{ lm.Local }
 // (lm.Load: t5, llama, qwen2, qwen3) on the named backend. A T5 is named
 // "t5:<dir base name>" (/v1/models), a decoder "<model_type>:<base>".
 func LoadLocalLM(dir, backendName string) (*LocalLM, error) {
-	m, err := lm.Load(dir, backendName)
+	return LoadLocalLMAs(dir, backendName, nn.Auto)
+}
+
+// LoadLocalLMAs is LoadLocalLM holding the weights as dt (nn.DType).
+func LoadLocalLMAs(dir, backendName string, dt nn.DType) (*LocalLM, error) {
+	m, err := lm.LoadAs(dir, backendName, dt)
 	if err != nil {
 		return nil, fmt.Errorf("load generator: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/generate"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/dense"
 	"github.com/ragforge/ragforge/retrieval/encode"
@@ -36,6 +37,10 @@ type Config struct {
 	Options
 	PipelineDir string
 	Backend     string // GoMLX backend ("" = default, see models/backend)
+	// DType is the dtype the local models' weights are held in (nn.DType,
+	// HF's torch_dtype; "" = auto: as stored, a BF16 checkpoint stays
+	// bfloat16); they compute in float32 either way.
+	DType nn.DType
 	// LLM is the answering model: "openai:<url>[#model]" (Ollama, llama.cpp
 	// server, vLLM), "t5:<dir>", "hf:<dir>" (a T5 or a Llama/Qwen2/Qwen3
 	// decoder by config.json model_type, served with its chat template), or
@@ -78,7 +83,7 @@ func Load(cfg Config) (*Components, error) {
 	}
 	m := p.Manifest
 	if p.Retriever != "" {
-		if c.Encoder, err = pipeline.LoadEncoder(p.Retriever, cfg.Backend, m.Retrieval); err != nil {
+		if c.Encoder, err = pipeline.LoadEncoderAs(p.Retriever, cfg.Backend, m.Retrieval, cfg.DType); err != nil {
 			return fail(err)
 		}
 		// A retriever swapped for one of another width would answer every
@@ -90,19 +95,19 @@ func Load(cfg Config) (*Components, error) {
 		}
 	}
 	if p.Filter != "" {
-		if c.Filter, err = LoadT5Filter(p.Filter, cfg.Backend, m.Filter); err != nil {
+		if c.Filter, err = LoadT5FilterAs(p.Filter, cfg.Backend, m.Filter, cfg.DType); err != nil {
 			return fail(err)
 		}
 	}
 	if p.Reranker != "" {
-		bm, tok, err := bert.LoadWithTokenizer(p.Reranker, cfg.Backend)
+		bm, tok, err := bert.LoadWithTokenizerAs(p.Reranker, cfg.Backend, bert.BERT, cfg.DType)
 		if err != nil {
 			return fail(fmt.Errorf("load reranker: %w", err))
 		}
 		c.Reranker = &rerank.CrossEncoder{Model: bm, Tokenizer: tok, TopN: m.Rerank.TopN, K: m.Rerank.K}
 	}
 	if p.Generator != "" {
-		if c.Local, err = LoadLocalLM(p.Generator, cfg.Backend); err != nil {
+		if c.Local, err = LoadLocalLMAs(p.Generator, cfg.Backend, cfg.DType); err != nil {
 			return fail(err)
 		}
 		c.LLM = c.Local
@@ -114,7 +119,7 @@ func Load(cfg Config) (*Components, error) {
 		}
 		switch spec.Kind {
 		case "t5", "hf":
-			if c.Local, err = LoadLocalLM(spec.Dir, cfg.Backend); err != nil {
+			if c.Local, err = LoadLocalLMAs(spec.Dir, cfg.Backend, cfg.DType); err != nil {
 				return fail(err)
 			}
 			c.LLM = c.Local

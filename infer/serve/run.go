@@ -12,6 +12,7 @@ import (
 	"github.com/ragforge/ragforge/infer/pipeline"
 	"github.com/ragforge/ragforge/infer/web"
 	"github.com/ragforge/ragforge/models/labelstore"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/retrieval/dense"
 )
@@ -31,6 +32,9 @@ type RunConfig struct {
 	Search      dense.SearchParams
 	NoWorkbench bool   // do not serve the web workbench at /
 	Backend     string // GoMLX backend ("": default)
+	// DType is Config.DType: the dtype the local models' weights are held
+	// in ("" = nn.Auto, as stored).
+	DType nn.DType
 	// Log gets the start line and the request log (JSON lines); nil: none.
 	Log io.Writer
 }
@@ -60,6 +64,11 @@ func RunWithStore(ctx context.Context, st *tracker.Store, c RunConfig, ready cha
 	if err := CheckAddr(c.Addr, c.AllowRemote); err != nil {
 		return err
 	}
+	// Checked before anything loads: a pipeline without local models would
+	// otherwise never read it.
+	if err := c.DType.Check(); err != nil {
+		return fmt.Errorf("serve %s: %w", dir, err)
+	}
 	log := c.Log
 	if log == nil {
 		log = io.Discard
@@ -77,7 +86,7 @@ func RunWithStore(ctx context.Context, st *tracker.Store, c RunConfig, ready cha
 	if err := c.Search.Validate(); err != nil {
 		return fmt.Errorf("--nprobe/--ef-search: %w", err)
 	}
-	cfg := Config{Options: opt, PipelineDir: dir, Backend: c.Backend, LLM: c.LLM, Search: c.Search,
+	cfg := Config{Options: opt, PipelineDir: dir, Backend: c.Backend, DType: c.DType, LLM: c.LLM, Search: c.Search,
 		LLMOptions: openai.Options{Timeout: c.LLMTimeout, MaxRetries: c.LLMRetries}}
 	return serveLoaded(ctx, cfg, dir, log, ready)
 }

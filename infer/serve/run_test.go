@@ -81,6 +81,22 @@ func TestRunWithStoreServesAnEvaluatedPipeline(t *testing.T) {
 	}
 }
 
+// An unknown RunConfig.DType is refused before the pipeline loads, even
+// one (here: no directory at all) whose models would never read it.
+func TestRunWithStoreRefusesUnknownDType(t *testing.T) {
+	dir := t.TempDir()
+	st, err := tracker.Open(filepath.Join(dir, "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := serve.RunConfig{Options: loopback(), Pipeline: filepath.Join(dir, "absent"), DType: "half"}
+	err = serve.RunWithStore(context.Background(), st, c, nil)
+	if err == nil || !strings.Contains(err.Error(), `dtype "half": want auto, float32, bfloat16 or float16`) {
+		t.Fatalf("RunWithStore with DType half: %v", err)
+	}
+}
+
 func loopback() serve.Options {
 	o := serve.DefaultOptions()
 	o.Addr, o.OpenRead = "127.0.0.1:0", true

@@ -17,7 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/ragforge/ragforge/models/hf"
@@ -53,8 +53,9 @@ type Config struct {
 	NumLabels int `json:"-"`
 
 	// Extra holds every config.json key not listed above (e.g. torch_dtype,
-	// id2label, transformers_version), verbatim.
-	Extra map[string]json.RawMessage `json:"-"`
+	// id2label, transformers_version), verbatim and in file order: edited
+	// through hf.Fields, the one config.json editor.
+	Extra hf.Fields `json:"-"`
 }
 
 // knownKeys are the JSON keys mapped to Config fields, in HF's order.
@@ -88,6 +89,10 @@ func MiniConfig(vocab int) Config { return sized(vocab, 256, 4, 4, 1024) }
 // SmallConfig is BERT-Small: hidden 512, 4 layers, 8 heads, intermediate 2048.
 func SmallConfig(vocab int) Config { return sized(vocab, 512, 4, 8, 2048) }
 
+// BGESmallConfig is the shape of BAAI/bge-small-en-v1.5: hidden 384, 12
+// layers, 12 heads, intermediate 1536 (33M parameters at vocab 30522).
+func BGESmallConfig(vocab int) Config { return sized(vocab, 384, 12, 12, 1536) }
+
 // LargeConfig is BERT-large, the shape of BAAI/bge-large-en-v1.5 (the
 // SL-HyDE retriever): hidden 1024, 24 layers, 16 heads, intermediate 4096
 // (335M parameters at vocab 30522).
@@ -105,7 +110,7 @@ func (c Config) HeadDim() int { return c.HiddenSize / c.NumAttentionHeads }
 // ClassifierDropout is HF's classifier_dropout (kept in Extra) when set,
 // else hidden_dropout_prob, as BertForSequenceClassification uses it.
 func (c Config) ClassifierDropout() float64 {
-	if v, ok := c.Extra["classifier_dropout"]; ok {
+	if v, ok := c.Extra.Get("classifier_dropout"); ok {
 		var f *float64
 		if json.Unmarshal(v, &f) == nil && f != nil {
 			return *f
@@ -179,12 +184,15 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*c = Config(p)
-	c.Extra = map[string]json.RawMessage{}
-	for k, v := range raw {
-		c.Extra[k] = v
+	fields, err := hf.ParseFields(b)
+	if err != nil {
+		return err
 	}
-	for _, k := range knownKeys {
-		delete(c.Extra, k)
+	c.Extra = nil
+	for _, f := range fields {
+		if !slices.Contains(knownKeys, f.Key) {
+			c.Extra = append(c.Extra, f)
+		}
 	}
 	c.NumLabels = 2
 	if v, ok := raw["id2label"]; ok && string(v) != "null" {
@@ -199,13 +207,10 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("field %q: %w", "num_labels", err)
 		}
 	}
-	if len(c.Extra) == 0 {
-		c.Extra = nil
-	}
 	return nil
 }
 
-// MarshalJSON writes the known keys in HF order, then Extra's keys sorted.
+// MarshalJSON writes the known keys in HF order, then Extra's keys in order.
 // When NumLabels disagrees with Extra's id2label (or NumLabels != 2 and there
 // is no id2label), id2label/label2id are regenerated as HF does
 // ("LABEL_<i>"), so transformers reads the same num_labels back.
@@ -219,12 +224,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if err := json.Unmarshal(known, &fields); err != nil {
 		return nil, err
 	}
-	extra := map[string]json.RawMessage{}
-	for k, v := range c.Extra {
-		extra[k] = v
-	}
-	if _, ok := extra["num_labels"]; ok {
-		extra["num_labels"] = json.RawMessage(strconv.Itoa(c.NumLabels))
+	extra := c.Extra
+	if _, ok := extra.Get("num_labels"); ok {
+		extra.SetRaw("num_labels", json.RawMessage(strconv.Itoa(c.NumLabels)))
 	} else if n, ok := id2labelLen(extra); (ok && n != c.NumLabels) || (!ok && c.NumLabels != 2 && c.NumLabels > 0) {
 		id2, l2id := map[string]string{}, map[string]int{}
 		for i := 0; i < c.NumLabels; i++ {
@@ -233,7 +235,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		}
 		a, _ := json.Marshal(id2)
 		b, _ := json.Marshal(l2id)
-		extra["id2label"], extra["label2id"] = a, b
+		extra.SetRaw("id2label", a)
+		extra.SetRaw("label2id", b)
 	}
 	var buf bytes.Buffer
 	buf.WriteByte('{')
@@ -253,20 +256,15 @@ func (c Config) MarshalJSON() ([]byte, error) {
 			write(k, v)
 		}
 	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		write(k, extra[k])
+	for _, f := range extra {
+		write(f.Key, f.Value)
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
 
-func id2labelLen(extra map[string]json.RawMessage) (int, bool) {
-	v, ok := extra["id2label"]
+func id2labelLen(extra hf.Fields) (int, bool) {
+	v, ok := extra.Get("id2label")
 	if !ok || string(v) == "null" {
 		return 0, false
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
 
@@ -13,11 +14,18 @@ import (
 // backend's, Load's, and the tokenizer's, including a tokenizer with more
 // tokens than the model's vocab_size (tokenizer.LoadFor); they name dir.
 func LoadWithTokenizer(dir, backendName string) (*Model, tokenizer.Tokenizer, error) {
+	return LoadWithTokenizerAs(dir, backendName, BERT, nn.Float32)
+}
+
+// LoadWithTokenizerAs is LoadWithTokenizer for the BERT-family
+// architecture a, holding the weights as dt (LoadAs): nn.Auto for
+// inference keeps a BF16 checkpoint in bfloat16.
+func LoadWithTokenizerAs(dir, backendName string, a Arch, dt nn.DType) (*Model, tokenizer.Tokenizer, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := Load(be, dir)
+	m, err := LoadAs(be, dir, a, dt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load bert %s: %w", dir, err)
 	}

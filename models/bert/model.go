@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/layers"
+
+	"github.com/ragforge/ragforge/models/nn"
+	"github.com/ragforge/ragforge/models/remat"
 )
 
 // Pooling selects how a sequence embedding is read from last_hidden_state.
@@ -53,15 +57,29 @@ const normEps = 1e-12
 const meanEps = 1e-9
 
 // param returns the value of the HF parameter hfName ("a.b.weight") read
-// from ctx's scope a/b (relative to ctx). It panics, as graph-building code
-// does, when the variable does not exist or has another shape.
+// from ctx's scope a/b (relative to ctx) as float32 (a weight held in
+// bfloat16 or float16 is converted here, at its use: nn.DType). It panics,
+// as graph-building code does, when the variable does not exist or has
+// another shape.
 func param(ctx *context.Context, g *graph.Graph, hfName string, shape ...int) *graph.Node {
+	return nn.Widen(storedParam(ctx, g, hfName, shape...))
+}
+
+// storedParam is param in the dtype the weight is held in, for embedding
+// lookups that convert only the rows they gather (nn.Lookup).
+func storedParam(ctx *context.Context, g *graph.Graph, hfName string, shape ...int) *graph.Node {
 	scope, name := scopeAndName(hfName)
 	c := ctx
 	for _, part := range splitScope(scope) {
 		c = c.In(part)
 	}
-	v := c.Reuse().Checked(true).VariableWithShape(name, shapes.Make(dtypes.Float32, shape...))
+	v := c.GetVariable(name)
+	if v == nil {
+		panic(fmt.Errorf("variable %q missing in scope %q", name, c.Scope()))
+	}
+	if dims := v.Shape().Dimensions; !slices.Equal(dims, shape) {
+		panic(fmt.Errorf("variable %q: shape %v, want %v", hfName, dims, shape))
+	}
 	return v.ValueGraph(g)
 }
 
@@ -173,19 +191,20 @@ func (m *Model) embeddings(ctx *context.Context, ids, typeIDs *graph.Node) *grap
 	g := ids.Graph()
 	batch, length, h := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1], c.HiddenSize
 	dims := []int{batch, length, h}
-	word := param(ctx, g, "embeddings.word_embeddings.weight", c.VocabSize, h)
-	x := graph.Gather(word, graph.ExpandAxes(graph.ConvertDType(ids, dtypes.Int32), -1))
-	pos := param(ctx, g, "embeddings.position_embeddings.weight", c.MaxPositionEmbeddings, h)
+	// Rows are gathered in the weights' dtype and widened after (nn.Lookup).
+	word := storedParam(ctx, g, "embeddings.word_embeddings.weight", c.VocabSize, h)
+	x := nn.Lookup(word, ids)
+	pos := storedParam(ctx, g, "embeddings.position_embeddings.weight", c.MaxPositionEmbeddings, h)
 	if m.Arch.PositionIDs == nil {
-		x = graph.Add(x, bcast(graph.Gather(pos, graph.Iota(g, shapes.Make(dtypes.Int32, length, 1), 0)), dims))
+		x = graph.Add(x, bcast(nn.Lookup(pos, graph.Iota(g, shapes.Make(dtypes.Int32, length), 0)), dims))
 	} else {
-		x = graph.Add(x, graph.Gather(pos, graph.ExpandAxes(m.Arch.PositionIDs(c, ids), -1)))
+		x = graph.Add(x, nn.Lookup(pos, m.Arch.PositionIDs(c, ids)))
 	}
-	tt := param(ctx, g, "embeddings.token_type_embeddings.weight", c.TypeVocabSize, h)
+	tt := storedParam(ctx, g, "embeddings.token_type_embeddings.weight", c.TypeVocabSize, h)
 	if typeIDs == nil {
-		x = graph.Add(x, bcast(graph.Gather(tt, graph.Zeros(g, shapes.Make(dtypes.Int32, 1, 1))), dims))
+		x = graph.Add(x, bcast(nn.Lookup(tt, graph.Zeros(g, shapes.Make(dtypes.Int32, 1))), dims))
 	} else {
-		x = graph.Add(x, graph.Gather(tt, graph.ExpandAxes(graph.ConvertDType(typeIDs, dtypes.Int32), -1)))
+		x = graph.Add(x, nn.Lookup(tt, typeIDs))
 	}
 	x = m.layerNorm(ctx, x, "embeddings.LayerNorm")
 	return m.dropout(ctx, x, c.HiddenDropoutProb)
@@ -207,15 +226,17 @@ func (m *Model) stack(ctx *context.Context, x, mask *graph.Node, tr trace) *grap
 
 	for i := 0; i < c.NumHiddenLayers; i++ {
 		p := fmt.Sprintf("encoder.layer.%d.", i)
-		attn := m.selfAttention(ctx, x, keyBias, p+"attention.self.")
-		attn = m.dropout(ctx, m.dense(ctx, attn, p+"attention.output.dense", h, h), c.HiddenDropoutProb)
-		x = m.layerNorm(ctx, graph.Add(x, attn), p+"attention.output.LayerNorm")
-		if tr != nil {
-			tr(fmt.Sprintf("layer.%d.attention_output", i), x)
-		}
-		ff := geluErf(m.dense(ctx, x, p+"intermediate.dense", c.IntermediateSize, h))
-		ff = m.dropout(ctx, m.dense(ctx, ff, p+"output.dense", h, c.IntermediateSize), c.HiddenDropoutProb)
-		x = m.layerNorm(ctx, graph.Add(x, ff), p+"output.LayerNorm")
+		x = remat.If(m.GradientCheckpointing, ctx, x, func(x *graph.Node) *graph.Node {
+			attn := m.selfAttention(ctx, x, keyBias, p+"attention.self.")
+			attn = m.dropout(ctx, m.dense(ctx, attn, p+"attention.output.dense", h, h), c.HiddenDropoutProb)
+			x = m.layerNorm(ctx, graph.Add(x, attn), p+"attention.output.LayerNorm")
+			if tr != nil {
+				tr(fmt.Sprintf("layer.%d.attention_output", i), x)
+			}
+			ff := geluErf(m.dense(ctx, x, p+"intermediate.dense", c.IntermediateSize, h))
+			ff = m.dropout(ctx, m.dense(ctx, ff, p+"output.dense", h, c.IntermediateSize), c.HiddenDropoutProb)
+			return m.layerNorm(ctx, graph.Add(x, ff), p+"output.LayerNorm")
+		})
 		if tr != nil {
 			tr(fmt.Sprintf("layer.%d.output", i), x)
 		}

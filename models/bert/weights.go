@@ -2,6 +2,7 @@ package bert
 
 import (
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,10 +12,12 @@ import (
 	"sync"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/safetensors"
 )
 
@@ -118,6 +121,9 @@ type Model struct {
 	Ctx           *context.Context
 	HasPooler     bool
 	HasClassifier bool
+	// GradientCheckpointing recomputes each encoder layer in the backward
+	// pass of training graphs (HF gradient_checkpointing; models/remat).
+	GradientCheckpointing bool
 
 	mu    sync.Mutex
 	execs map[string]*context.Exec
@@ -143,6 +149,30 @@ func newModel(backend backends.Backend, cfg Config, a Arch, values map[string]*t
 		execs: map[string]*context.Exec{}}
 }
 
+// Weights yields the variables of the model's HF parameters (encoder, and
+// pooler and classifier when present), not the optimizer state a trainer
+// keeps in the same context.
+func (m *Model) Weights() iter.Seq[*context.Variable] {
+	return func(yield func(*context.Variable) bool) {
+		groups := []string{groupCore}
+		if m.HasPooler {
+			groups = append(groups, groupPooler)
+		}
+		if m.HasClassifier {
+			groups = append(groups, groupClassifier)
+		}
+		specs := paramSpecs(m.Config)
+		for _, g := range groups {
+			for _, s := range specs[g] {
+				scope, vname := scopeAndName(s.name)
+				if v := m.Ctx.GetVariableByScopeAndName(scope, vname); v != nil && !yield(v) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // Load reads an HF BERT checkpoint directory: config.json plus
 // model.safetensors (or a sharded model.safetensors.index.json).
 //
@@ -162,6 +192,18 @@ func Load(backend backends.Backend, dir string) (*Model, error) { return LoadFor
 // a.ModelType, a.Prefix is stripped, a.Ignored tensors are skipped and the
 // classifier head is accepted only when a.Classifier.
 func LoadFor(backend backends.Backend, dir string, a Arch) (*Model, error) {
+	return LoadAs(backend, dir, a, nn.Float32)
+}
+
+// LoadAs is LoadFor holding the weights as dt (nn.DType, HF's torch_dtype;
+// Load and LoadFor use float32, the master weights training updates):
+// nn.Auto keeps a BF16 checkpoint in bfloat16, half the memory, and the
+// encoder still computes in float32. Errors: LoadFor's, and a dt the
+// backend cannot hold (float16 on the pure-Go backend).
+func LoadAs(backend backends.Backend, dir string, a Arch, dt nn.DType) (*Model, error) {
+	if err := dt.CheckOn(backend); err != nil {
+		return nil, fmt.Errorf("%s: load %s: %w", a.ModelType, dir, err)
+	}
 	cfg, err := LoadConfigFor(dir, a)
 	if err != nil {
 		return nil, err
@@ -237,11 +279,11 @@ func LoadFor(backend backends.Backend, dir string, a Arch) (*Model, error) {
 				return nil, fmt.Errorf("%s: load %s: tensor %q: shape %v in checkpoint, config %s wants %v",
 					tag, file, origName[s.name], t.Shape, cfgPath, s.shape)
 			}
-			v, err := t.FiniteFloat32()
+			v, err := nn.LoadWeight(t, dt, backend)
 			if err != nil {
 				return nil, fmt.Errorf("%s: load %s: tensor %q: %w", tag, file, origName[s.name], err)
 			}
-			values[s.name] = tensors.FromFlatDataAndDimensions(v, s.shape...)
+			values[s.name] = v
 		}
 	}
 	if groups[groupClassifier] && !groups[groupPooler] {
@@ -308,6 +350,14 @@ func NewRandom(backend backends.Backend, cfg Config, withClassifier bool, seed i
 // only when a.Classifier). For XLM-R the padding row of
 // position_embeddings is zeroed too, as HF's padding_idx does.
 func NewRandomFor(backend backends.Backend, cfg Config, a Arch, withClassifier bool, seed int64) (*Model, error) {
+	return NewRandomAs(backend, cfg, a, withClassifier, seed, dtypes.Float32)
+}
+
+// NewRandomAs is NewRandomFor holding the weights as dt (float32, bfloat16
+// or float16, rounded to nearest even from the same draws), built tensor by
+// tensor without a float32 copy (nn.NewWeight): a bench shape initialised
+// in bfloat16 never holds its float32 size.
+func NewRandomAs(backend backends.Backend, cfg Config, a Arch, withClassifier bool, seed int64, dt dtypes.DType) (*Model, error) {
 	if err := cfg.ValidateFor(a); err != nil {
 		return nil, fmt.Errorf("%s: new random: %w", a.ModelType, err)
 	}
@@ -324,32 +374,38 @@ func NewRandomFor(backend backends.Backend, cfg Config, a Arch, withClassifier b
 		groups = append(groups, groupClassifier)
 	}
 	values := map[string]*tensors.Tensor{}
+	h := cfg.HiddenSize
 	for _, g := range groups {
 		for _, s := range specs[g] {
-			n := 1
-			for _, d := range s.shape {
-				n *= d
+			// The padding row of word_embeddings is zero; so is XLM-R's
+			// position row padding_idx (positions counted from
+			// padding_idx+1 give pads that row, which
+			// nn.Embedding(padding_idx=…) keeps at 0). It is drawn and then
+			// zeroed, so the draws of every other row do not depend on it.
+			zeroRow := -1
+			if s.kind == initEmbedding {
+				zeroRow = cfg.PadTokenID
 			}
-			v := make([]float32, n)
-			switch s.kind {
-			case initNormal, initEmbedding:
-				for i := range v {
-					v[i] = float32(rng.NormFloat64() * cfg.InitializerRange)
-				}
-				if s.kind == initEmbedding {
-					clear(v[cfg.PadTokenID*cfg.HiddenSize : (cfg.PadTokenID+1)*cfg.HiddenSize])
-				}
-			case initOnes:
-				for i := range v {
-					v[i] = 1
-				}
-			}
-			// Positions counted from padding_idx+1 (XLM-R) give pads the
-			// padding_idx row, which nn.Embedding(padding_idx=…) keeps at 0.
 			if s.name == "embeddings.position_embeddings.weight" && a.FirstPosition != nil && cfg.PadTokenID < cfg.MaxPositionEmbeddings {
-				clear(v[cfg.PadTokenID*cfg.HiddenSize : (cfg.PadTokenID+1)*cfg.HiddenSize])
+				zeroRow = cfg.PadTokenID
 			}
-			values[s.name] = tensors.FromFlatDataAndDimensions(v, s.shape...)
+			t, err := nn.NewWeight(s.shape, dt, func(i int) float32 {
+				var x float32
+				switch s.kind {
+				case initNormal, initEmbedding:
+					x = float32(rng.NormFloat64() * cfg.InitializerRange)
+				case initOnes:
+					x = 1
+				}
+				if i/h == zeroRow {
+					return 0
+				}
+				return x
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: new random: %s: %w", a.ModelType, s.name, err)
+			}
+			values[s.name] = t
 		}
 	}
 	return newModel(backend, cfg, a, values, true, withClassifier), nil
@@ -401,7 +457,7 @@ func (m *Model) Save(dir string) error {
 			if !slices.Equal(t.Shape().Dimensions, s.shape) {
 				return fmt.Errorf("bert: save %s: variable %q: shape %v, config wants %v", dir, s.name, t.Shape().Dimensions, s.shape)
 			}
-			data, err := tensors.CopyFlatData[float32](t)
+			data, err := nn.TensorFloat32(t)
 			if err != nil {
 				return fmt.Errorf("bert: save %s: variable %q: %w", dir, s.name, err)
 			}

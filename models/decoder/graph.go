@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/layers"
 
 	"github.com/ragforge/ragforge/models/nn"
+	"github.com/ragforge/ragforge/models/remat"
 	"github.com/ragforge/ragforge/models/t5"
 )
 
@@ -129,8 +130,7 @@ func (m *Model) mlp(ctx *context.Context, p string, x *graph.Node) *graph.Node {
 
 // embed looks up model.embed_tokens.weight rows (no scaling): ids [B, L] → [B, L, hidden].
 func embed(ctx *context.Context, ids *graph.Node) *graph.Node {
-	table := nn.Param(ctx, ids.Graph(), "model.embed_tokens.weight")
-	return graph.Gather(table, graph.ExpandAxes(graph.ConvertDType(ids, dtypes.Int32), -1))
+	return nn.Lookup(nn.StoredParam(ctx, ids.Graph(), "model.embed_tokens.weight"), ids)
 }
 
 // causalPaddingBias is [B, 1, 1, L, L]: 0 where key ≤ query and
@@ -163,11 +163,13 @@ func (m *Model) HiddenGraph(ctx *context.Context, ids, mask, pos *graph.Node, ke
 			*keep = append(*keep, h)
 		}
 		p := fmt.Sprintf("model.layers.%d.", i)
-		x := nn.RMSNorm(h, nn.Param(ctx, g, p+"input_layernorm.weight"), c.RMSNormEps)
-		q, k, v := m.qkv(ctx, p, x, cos, sin)
-		h = graph.Add(h, m.Linear(ctx, p+"self_attn.o_proj", m.attend(ctx, q, k, v, bias)))
-		x = nn.RMSNorm(h, nn.Param(ctx, g, p+"post_attention_layernorm.weight"), c.RMSNormEps)
-		h = graph.Add(h, m.mlp(ctx, p, x))
+		h = remat.If(m.GradientCheckpointing, ctx, h, func(h *graph.Node) *graph.Node {
+			x := nn.RMSNorm(h, nn.Param(ctx, g, p+"input_layernorm.weight"), c.RMSNormEps)
+			q, k, v := m.qkv(ctx, p, x, cos, sin)
+			h = graph.Add(h, m.Linear(ctx, p+"self_attn.o_proj", m.attend(ctx, q, k, v, bias)))
+			x = nn.RMSNorm(h, nn.Param(ctx, g, p+"post_attention_layernorm.weight"), c.RMSNormEps)
+			return graph.Add(h, m.mlp(ctx, p, x))
+		})
 	}
 	return nn.RMSNorm(h, nn.Param(ctx, g, "model.norm.weight"), c.RMSNormEps)
 }

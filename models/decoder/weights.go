@@ -47,6 +47,9 @@ type Model struct {
 	// LoRA is the adapter configuration when one is attached (AddLoRA,
 	// LoadAdapter), nil otherwise; see LoRA for the forward it adds.
 	LoRA *LoRA
+	// GradientCheckpointing recomputes each decoder layer in the backward
+	// pass of training graphs (HF gradient_checkpointing; models/remat).
+	GradientCheckpointing bool
 
 	mu    sync.Mutex
 	execs map[string]*context.Exec
@@ -132,6 +135,11 @@ func newModel(backend backends.Backend, cfg Config) *Model {
 
 // setParam creates (or replaces) the variable for an HF name with a float32 value.
 func (m *Model) setParam(name string, shape []int, v []float32, trainable bool) error {
+	return m.setTensor(name, tensors.FromFlatDataAndDimensions(v, shape...), trainable)
+}
+
+// setTensor creates (or replaces) the variable for an HF name with value t.
+func (m *Model) setTensor(name string, t *tensors.Tensor, trainable bool) error {
 	return catch.Do(func() {
 		c, vn := nn.ScopeOf(m.Ctx, name)
 		if old := c.GetVariable(vn); old != nil {
@@ -139,7 +147,7 @@ func (m *Model) setParam(name string, shape []int, v []float32, trainable bool) 
 				panic(err)
 			}
 		}
-		c.Checked(false).VariableWithValue(vn, tensors.FromFlatDataAndDimensions(v, shape...)).SetTrainable(trainable)
+		c.Checked(false).VariableWithValue(vn, t).SetTrainable(trainable)
 	})
 }
 
@@ -155,8 +163,20 @@ func (m *Model) ParamValues(name string) ([]float32, []int, error) {
 // when present. Every tensor the config implies must be present with
 // exactly that shape and any other tensor is an error (a tied model may
 // carry lm_head.weight only when it equals embed_tokens); errors name the
-// file, the tensor and both shapes.
+// file, the tensor and both shapes. The weights are float32 (the master
+// weights training updates); LoadAs keeps them in their stored dtype.
 func Load(backend backends.Backend, dir string) (*Model, error) {
+	return LoadAs(backend, dir, nn.Float32)
+}
+
+// LoadAs is Load holding the weights as dt (nn.DType, HF's torch_dtype:
+// nn.Auto keeps a BF16 checkpoint such as Qwen2's or Llama 3's in bfloat16,
+// half the memory; the graphs still compute in float32). Errors: Load's,
+// and a dt the backend cannot hold (float16 on the pure-Go backend).
+func LoadAs(backend backends.Backend, dir string, dt nn.DType) (*Model, error) {
+	if err := dt.CheckOn(backend); err != nil {
+		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, err
@@ -179,11 +199,11 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 	m := newModel(backend, cfg)
 	m.Generation = gc
 	for _, p := range cfg.paramSpecs() {
-		v, err := ts[p.name].FiniteFloat32()
+		v, err := nn.LoadWeight(ts[p.name], dt, backend)
 		if err != nil {
 			return nil, fmt.Errorf("load %s: tensor %q: %w", file, p.name, err)
 		}
-		if err := m.setParam(p.name, p.shape, v, true); err != nil {
+		if err := m.setTensor(p.name, v, true); err != nil {
 			return nil, fmt.Errorf("load %s: tensor %q: %w", file, p.name, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/ragforge/ragforge/internal/catch"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
@@ -90,9 +91,20 @@ func NewPredictor(m *t5.Model, tok tokenizer.Tokenizer, cfg Config) (*Predictor,
 // tokenizer) from dir on be. The label tokens are checked against
 // config.json before the weights are read. Errors name dir; a checkpoint
 // without the label tokens wraps ErrNotFilter.
+//
+// The filter only scores, so its weights are held as stored (nn.Auto: a
+// BF16 checkpoint stays bfloat16); LoadAs chooses.
 func Load(be backends.Backend, dir string, cfg Config) (*Predictor, error) {
+	return LoadAs(be, dir, cfg, nn.Auto)
+}
+
+// LoadAs is Load holding the T5's weights as dt (t5.LoadAs).
+func LoadAs(be backends.Backend, dir string, cfg Config, dt nn.DType) (*Predictor, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
+	}
+	if err := dt.CheckOn(be); err != nil {
+		return nil, fmt.Errorf("load filter %s: %w", dir, err)
 	}
 	mc, err := t5.LoadConfig(dir)
 	if err != nil {
@@ -107,7 +119,7 @@ func Load(be backends.Backend, dir string, cfg Config) (*Predictor, error) {
 	if _, _, err := LabelIDs(tok, mc.VocabSize); err != nil {
 		return nil, fmt.Errorf("load filter %s: %w", dir, err)
 	}
-	m, err := t5.Load(be, dir)
+	m, err := t5.LoadAs(be, dir, dt)
 	if err != nil {
 		return nil, fmt.Errorf("load filter %s: %w", dir, err)
 	}

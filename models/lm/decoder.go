@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/decoder"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/tokenizer/bpe"
 	"github.com/ragforge/ragforge/models/tokenizer/chat"
@@ -57,11 +58,17 @@ type Decoder struct {
 // tokenizer_config.json) on the named GoMLX backend ("" = default). Errors:
 // the loaders', and a tokenizer with ids beyond the model's vocabulary.
 func LoadDecoder(dir, backendName string) (*Decoder, error) {
+	return LoadDecoderAs(dir, backendName, nn.Float32)
+}
+
+// LoadDecoderAs is LoadDecoder holding the weights as dt (decoder.LoadAs):
+// nn.Auto keeps a BF16 checkpoint in bfloat16 for generation and scoring.
+func LoadDecoderAs(dir, backendName string, dt nn.DType) (*Decoder, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, err
 	}
-	m, err := decoder.Load(be, dir)
+	m, err := decoder.LoadAs(be, dir, dt)
 	if err != nil {
 		return nil, fmt.Errorf("decoder language model %s: %w", dir, err)
 	}

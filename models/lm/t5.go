@@ -13,6 +13,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/openai"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
@@ -69,7 +70,14 @@ type T5 struct {
 // LoadT5 loads the model and tokenizer of an HF T5 directory on the named
 // GoMLX backend ("" = default).
 func LoadT5(dir, backendName string) (*T5, error) {
-	m, tok, err := t5.LoadWithTokenizer(dir, backendName)
+	return LoadT5As(dir, backendName, nn.Float32)
+}
+
+// LoadT5As is LoadT5 holding the weights as dt (t5.LoadAs): nn.Auto keeps a
+// BF16 checkpoint in bfloat16 for generation and scoring (not for
+// fine-tuning, which needs float32 master weights: LoadT5).
+func LoadT5As(dir, backendName string, dt nn.DType) (*T5, error) {
+	m, tok, err := t5.LoadWithTokenizerAs(dir, backendName, dt)
 	if err != nil {
 		return nil, fmt.Errorf("t5 language model %s: %w", dir, err)
 	}

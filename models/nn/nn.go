@@ -1,5 +1,7 @@
 // Package nn holds the GoMLX pieces ragforge's HF architectures share
-// (models/t5, models/decoder): variables named by HF parameter names, the
+// (models/t5, models/decoder, models/bert): variables named by HF parameter
+// names, the dtype their weights are held in for inference (DType, HF's
+// torch_dtype; widened to float32 where used, dtype.go), the
 // nn.Linear product in the backend's preferred layout, RMSNorm, packing
 // host batches into padded int32 tensors and cropping results back, and
 // choosing a token from a row of logits (greedy or HF's sampling warpers).
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
@@ -27,9 +30,17 @@ func ScopeOf(ctx *context.Context, hfName string) (*context.Context, string) {
 }
 
 // Param returns the value in graph g of the variable for an HF parameter
-// name, looked up relative to ctx. It panics (graph-building time) when the
-// variable is missing.
+// name, looked up relative to ctx, as float32: a weight held in bfloat16 or
+// float16 (DType) is converted here, at its use. It panics (graph-building
+// time) when the variable is missing.
 func Param(ctx *context.Context, g *graph.Graph, hfName string) *graph.Node {
+	return Widen(StoredParam(ctx, g, hfName))
+}
+
+// StoredParam is Param in the dtype the weight is held in: for lookups
+// (Gather of embedding rows) that convert only the rows they read, not the
+// whole table.
+func StoredParam(ctx *context.Context, g *graph.Graph, hfName string) *graph.Node {
 	c, vn := ScopeOf(ctx, hfName)
 	v := c.GetVariable(vn)
 	if v == nil {
@@ -38,8 +49,16 @@ func Param(ctx *context.Context, g *graph.Graph, hfName string) *graph.Node {
 	return v.ValueGraph(g)
 }
 
+// Lookup gathers rows ids [...] of the embedding table [V, d] held in any
+// float dtype and returns them as float32 [..., d]: only the gathered rows
+// are converted (bge-m3's 250,002-row table is never widened whole).
+func Lookup(table, ids *graph.Node) *graph.Node {
+	return Widen(graph.Gather(table, graph.ExpandAxes(graph.ConvertDType(ids, dtypes.Int32), -1)))
+}
+
 // ParamValues returns the float32 data and shape of the variable for an HF
-// parameter name, looked up relative to ctx (on the host, outside graphs).
+// parameter name, looked up relative to ctx (on the host, outside graphs);
+// a bfloat16 or float16 weight is widened exactly.
 func ParamValues(ctx *context.Context, hfName string) ([]float32, []int, error) {
 	c, vn := ScopeOf(ctx, hfName)
 	v := c.GetVariable(vn)
@@ -50,7 +69,7 @@ func ParamValues(ctx *context.Context, hfName string) ([]float32, []int, error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("variable %q: %w", hfName, err)
 	}
-	data, err := tensors.CopyFlatData[float32](t)
+	data, err := TensorFloat32(t)
 	if err != nil {
 		return nil, nil, fmt.Errorf("variable %q: %w", hfName, err)
 	}

@@ -25,6 +25,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/x448/float16"
 )
 
 // ErrInvalid is wrapped by every error about a malformed file, header or
@@ -257,6 +259,44 @@ func FromFloat32(name string, shape []int, v []float32) *Tensor {
 	}
 	return &Tensor{Name: name, DType: F32, Shape: append([]int{}, shape...), Data: b}
 }
+
+// FromFloat32As builds a tensor of dtype dt (F32, BF16 or F16) from v in
+// C order, rounding to nearest even as torch's .to(dtype) does; NaN stays
+// NaN and values beyond F16's range become ±Inf. Other dtypes are an error.
+// Shape is copied.
+func FromFloat32As(name string, shape []int, v []float32, dt DType) (*Tensor, error) {
+	var enc func(float32) uint16
+	switch dt {
+	case F32:
+		return FromFloat32(name, shape, v), nil
+	case BF16:
+		enc = BFloat16Bits
+	case F16:
+		enc = Float16Bits
+	default:
+		return nil, fmt.Errorf("tensor %q: cannot encode float32 values as %s (want F32, BF16 or F16)", name, dt)
+	}
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], enc(x))
+	}
+	return &Tensor{Name: name, DType: dt, Shape: append([]int{}, shape...), Data: b}, nil
+}
+
+// BFloat16Bits rounds x to the nearest bfloat16, ties to even (torch's
+// float32 → bfloat16 cast; truncating would bias every weight toward 0).
+// NaN stays a quiet NaN.
+func BFloat16Bits(x float32) uint16 {
+	b := math.Float32bits(x)
+	if x != x {
+		return uint16(b>>16) | 0x40
+	}
+	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+// Float16Bits rounds x to the nearest IEEE binary16, ties to even; beyond
+// its range (±65504) it is ±Inf.
+func Float16Bits(x float32) uint16 { return float16.Fromfloat32(x).Bits() }
 
 // FromInt64 builds an I64 tensor from v in C order; see FromFloat32.
 func FromInt64(name string, shape []int, v []int64) *Tensor {

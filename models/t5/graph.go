@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/layers"
 
 	"github.com/ragforge/ragforge/models/nn"
+	"github.com/ragforge/ragforge/models/remat"
 )
 
 // IgnoreIndex is the label value the loss skips (PyTorch CrossEntropyLoss ignore_index, HF labels padding).
@@ -192,8 +193,7 @@ func paddingBias(mask *graph.Node) *graph.Node {
 
 // embed looks up shared.weight rows (no scaling): ids [B, L] → [B, L, d_model].
 func embed(ctx *context.Context, ids *graph.Node) *graph.Node {
-	table := weight(ctx, ids.Graph(), "shared.weight")
-	return graph.Gather(table, graph.ExpandAxes(graph.ConvertDType(ids, dtypes.Int32), -1))
+	return nn.Lookup(nn.StoredParam(ctx, ids.Graph(), "shared.weight"), ids)
 }
 
 // EncoderGraph is T5Stack (encoder): embeddings, blocks of [self-attention
@@ -218,9 +218,11 @@ func (m *Model) encoderStack(ctx *context.Context, inputIDs, mask *graph.Node, k
 	var outs []*graph.Node
 	for i := range c.NumLayers {
 		p := fmt.Sprintf("encoder.block.%d.layer.", i)
-		n := rmsNorm(h, weight(ctx, g, p+"0.layer_norm.weight"), c.LayerNormEpsilon)
-		h = graph.Add(h, m.dropout(ctx, m.attention(ctx, p+"0.SelfAttention", n, n, bias)))
-		h = m.layerFF(ctx, p+"1", h)
+		h = remat.If(m.GradientCheckpointing, ctx, h, func(h *graph.Node) *graph.Node {
+			n := rmsNorm(h, weight(ctx, g, p+"0.layer_norm.weight"), c.LayerNormEpsilon)
+			h = graph.Add(h, m.dropout(ctx, m.attention(ctx, p+"0.SelfAttention", n, n, bias)))
+			return m.layerFF(ctx, p+"1", h)
+		})
 		if keep {
 			outs = append(outs, h)
 		}
@@ -262,11 +264,13 @@ func (m *Model) decoderStack(ctx *context.Context, decIDs, encOut, encMask *grap
 	var outs []*graph.Node
 	for i := range c.NumDecoderLayers {
 		p := fmt.Sprintf("decoder.block.%d.layer.", i)
-		n := rmsNorm(h, weight(ctx, g, p+"0.layer_norm.weight"), c.LayerNormEpsilon)
-		h = graph.Add(h, m.dropout(ctx, m.attention(ctx, p+"0.SelfAttention", n, n, selfBias)))
-		n = rmsNorm(h, weight(ctx, g, p+"1.layer_norm.weight"), c.LayerNormEpsilon)
-		h = graph.Add(h, m.dropout(ctx, m.crossAttention(ctx, p+"1.EncDecAttention", n, encOut, crossBias)))
-		h = m.layerFF(ctx, p+"2", h)
+		h = remat.If(m.GradientCheckpointing, ctx, h, func(h *graph.Node) *graph.Node {
+			n := rmsNorm(h, weight(ctx, g, p+"0.layer_norm.weight"), c.LayerNormEpsilon)
+			h = graph.Add(h, m.dropout(ctx, m.attention(ctx, p+"0.SelfAttention", n, n, selfBias)))
+			n = rmsNorm(h, weight(ctx, g, p+"1.layer_norm.weight"), c.LayerNormEpsilon)
+			h = graph.Add(h, m.dropout(ctx, m.crossAttention(ctx, p+"1.EncDecAttention", n, encOut, crossBias)))
+			return m.layerFF(ctx, p+"2", h)
+		})
 		if keep {
 			outs = append(outs, h)
 		}
@@ -306,9 +310,9 @@ func (m *Model) TokenLogitsGraph(ctx *context.Context, inputIDs, mask, decIDs *g
 	rows := graph.Reshape(graph.Const(g, idx), len(tokens), 1)
 	if m.Config.TieWordEmbeddings {
 		h = graph.MulScalar(h, math.Pow(float64(m.Config.DModel), -0.5))
-		return linear(h, graph.Gather(weight(ctx, g, "shared.weight"), rows))
+		return linear(h, nn.Widen(graph.Gather(nn.StoredParam(ctx, g, "shared.weight"), rows)))
 	}
-	return linear(h, graph.Gather(weight(ctx, g, "lm_head.weight"), rows))
+	return linear(h, nn.Widen(graph.Gather(nn.StoredParam(ctx, g, "lm_head.weight"), rows)))
 }
 
 // LogitsGraph is T5ForConditionalGeneration.forward (teacher forcing):

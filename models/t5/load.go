@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ragforge/ragforge/models/backend"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
 
@@ -14,11 +15,17 @@ import (
 // including a tokenizer with more tokens than the model's vocab_size
 // (tokenizer.LoadFor: those ids would have no embedding row); they name dir.
 func LoadWithTokenizer(dir, backendName string) (*Model, tokenizer.Tokenizer, error) {
+	return LoadWithTokenizerAs(dir, backendName, nn.Float32)
+}
+
+// LoadWithTokenizerAs is LoadWithTokenizer holding the weights as dt
+// (LoadAs): nn.Auto for inference keeps a BF16 checkpoint in bfloat16.
+func LoadWithTokenizerAs(dir, backendName string, dt nn.DType) (*Model, tokenizer.Tokenizer, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := Load(be, dir)
+	m, err := LoadAs(be, dir, dt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load t5 %s: %w", dir, err)
 	}

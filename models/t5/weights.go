@@ -42,6 +42,10 @@ type Model struct {
 	Config  Config
 	Backend backends.Backend
 	Ctx     *context.Context
+	// GradientCheckpointing recomputes each encoder and decoder block in
+	// the backward pass of training graphs (HF gradient_checkpointing;
+	// models/remat).
+	GradientCheckpointing bool
 
 	mu    sync.Mutex
 	execs map[string]*context.Exec
@@ -153,6 +157,11 @@ func newModel(backend backends.Backend, cfg Config) *Model {
 
 // setParam creates (or replaces) the variable for hfName with a float32 value.
 func (m *Model) setParam(name string, shape []int, v []float32) error {
+	return m.setTensor(name, tensors.FromFlatDataAndDimensions(v, shape...))
+}
+
+// setTensor creates (or replaces) the variable for hfName with value t.
+func (m *Model) setTensor(name string, t *tensors.Tensor) error {
 	return catch.Do(func() {
 		c, vn := scopeOf(m.Ctx, name)
 		if old := c.GetVariable(vn); old != nil {
@@ -160,7 +169,7 @@ func (m *Model) setParam(name string, shape []int, v []float32) error {
 				panic(err)
 			}
 		}
-		c.Checked(false).VariableWithValue(vn, tensors.FromFlatDataAndDimensions(v, shape...))
+		c.Checked(false).VariableWithValue(vn, t)
 	})
 }
 
@@ -174,8 +183,21 @@ func (m *Model) paramValues(name string) ([]float32, []int, error) {
 // implies must be present with exactly that shape; encoder/decoder.embed_tokens
 // are accepted as aliases of shared.weight, a tied model may carry
 // lm_head.weight only if it equals shared.weight, and any other tensor is an
-// error. Errors name the file, the tensor and both shapes.
+// error. Errors name the file, the tensor and both shapes. The weights are
+// float32 (the master weights training updates); LoadAs keeps them in
+// their stored dtype for inference.
 func Load(backend backends.Backend, dir string) (*Model, error) {
+	return LoadAs(backend, dir, nn.Float32)
+}
+
+// LoadAs is Load holding the weights as dt (nn.DType, HF's torch_dtype:
+// nn.Auto keeps a BF16 checkpoint in bfloat16, half the memory; the graphs
+// still compute in float32). Errors: Load's, and a dt the backend cannot
+// hold (float16 on the pure-Go backend).
+func LoadAs(backend backends.Backend, dir string, dt nn.DType) (*Model, error) {
+	if err := dt.CheckOn(backend); err != nil {
+		return nil, fmt.Errorf("load t5 %s: %w", dir, err)
+	}
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, err
@@ -212,11 +234,11 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		if !slices.Equal(t.Shape, p.shape) {
 			return nil, fmt.Errorf("load %s: tensor %q: shape %v, config.json wants %v", file, src, t.Shape, p.shape)
 		}
-		v, err := t.FiniteFloat32()
+		v, err := nn.LoadWeight(t, dt, backend)
 		if err != nil {
 			return nil, fmt.Errorf("load %s: tensor %q: %w", file, src, err)
 		}
-		if err := m.setParam(p.name, p.shape, v); err != nil {
+		if err := m.setTensor(p.name, v); err != nil {
 			return nil, fmt.Errorf("load %s: tensor %q: %w", file, src, err)
 		}
 	}

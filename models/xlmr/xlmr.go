@@ -26,6 +26,8 @@ import (
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
 
@@ -73,7 +75,7 @@ func DefaultConfig(vocab int) bert.Config {
 	c := bert.DefaultConfig(vocab)
 	c.ModelType, c.Architectures = ModelType, []string{Arch.Architecture}
 	c.MaxPositionEmbeddings, c.TypeVocabSize, c.LayerNormEps, c.PadTokenID = 514, 1, 1e-5, 1
-	c.Extra = map[string]json.RawMessage{"bos_token_id": json.RawMessage("0"), "eos_token_id": json.RawMessage("2")}
+	c.Extra = hf.Fields{{Key: "bos_token_id", Value: json.RawMessage("0")}, {Key: "eos_token_id", Value: json.RawMessage("2")}}
 	return c
 }
 
@@ -121,11 +123,17 @@ func NewRandom(be backends.Backend, cfg bert.Config, seed int64) (*bert.Model, e
 // XLMRobertaTokenizer's fairseq ids, or tokenizer.json). A tokenizer with
 // more ids than vocab_size is refused, naming its file.
 func LoadWithTokenizer(dir, backendName string) (*bert.Model, tokenizer.Tokenizer, error) {
+	return LoadWithTokenizerAs(dir, backendName, nn.Float32)
+}
+
+// LoadWithTokenizerAs is LoadWithTokenizer holding the weights as dt
+// (bert.LoadAs): nn.Auto for inference keeps a BF16 checkpoint in bfloat16.
+func LoadWithTokenizerAs(dir, backendName string, dt nn.DType) (*bert.Model, tokenizer.Tokenizer, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := Load(be, dir)
+	m, err := bert.LoadAs(be, dir, Arch, dt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load xlm-roberta %s: %w", dir, err)
 	}

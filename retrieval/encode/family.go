@@ -7,6 +7,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/models/xlmr"
 )
@@ -55,12 +56,18 @@ func LoadModel(be backends.Backend, dir string) (*bert.Model, error) {
 // config.json's vocab_size is refused, naming both files. For XLM-R the
 // tokenizer's pad id must be pad_token_id, from which positions count.
 func LoadModelWithTokenizer(dir, backendName string) (*bert.Model, tokenizer.Tokenizer, error) {
+	return LoadModelWithTokenizerAs(dir, backendName, nn.Float32)
+}
+
+// LoadModelWithTokenizerAs is LoadModelWithTokenizer holding the weights
+// as dt (bert.LoadAs; nn.Auto keeps a BF16 checkpoint in bfloat16).
+func LoadModelWithTokenizerAs(dir, backendName string, dt nn.DType) (*bert.Model, tokenizer.Tokenizer, error) {
 	a, err := Arch(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	if a.ModelType == xlmr.ModelType {
-		return xlmr.LoadWithTokenizer(dir, backendName)
+		return xlmr.LoadWithTokenizerAs(dir, backendName, dt)
 	}
-	return bert.LoadWithTokenizer(dir, backendName)
+	return bert.LoadWithTokenizerAs(dir, backendName, a, dt)
 }

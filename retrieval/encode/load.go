@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/nn"
 )
 
 // LoadBERT loads the BERT bi-encoder of an HF model directory (config.json,
@@ -18,7 +19,16 @@ import (
 // and tokenizer failures, a tokenizer with more tokens than the model's
 // vocab_size (tokenizer.LoadFor), malformed settings, an unknown pooling
 // (bge-m3's sparse and colbert modes by name).
+//
+// The weights are held in their stored dtype (nn.Auto: a BF16 checkpoint
+// stays bfloat16, half the memory); LoadBERTAs chooses.
 func LoadBERT(dir, backendName, pooling string) (*BERTEncoder, error) {
+	return LoadBERTAs(dir, backendName, pooling, nn.Auto)
+}
+
+// LoadBERTAs is LoadBERT holding the weights as dt (nn.DType, HF's
+// torch_dtype; the encoder computes in float32 either way).
+func LoadBERTAs(dir, backendName, pooling string, dt nn.DType) (*BERTEncoder, error) {
 	s, _, err := DirSettings(dir)
 	if err != nil {
 		return nil, err
@@ -30,7 +40,7 @@ func LoadBERT(dir, backendName, pooling string) (*BERTEncoder, error) {
 		_, err := bert.ParsePooling(string(s.Pooling))
 		return nil, err
 	}
-	m, tok, err := LoadModelWithTokenizer(dir, backendName)
+	m, tok, err := LoadModelWithTokenizerAs(dir, backendName, dt)
 	if err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}

@@ -34,6 +34,9 @@ type RAG2Result struct {
 	Dim        int      `json:"dim"`
 	Embeddings []string `json:"embeddings"` // the .npy files written
 	Articles   []string `json:"articles"`   // the .json files written
+	// Pending: this process did its batches of a split encode (Split);
+	// another one writes the corpus.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // EncodeRAG2 encodes chunks with enc (loaded from dir, its settings
@@ -47,6 +50,16 @@ func EncodeRAG2(enc *BERTEncoder, dir string, chunks []data.Chunk, c RAG2Corpus,
 	vecs, dim, err := EncodeCorpus(enc, chunks, progress)
 	if err != nil {
 		return nil, err
+	}
+	return WriteRAG2(enc, dir, chunks, vecs, dim, c)
+}
+
+// WriteRAG2 writes chunks with their vectors [len(chunks), dim], encoded by
+// enc (loaded from dir), in RAG²'s layout with the encoder's settings: the
+// second half of EncodeRAG2, for vectors a Split merged.
+func WriteRAG2(enc *BERTEncoder, dir string, chunks []data.Chunk, vecs []float32, dim int, c RAG2Corpus) (*RAG2Result, error) {
+	if c.Out == "" || c.ShardSize < 0 {
+		return nil, fmt.Errorf("encode rag2: out %q, shard size %d: want a directory and a size >= 0", c.Out, c.ShardSize)
 	}
 	info, err := enc.Info(dir)
 	if err != nil {

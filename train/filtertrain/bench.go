@@ -32,12 +32,27 @@ type BenchResult struct {
 	DecLength           int     `json:"dec_length"`
 }
 
+// BenchShape is one filter training step: Batch windows of EncLen random
+// tokens and DecLen target tokens, optionally with per-block gradient
+// checkpointing; SkipScoring leaves the scoring rate out (0).
+type BenchShape struct {
+	Batch, EncLen, DecLen int
+	GradientCheckpointing bool
+	SkipScoring           bool
+}
+
 // BenchTrainStep measures training and scoring speed of a randomly
 // initialised T5 of shape cfg on the backend backendName (see
 // models/backend.New; "" = $GOMLX_BACKEND, else pure Go): batch rows of
 // encLen random tokens, decLen target tokens; one warm-up step compiles the executables, then steps updates and steps
 // scoring batches are timed. Errors: invalid sizes or config, compute failures.
 func BenchTrainStep(backendName string, cfg t5.Config, batch, encLen, decLen, steps int) (BenchResult, error) {
+	return BenchStep(backendName, cfg, BenchShape{Batch: batch, EncLen: encLen, DecLen: decLen}, steps)
+}
+
+// BenchStep is BenchTrainStep for a BenchShape.
+func BenchStep(backendName string, cfg t5.Config, s BenchShape, steps int) (BenchResult, error) {
+	batch, encLen, decLen := s.Batch, s.EncLen, s.DecLen
 	if batch < 1 || encLen < 1 || decLen < 1 || steps < 1 {
 		return BenchResult{}, fmt.Errorf("bench train step: batch %d, encLen %d, decLen %d, steps %d must all be >= 1", batch, encLen, decLen, steps)
 	}
@@ -49,6 +64,7 @@ func BenchTrainStep(backendName string, cfg t5.Config, batch, encLen, decLen, st
 	if err != nil {
 		return BenchResult{}, err
 	}
+	m.GradientCheckpointing = s.GradientCheckpointing
 	if err := m.Ctx.SetRNGStateFromSeed(1); err != nil {
 		return BenchResult{}, err
 	}
@@ -91,17 +107,19 @@ func BenchTrainStep(backendName string, cfg t5.Config, batch, encLen, decLen, st
 	if _, err := tr.Step(in); err != nil {
 		return BenchResult{}, err
 	}
-	// Scoring changes no variable: compile it without running it.
-	score, err := lm.Compile()
-	if err != nil {
-		return BenchResult{}, err
-	}
-	if err := catch.Do(func() {
-		if err := score.PreCompile(idT, maskT); err != nil {
-			panic(err)
+	if !s.SkipScoring {
+		// Scoring changes no variable: compile it without running it.
+		score, err := lm.Compile()
+		if err != nil {
+			return BenchResult{}, err
 		}
-	}); err != nil {
-		return BenchResult{}, fmt.Errorf("bench train step: compile scoring: %w", err)
+		if err := catch.Do(func() {
+			if err := score.PreCompile(idT, maskT); err != nil {
+				panic(err)
+			}
+		}); err != nil {
+			return BenchResult{}, fmt.Errorf("bench train step: compile scoring: %w", err)
+		}
 	}
 	res := BenchResult{Steps: steps, BatchSize: batch, EncLength: encLen, DecLength: decLen}
 	res.CompileMs = float64(time.Since(t0).Microseconds()) / 1e3
@@ -118,16 +136,18 @@ func BenchTrainStep(backendName string, cfg t5.Config, batch, encLen, decLen, st
 	slices.Sort(perStep)
 	res.MsPerStepMin = 1e3 * perStep[0]
 	res.MsPerStepMedian = 1e3 * trainer.Median(perStep)
+	res.MsPerStep = 1e3 * train / float64(steps)
+	res.TrainTokensPerSec = float64(batch*encLen*steps) / train
+	res.TrainExamplesPerSec = float64(batch*steps) / train
+	if s.SkipScoring {
+		return res, nil
+	}
 	t0 = time.Now()
 	for range steps {
 		if _, err := lm.ScoreRows(context.Background(), ids, nil); err != nil {
 			return BenchResult{}, err
 		}
 	}
-	infer := time.Since(t0).Seconds()
-	res.MsPerStep = 1e3 * train / float64(steps)
-	res.TrainTokensPerSec = float64(batch*encLen*steps) / train
-	res.TrainExamplesPerSec = float64(batch*steps) / train
-	res.InferExamplesPerSec = float64(batch*steps) / infer
+	res.InferExamplesPerSec = float64(batch*steps) / time.Since(t0).Seconds()
 	return res, nil
 }

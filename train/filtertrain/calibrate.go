@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/t5"
 )
 
@@ -65,7 +66,7 @@ func Calibrate(modelDir, outDir string, examples []filter.Example, opt Calibrate
 	if !(opt.L2 > 0) || math.IsInf(opt.L2, 0) {
 		return nil, fmt.Errorf("calibrate %s: L2 penalty %v, want > 0", modelDir, opt.L2)
 	}
-	p, err := loadForEval(opt.Backend, modelDir, opt.predictor())
+	p, err := loadForEval(opt.Backend, modelDir, opt.predictor(), nn.Auto)
 	if err != nil {
 		return nil, err
 	}

@@ -88,11 +88,11 @@ func TestCalibrate(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	pc := opt.withDefaults().predictor()
-	raw, err := loadForEval(testBackend, res.LastCheckpoint, pc)
+	raw, err := loadForEval(testBackend, res.LastCheckpoint, pc, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := loadForEval(testBackend, out, pc)
+	cal, err := loadForEval(testBackend, out, pc, "")
 	if err != nil {
 		t.Fatal(err)
 	}

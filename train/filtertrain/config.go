@@ -109,6 +109,13 @@ type Config struct {
 	// OutputDir that already holds checkpoints is an error (nothing is overwritten).
 	Resume bool `json:"-"`
 
+	// GradientCheckpointing recomputes each transformer block in the
+	// backward pass instead of keeping its activations (HF
+	// TrainingArguments.gradient_checkpointing, off by default): the same
+	// gradients for about one more forward pass, with activation memory of
+	// the block inputs plus one block (models/remat, train/memory).
+	GradientCheckpointing bool `json:"gradient_checkpointing,omitempty"`
+
 	Backend string `json:"-"` // GoMLX backend config ("" = pure Go, see models/backend)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/nn"
 )
 
 // RAG² evaluation file names (classifier/run_classifier.py).
@@ -27,6 +28,7 @@ type EvalOptions struct {
 	BatchSize int
 	Threshold float64 // predict [HELPFUL] when P(helpful) ≥ Threshold
 	Backend   string
+	DType     nn.DType              // dtype the weights are held in ("" = nn.Auto: as stored)
 	Progress  func(done, total int) // windows scored
 }
 
@@ -238,7 +240,7 @@ func Evaluate(modelDir string, examples []filter.Example, opt EvalOptions) (*Eva
 	if err := opt.Windowing.Check(); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", modelDir, err)
 	}
-	p, err := loadForEval(opt.Backend, modelDir, opt.predictor())
+	p, err := loadForEval(opt.Backend, modelDir, opt.predictor(), opt.DType)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/hf"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 	"github.com/ragforge/ragforge/train/trainer"
@@ -57,7 +58,7 @@ func exportWith(checkpointDir, outDir string, edit func(*t5.Config) error) error
 	if _, err := os.Lstat(outDir); err == nil {
 		return fmt.Errorf("export %s: %s already exists (not overwritten)", checkpointDir, outDir)
 	}
-	lb, err := loadForEval("", src, EvalOptions{}.withDefaults().predictor())
+	lb, err := loadForEval("", src, EvalOptions{}.withDefaults().predictor(), nn.Auto)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}

@@ -42,7 +42,7 @@ func TestTrainMatchMarks(t *testing.T) {
 			t.Fatalf("%s: marks %v (%v), want the defaults", dir, m, err)
 		}
 	}
-	p, err := loadForEval(testBackend, out, cfg.predictor())
+	p, err := loadForEval(testBackend, out, cfg.predictor(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestTrainMatchMarksRare(t *testing.T) {
 	if err != nil || m == nil || !reflect.DeepEqual(m.DocFreq, want) || !slices.Equal(m.RareDocFractions, cfg.MatchMarksRare) {
 		t.Fatalf("marks %+v (%v), want rare_doc_fractions %v and doc_freq %+v", m, err, cfg.MatchMarksRare, want)
 	}
-	p, err := loadForEval(testBackend, res.LastCheckpoint, cfg.predictor())
+	p, err := loadForEval(testBackend, res.LastCheckpoint, cfg.predictor(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

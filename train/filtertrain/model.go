@@ -11,6 +11,7 @@ import (
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/filter"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/t5"
 	"github.com/ragforge/ragforge/models/tokenizer"
 )
@@ -79,14 +80,15 @@ func loadForTraining(backendName, dir string, seed int64, dropout float64, marks
 	return &labeled{Predictor: p}, nil
 }
 
-// loadForEval loads a trained checkpoint (models/filter.Load); the label
-// tokens must already be in its tokenizer and inside the model's vocabulary.
-func loadForEval(backendName, dir string, pc filter.Config) (*filter.Predictor, error) {
+// loadForEval loads a trained checkpoint (models/filter.LoadAs, the
+// weights held as dt); the label tokens must already be in its tokenizer
+// and inside the model's vocabulary.
+func loadForEval(backendName, dir string, pc filter.Config, dt nn.DType) (*filter.Predictor, error) {
 	be, err := backend.New(backendName)
 	if err != nil {
 		return nil, err
 	}
-	p, err := filter.Load(be, dir, pc)
+	p, err := filter.LoadAs(be, dir, pc, dt)
 	if errors.Is(err, filter.ErrNotFilter) {
 		return nil, fmt.Errorf("%w (train one with `ragforge train filter`, which adds %s and %s)", err, filter.Helpful, filter.NotHelpful)
 	}

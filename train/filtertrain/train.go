@@ -154,6 +154,9 @@ func newTrainRun(cfg Config, train, valid []filter.Example, run *tracker.Run, pr
 		return nil, fmt.Errorf("train filter: %w", err)
 	}
 	lm, err := loadForTraining(cfg.Backend, src, cfg.Seed, cfg.Dropout, marks, cfg.predictor())
+	if err == nil {
+		lm.Model.GradientCheckpointing = cfg.GradientCheckpointing
+	}
 	if err != nil {
 		return nil, fmt.Errorf("train filter: %w", err)
 	}

@@ -122,6 +122,12 @@ type Config struct {
 	// SaveSteps writes a resumable checkpoint every SaveSteps updates (0 =
 	// only at the end).
 	SaveSteps int
+	// GradientCheckpointing recomputes each transformer block in the
+	// backward pass instead of keeping its activations (HF
+	// TrainingArguments.gradient_checkpointing, off by default): the same
+	// gradients for about one more forward pass, with activation memory of
+	// the block inputs plus one block (models/remat, train/memory).
+	GradientCheckpointing bool
 }
 
 // DefaultConfig is SL-HyDE's generator fine-tuning (AutoMIR, implementation details: LoRA rank 8,

@@ -133,6 +133,7 @@ func Train(ctx context.Context, opt Options, examples []Example, run *tracker.Ru
 	if err != nil {
 		return nil, fmt.Errorf("train lora: %w", err)
 	}
+	m.GradientCheckpointing = opt.GradientCheckpointing
 	if from != "" {
 		got, err := NormalizeLoRA(*m.LoRA)
 		if err != nil || !reflect.DeepEqual(got, opt.LoRA) {

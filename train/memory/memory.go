@@ -12,17 +12,22 @@
 //	T5 decoder layer   10d + 7·inner + 5·d_ff + 3a(L_dec + L_enc)
 //	T5 LM head         3·vocab per decoder token (logits, log-softmax, its gradient)
 //
-// plus one more layer for the backward pass's transient gradients. It is an
+// plus one more layer for the backward pass's transient gradients. With
+// per-block gradient checkpointing (models/remat) a layer keeps only its
+// input (h or d per token) and two layers' worth are live at once: the
+// block being recomputed and its transient gradients. It is an
 // estimate (no allocator overhead, no compiled-graph scratch); docs/benchmarks.md
 // compares it with measured peak RSS.
 package memory
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/ragforge/ragforge/models/bert"
 	"github.com/ragforge/ragforge/models/t5"
@@ -61,8 +66,19 @@ type Estimate struct {
 	PeakFactor float64
 	// CheckpointedActivations is Activations with per-block gradient
 	// checkpointing (only block inputs kept, one block recomputed at a
-	// time); informative: this build has no checkpointing (GoMLX v0.26).
+	// time): what WithCheckpointing puts in Activations.
 	CheckpointedActivations int64
+	// GradientCheckpointing says Activations are the checkpointed ones.
+	GradientCheckpointing bool
+}
+
+// WithCheckpointing is e for a step with --gradient-checkpointing.
+func (e Estimate) WithCheckpointing() Estimate {
+	if !e.GradientCheckpointing {
+		e.Activations, e.GradientCheckpointing = e.CheckpointedActivations, true
+		e.What += ", gradient checkpointing"
+	}
+	return e
 }
 
 // Total is weights + gradients + optimizer + activations.
@@ -201,6 +217,17 @@ func Bytes(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
+// PeakRSS is the process's peak resident set size so far (getrusage
+// ru_maxrss), in bytes; 0 where it cannot be read. It only grows: one
+// measured step per process reads that step's peak.
+func PeakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024 // Linux reports KiB
+}
+
 // Option is one way to run with less memory: the flags to pass and the
 // estimate they give.
 type Option struct {
@@ -217,17 +244,18 @@ func Check(e Estimate, avail int64, source string, options []Option) error {
 		return nil
 	}
 	msg := fmt.Sprintf("%s exceeds the %s available (%s)", e, Bytes(avail), source)
-	if e.CheckpointedActivations > 0 {
-		c := e
-		c.Activations = e.CheckpointedActivations
-		if c.Peak() <= avail {
-			msg += fmt.Sprintf("; per-block gradient checkpointing would need about %s but this build has none (GoMLX v0.26)", Bytes(c.Peak()))
-		}
+	fits := false
+	if c := e.WithCheckpointing(); !e.GradientCheckpointing && e.CheckpointedActivations > 0 && c.Peak() <= avail {
+		msg += fmt.Sprintf("; --gradient-checkpointing fits (about %s, about one more forward pass per step)", Bytes(c.Peak()))
+		fits = true
 	}
 	for _, o := range options {
 		if o.Estimate.Peak() <= avail {
 			return fmt.Errorf("%s; %s fits (about %s)", msg, o.Flags, Bytes(o.Estimate.Peak()))
 		}
+	}
+	if fits {
+		return errors.New(msg)
 	}
 	if fixed := scale(e.Total()-e.Activations, e.PeakFactor); fixed > avail {
 		return fmt.Errorf("%s; the weights, gradients and AdamW state alone need %s: train a smaller model", msg, Bytes(fixed))

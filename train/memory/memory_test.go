@@ -77,18 +77,23 @@ func TestCheck(t *testing.T) {
 	small.Activations = 100
 	for _, tc := range []struct {
 		name  string
+		e     Estimate
 		avail int64
 		opts  []Option
 		want  []string // substrings; nil: no error
+		not   string   // a substring the error must not have
 	}{
-		{"fits", 2000, nil, nil},
-		{"unknown limit", 0, nil, nil},
-		{"option fits", 800, []Option{{"--too-big", big}, {"--batch-size 1", small}}, []string{"exceeds", "--batch-size 1 fits", "checkpointing would need"}},
-		{"nothing fits", 600, []Option{{"--batch-size 1", small}}, []string{"exceeds", "no smaller batch"}},
-		{"tensors fit, peak does not", 1500, nil, []string{"exceeds"}},
-		{"weights alone", 450, nil, []string{"weights, gradients and AdamW state alone need", "smaller model"}},
+		{"fits", big, 2000, nil, nil, ""},
+		{"unknown limit", big, 0, nil, nil, ""},
+		{"option fits", big, 800, []Option{{"--too-big", big}, {"--batch-size 1", small}}, []string{"exceeds", "--gradient-checkpointing fits", "--batch-size 1 fits"}, ""},
+		{"only checkpointing fits", big, 600, []Option{{"--batch-size 1", small}}, []string{"exceeds", "--gradient-checkpointing fits"}, "no smaller batch"},
+		{"nothing fits", big, 505, []Option{{"--batch-size 1", small}}, []string{"exceeds", "no smaller batch"}, "--gradient-checkpointing"},
+		{"already checkpointing", big.WithCheckpointing(), 505, nil, []string{"x, gradient checkpointing: peak", "no smaller batch"}, "--gradient-checkpointing"},
+		{"checkpointed fits", big.WithCheckpointing(), 600, nil, nil, ""},
+		{"tensors fit, peak does not", big, 1500, nil, []string{"exceeds"}, ""},
+		{"weights alone", big, 450, nil, []string{"weights, gradients and AdamW state alone need", "smaller model"}, ""},
 	} {
-		err := Check(big, tc.avail, "test", tc.opts)
+		err := Check(tc.e, tc.avail, "test", tc.opts)
 		if (err == nil) != (tc.want == nil) {
 			t.Fatalf("%s: err %v", tc.name, err)
 		}
@@ -96,6 +101,9 @@ func TestCheck(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: %q lacks %q", tc.name, err, w)
 			}
+		}
+		if tc.not != "" && err != nil && strings.Contains(err.Error(), tc.not) {
+			t.Errorf("%s: %q has %q", tc.name, err, tc.not)
 		}
 	}
 }

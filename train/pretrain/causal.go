@@ -53,6 +53,7 @@ func CausalLM(ctx context.Context, cfg Config, corpus string, texts []string, ru
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
+	m.GradientCheckpointing = cfg.GradientCheckpointing
 	tok, err := bpe.Load(cfg.ModelDir)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)

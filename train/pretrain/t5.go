@@ -59,6 +59,12 @@ type Config struct {
 	Dropout      float64 `json:"dropout"`
 	Seed         int64   `json:"seed"` // data order, noise masks, dropout
 	LoggingSteps int     `json:"logging_steps"`
+	// GradientCheckpointing recomputes each transformer block in the
+	// backward pass instead of keeping its activations (HF
+	// TrainingArguments.gradient_checkpointing, off by default): the same
+	// gradients for about one more forward pass, with activation memory of
+	// the block inputs plus one block (models/remat, train/memory).
+	GradientCheckpointing bool `json:"gradient_checkpointing,omitempty"`
 }
 
 // DefaultConfig: T5's span corruption (15%, mean span 3, §3.3.4), 512
@@ -375,6 +381,7 @@ func loadT5(cfg Config) (*t5.Model, tokenizer.Tokenizer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("pretrain: %w", err)
 	}
+	m.GradientCheckpointing = cfg.GradientCheckpointing
 	tok, err := tokenizer.Load(cfg.ModelDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pretrain: %w", err)

@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/bert"
+	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/train/trainer"
 )
 
@@ -20,6 +24,12 @@ type BenchShape struct {
 	SubBatchTokens             int // 0: DefaultSubBatchTokens
 	EncodeBatch, EncodeLength  int
 	SkipTrain                  bool // encode throughput only
+	// EncodeDType holds the weights for encoding (float32, bfloat16 or
+	// float16; 0 = float32): from the random init with SkipTrain, else
+	// cast after the float32 training step.
+	EncodeDType           dtypes.DType
+	SkipEncode            bool // training step only (EncodeBatch, EncodeLength unused)
+	GradientCheckpointing bool // per-block recomputation in the training step
 }
 
 // BenchResult is the speed of BenchTrainStep; compilation (the first call
@@ -35,6 +45,8 @@ type BenchResult struct {
 	Negatives            int     `json:"negatives"`
 	Length               int     `json:"length"`
 	EncodeLength         int     `json:"encode_length"`
+	EncodeDType          string  `json:"encode_dtype"`        // dtype the weights are held in while encoding
+	EncodeWeightBytes    int64   `json:"encode_weight_bytes"` // bytes those weights hold
 }
 
 // BenchTrainStep measures a randomly initialised BERT-family encoder of
@@ -44,6 +56,9 @@ type BenchResult struct {
 // and never the pad id (XLM-R counts positions from it). Errors: invalid
 // sizes or config, compute failures.
 func BenchTrainStep(backendName string, cfg bert.Config, a bert.Arch, s BenchShape, steps int) (BenchResult, error) {
+	if s.SkipEncode {
+		s.EncodeBatch, s.EncodeLength = 1, 2
+	}
 	if s.Queries < 1 || s.Negatives < 0 || s.Length < 2 || s.EncodeBatch < 1 || s.EncodeLength < 2 || steps < 1 {
 		return BenchResult{}, fmt.Errorf("bench retriever: queries %d, negatives %d, length %d, encode %d×%d, steps %d out of range",
 			s.Queries, s.Negatives, s.Length, s.EncodeBatch, s.EncodeLength, steps)
@@ -52,10 +67,19 @@ func BenchTrainStep(backendName string, cfg bert.Config, a bert.Arch, s BenchSha
 	if err != nil {
 		return BenchResult{}, err
 	}
-	m, err := bert.NewRandomFor(be, cfg, a, false, 1)
+	held := s.EncodeDType
+	if held == dtypes.InvalidDType {
+		held = dtypes.Float32
+	}
+	initAs := dtypes.Float32 // the training step updates float32 master weights
+	if s.SkipTrain {
+		initAs = held
+	}
+	m, err := bert.NewRandomAs(be, cfg, a, false, 1, initAs)
 	if err != nil {
 		return BenchResult{}, err
 	}
+	m.GradientCheckpointing = s.GradientCheckpointing
 	if s.Length > m.MaxLength() || s.EncodeLength > m.MaxLength() {
 		return BenchResult{}, fmt.Errorf("bench retriever: length %d or %d exceeds the model's %d", s.Length, s.EncodeLength, m.MaxLength())
 	}
@@ -119,6 +143,17 @@ func BenchTrainStep(backendName string, cfg bert.Config, a bert.Arch, s BenchSha
 		slices.Sort(perStep)
 		res.MsPerStepMin, res.MsPerStepMedian = 1e3*perStep[0], 1e3*trainer.Median(perStep)
 		res.TrainTokensPerSec = float64(s.Queries*(2+s.Negatives)*s.Length*steps) / total
+	}
+	if s.SkipEncode {
+		res.CompileMs = float64(compile.Microseconds()) / 1e3
+		return res, nil
+	}
+	if err := nn.CastVariables(m.Weights(), held); err != nil {
+		return BenchResult{}, fmt.Errorf("bench retriever: %w", err)
+	}
+	res.EncodeDType = strings.ToLower(held.String()) // HF's torch_dtype names: float32, bfloat16, float16
+	for _, b := range nn.HeldBytes(m.Weights()) {
+		res.EncodeWeightBytes += b
 	}
 	rows := make([][]int, s.EncodeBatch)
 	for i := range rows {

@@ -65,6 +65,12 @@ type Config struct {
 	// documents, as encode.BERTEncoder.EncodeDocs does (the "document"
 	// prompt of an E5-style retriever); empty by default.
 	DocInstruction string `json:",omitempty"`
+	// GradientCheckpointing recomputes each transformer block in the
+	// backward pass instead of keeping its activations (HF
+	// TrainingArguments.gradient_checkpointing, off by default): the same
+	// gradients for about one more forward pass, with activation memory of
+	// the block inputs plus one block (models/remat, train/memory).
+	GradientCheckpointing bool
 	// Seed fixes the data order (one permutation per epoch) and dropout.
 	Seed uint64
 	// SaveSteps writes a checkpoint every SaveSteps updates (0 = only at the
@@ -250,6 +256,7 @@ func Train(ctx context.Context, cfg Config, triplets []Triplet, initDir string, 
 		return nil, fmt.Errorf("retriever train: tokenizer of %s has %d tokens, more than vocab_size %d in %s: ids from %d on have no embedding",
 			initDir, tok.Len(), m.Config.VocabSize, filepath.Join(modelDir, bert.ConfigFile), m.Config.VocabSize)
 	}
+	m.GradientCheckpointing = cfg.GradientCheckpointing
 	res.Model = m
 	t, err := newTrainRun(be, cfg, triplets, tok, m, state, res)
 	if err != nil {

@@ -41,12 +41,22 @@ type Config struct {
 
 	// Generator is the generator spec: "ict", "t5:<dir>", "hf:<dir>",
 	// "qwen2:<dir>", "llama:<dir>", "qwen3:<dir>" or "openai:<url>[#model]"
-	// (generate.ParseGeneratorSpec). A local T5 is fine-tuned in full
+	// (generate.ParseGeneratorSpec), or a comma-separated list of openai
+	// specs, one per server, that the generation stage splits its prompts
+	// over (generate.Pool; each server with its client's retries, backoff
+	// and concurrency limit). A local T5 is fine-tuned in full
 	// (FineTuneT5), a local decoder with LoRA (GeneratorLoRA).
 	Generator string
 	// GeneratorImpl, when set, is used instead of opening Generator (tests,
 	// custom servers); Generator then only names it in the run.
 	GeneratorImpl lm.Generator `json:"-"`
+	// GenConcurrency and GenRetries are an openai generator's requests in
+	// flight per server and retries after a failed request, with
+	// exponential backoff (0: the client's defaults, 4 and 3; negative
+	// GenRetries: none), as openai.Options. Not part of the run's config: a
+	// resumed run may use other servers' limits.
+	GenConcurrency int `json:"-"`
+	GenRetries     int `json:"-"`
 	// RetrieverDir is the initial BERT bi-encoder (HF directory: config.json,
 	// model.safetensors, vocab.txt). Required.
 	RetrieverDir string
@@ -116,6 +126,12 @@ type Config struct {
 	// training (retriever.Config.SubBatchTokens; 0 = its default 4096): the
 	// activation memory, not the loss. Omitted from the config hash when 0.
 	SubBatchTokens int `json:",omitempty"`
+	// GradientCheckpointing recomputes each transformer block in the
+	// backward pass of the retriever and generator training (HF
+	// gradient_checkpointing; models/remat): less activation memory for
+	// about one more forward pass, the same gradients, so it is left out of
+	// the config hash.
+	GradientCheckpointing bool `json:"-"`
 	// SkipNonFinite makes the retriever training skip (and count) updates
 	// whose loss or gradient is not finite instead of failing the round
 	// (not part of the config hash: a failed round may be rerun with it).
@@ -172,7 +188,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("selflearn config: field %q: %v, want %s", field, v, want)
 	}
 	if c.GeneratorImpl == nil {
-		if _, err := generate.ParseGeneratorSpec(c.Generator); err != nil {
+		if _, err := generate.ParseGeneratorSpecs(c.Generator); err != nil {
 			return fmt.Errorf("selflearn config: field %q: %w", "Generator", err)
 		}
 	}
@@ -195,6 +211,8 @@ func (c Config) Validate() error {
 		return bad("GenTemperature", c.GenTemperature, ">= 0")
 	case c.GenBatch < 1:
 		return bad("GenBatch", c.GenBatch, ">= 1")
+	case c.GenConcurrency < 0:
+		return bad("GenConcurrency", c.GenConcurrency, ">= 0")
 	case c.SelectionDepth < 1:
 		return bad("SelectionDepth", c.SelectionDepth, ">= 1")
 	case c.RankFrom < 0 || c.RankTo <= c.RankFrom:

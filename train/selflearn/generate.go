@@ -313,7 +313,7 @@ func (s *state) tuneT5(ctx context.Context, t int, g0 *lm.T5, pairs []SFTPair, o
 	g.MaxInputTokens = g0.MaxInputTokens
 	losses, err := FineTuneT5(ctx, g, pairs, SFTConfig{LearningRate: s.cfg.GeneratorLR, WarmupRatio: s.cfg.WarmupRatio,
 		Epochs: s.cfg.Epochs, BatchSize: s.cfg.GeneratorBatch, MaxTargetTokens: s.cfg.MaxTargetTokens,
-		Template: s.cfg.HypoTemplate, Seed: s.cfg.Seed + int64(t)})
+		Template: s.cfg.HypoTemplate, Seed: s.cfg.Seed + int64(t), GradientCheckpointing: s.cfg.GradientCheckpointing})
 	if err != nil {
 		return nil, err
 	}
@@ -342,6 +342,7 @@ func (s *state) tuneDecoder(ctx context.Context, t int, g0 *lm.Decoder, pairs []
 	c := s.cfg.generatorLoRA()
 	c.Seed = s.cfg.Seed + int64(t)
 	c.MaxLength = min(c.MaxLength, g0.MaxContext())
+	c.GradientCheckpointing = c.GradientCheckpointing || s.cfg.GradientCheckpointing
 	examples, err := DecoderSFTExamples(g0.Tokenizer, pairs, s.cfg.HypoTemplate, s.cfg.MaxTargetTokens, c.MaxLength)
 	if err != nil {
 		return nil, err

@@ -127,6 +127,7 @@ func (s *state) trainRetriever(ctx context.Context, t int, triplets []retriever.
 	rc.QueryInstruction, rc.Seed = s.cfg.QueryInstruction, uint64(s.cfg.Seed)+uint64(t)
 	rc.DocInstruction, rc.Normalize = s.cfg.DocInstruction, !s.cfg.Unnormalized
 	rc.SkipNonFinite = s.cfg.SkipNonFinite
+	rc.GradientCheckpointing = s.cfg.GradientCheckpointing
 	if s.cfg.SubBatchTokens > 0 {
 		rc.SubBatchTokens = s.cfg.SubBatchTokens
 	}

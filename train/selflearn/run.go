@@ -277,11 +277,7 @@ func (s *state) openGenerator() (lm.Generator, error) {
 	if s.cfg.GeneratorImpl != nil {
 		return s.cfg.GeneratorImpl, nil
 	}
-	spec, err := generate.ParseGeneratorSpec(s.cfg.Generator)
-	if err != nil {
-		return nil, err
-	}
-	g, err := generate.Open(spec, s.cfg.Backend, openai.Options{})
+	g, err := generate.OpenList(s.cfg.Generator, s.cfg.Backend, openai.Options{Concurrency: s.cfg.GenConcurrency, MaxRetries: s.cfg.GenRetries}, s.cfg.GenConcurrency)
 	if err != nil {
 		return nil, fmt.Errorf("selflearn: %w", err)
 	}

@@ -90,6 +90,9 @@ type SFTConfig struct {
 	MaxTargetTokens int     // d* tokens kept, eos included (256)
 	Template        string  // Eq. 3 prompt rendered with the query as encoder input
 	Seed            int64   // data order and dropout
+	// GradientCheckpointing recomputes each T5 block in the backward pass
+	// (HF gradient_checkpointing; models/remat).
+	GradientCheckpointing bool
 }
 
 // SFTScheduler is the generator fine-tuning schedule: SL-HyDE trains the
@@ -111,6 +114,7 @@ func FineTuneT5(ctx context.Context, g *lm.T5, pairs []SFTPair, cfg SFTConfig) (
 		return nil, fmt.Errorf("fine-tune t5: no pairs")
 	}
 	m, tok := g.Model, g.Tokenizer
+	m.GradientCheckpointing = cfg.GradientCheckpointing // training graphs only
 	c := m.Config
 	B := max(cfg.BatchSize, 1)
 	perEpoch := (len(pairs) + B - 1) / B

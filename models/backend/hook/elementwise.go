@@ -3,7 +3,8 @@
 // models/backend.DefaultGoOptions), and with matrix products on OpenBLAS they
 // take most of a training step. For float32 tensors of at least
 // parallelMin elements, the executors (elementwise_unary.go, _binary.go,
-// _copy.go for transpose and broadcast-in-dim, _reduce.go) split the output
+// _copy.go for transpose and broadcast-in-dim, _reduce.go, _convert.go for
+// bfloat16 weights widened to float32) split the output
 // into one contiguous block per core, each computed by its own goroutine
 // (never waiting on simplego's worker pool, so they cannot deadlock). Every
 // element is computed with exactly simplego's expression (the same float64
@@ -60,6 +61,7 @@ func installParallel() {
 	for _, op := range binaryOpTypes {
 		installOp(op, execBinary)
 	}
+	installOp(backends.OpTypeConvertDType, execConvert)
 }
 
 func installOp(op backends.OpType, exec executor) {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
@@ -147,6 +149,12 @@ func TestElementwiseBitIdentical(t *testing.T) {
 		{"sum all", []int{300, 257}, func(x *graph.Node) *graph.Node { return graph.ReduceAllSum(x) }},
 		{"max last axis", []int{2, 4, 64, 128}, func(x *graph.Node) *graph.Node { return graph.ReduceMax(x, -1) }},
 		{"max first axis", []int{1536, 64}, func(x *graph.Node) *graph.Node { return graph.ReduceMax(x, 0) }},
+		{"bfloat16 to float32", []int{300, 257}, func(x *graph.Node) *graph.Node {
+			return graph.ConvertDType(graph.ConvertDType(x, dtypes.BFloat16), dtypes.Float32)
+		}},
+	}
+	if !parallelOps[backends.OpTypeConvertDType] {
+		t.Fatal("the bfloat16 → float32 executor is not installed")
 	}
 	for _, c := range layout {
 		t.Run(c.name, func(t *testing.T) {
