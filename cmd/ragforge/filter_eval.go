@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/train/filtertrain"
 )
@@ -72,7 +73,7 @@ func runEvalFilter(_ context.Context, g *globals, o evalFilterOptions) (err erro
 	var bar *progress.Bar
 	o.Eval.Backend = g.Backend
 	o.Eval.Progress = func(done, total int) { bar.Set(done, total) }
-	res, err := filtertrain.RunEval(filtertrain.EvalJob{Models: o.Models, Data: o.Data, Out: o.Out, RunsBase: runsBase(g),
+	res, err := filtertrain.RunEval(filtertrain.EvalJob{Models: o.Models, Data: o.Data, Out: o.Out, RunsBase: tracker.RunsBase(g.DB),
 		Windows: o.Windows.request(), Eval: o.Eval, Note: g.Err}, barOnStart(start, &bar, g.Err, -1, "eval filter"))
 	bar.Finish()
 	if err != nil {

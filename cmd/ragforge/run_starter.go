@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/ragforge/ragforge/data/storedb"
 	"github.com/ragforge/ragforge/data/tracker"
 	"github.com/ragforge/ragforge/internal/progress"
 )
@@ -65,15 +63,6 @@ func changedFlags(cmd *cobra.Command) map[string]bool {
 	m := map[string]bool{}
 	cmd.Flags().Visit(func(f *pflag.Flag) { m[f.Name] = true })
 	return m
-}
-
-// runsBase is where runs/<id> directories go: beside the SQLite database,
-// or the working directory when the store is a PostgreSQL server (as runDir).
-func runsBase(g *globals) string {
-	if storedb.IsURL(g.DB) {
-		return "."
-	}
-	return filepath.Dir(g.DB)
 }
 
 // barOnStart wraps start so that *bar is created (progress.New) once the
