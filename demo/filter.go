@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/ragforge/ragforge/data/tracker"
@@ -96,7 +97,7 @@ func (st *state) runTrainFilter(ctx context.Context, job filtertrain.TrainJob) (
 	bar := progress.New(st.log, -1, "train filter")
 	err := st.record(func(start tracker.Starter) error {
 		var err error
-		rep, err = filtertrain.RunTrain(ctx, job, start, trainProgress(bar))
+		rep, err = filtertrain.RunTrain(ctx, job, start, trainProgress(bar, st.log))
 		return err
 	})
 	bar.Finish()
@@ -159,12 +160,8 @@ func (st *state) finetuneJob(model, out string) (filtertrain.TrainJob, []string)
 	return job, append(args, st.recipeArgs()...)
 }
 
-// trainProgress shows a filter training's progress as a bar on the log,
-// the step of its schedule.
-func trainProgress(bar *progress.Bar) func(filtertrain.Progress) {
-	return func(p filtertrain.Progress) {
-		if p.Phase == "train" {
-			bar.Set(p.Step, p.Steps)
-		}
-	}
+// trainProgress shows a filter training's progress on the log as `train
+// filter` does on stderr: a bar and HF Trainer's log lines.
+func trainProgress(bar *progress.Bar, log io.Writer) func(filtertrain.Progress) {
+	return func(p filtertrain.Progress) { filtertrain.ShowProgress(bar, log, p) }
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
-	"github.com/ragforge/ragforge/internal/atomicfile"
 	"github.com/ragforge/ragforge/internal/version"
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/retrieval/evalrun"
@@ -83,10 +82,6 @@ func notInterrupted(kind string) error {
 	return nil
 }
 
-// dirRunFile, in a command's output directory, names the run that writes
-// there, so a --resume continues that run instead of starting another.
-const dirRunFile = "run.json"
-
 // startOrResumeRun is startRun for a command that writes into dir and can
 // resume: without resume it starts a run and records its id in
 // dir/run.json; with resume it reopens the run recorded there (tracker.Store.Resume:
@@ -96,7 +91,7 @@ func startOrResumeRun(g *globals, kind string, config any, dir string, resume bo
 	if err := notInterrupted(kind); err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(dir, dirRunFile)
+	path := filepath.Join(dir, tracker.DirRunFile)
 	if resume {
 		var rf struct {
 			RunID string `json:"run_id"`
@@ -130,14 +125,10 @@ func startOrResumeRun(g *globals, kind string, config any, dir string, resume bo
 	if err != nil {
 		return nil, nil, err
 	}
-	b, _ := json.Marshal(map[string]string{"run_id": run.ID, "kind": kind})
-	if err = os.MkdirAll(dir, 0o755); err == nil {
-		err = atomicfile.WriteBytes(path, append(b, '\n'), 0o644)
-	}
-	if err != nil {
+	if err = tracker.RecordInDir(dir, run, kind); err != nil {
 		run.Finish(err)
 		st.Close()
-		return nil, nil, fmt.Errorf("record run id in %s: %w", dir, err)
+		return nil, nil, err
 	}
 	return st, run, nil
 }

@@ -173,13 +173,7 @@ func runTrainFilter(ctx context.Context, g *globals, o trainFilterOptions) (err 
 	defer r.finish(&err)
 	var bar *progress.Bar
 	rep, err := filtertrain.RunTrain(ctx, j, barOnStart(start, &bar, g.Err, -1, "train filter"), func(p filtertrain.Progress) {
-		switch p.Phase {
-		case "train":
-			bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f lr %.2e %.0f tok/s", p.Epoch, p.Epochs, p.Loss, p.LearningRate, p.TokensPerSec))
-			bar.Set(p.Step, p.Steps)
-		case "log", "eval":
-			bar.Println(g.Err, filterLogLine(p))
-		}
+		filtertrain.ShowProgress(bar, g.Err, p)
 	})
 	bar.Finish()
 	if err != nil {
@@ -204,23 +198,4 @@ func printTrainFilter(g *globals, c filtertrain.Config, rep *filtertrain.TrainRe
 		fmt.Fprintf(g.Out, "last checkpoint %s\n", res.LastCheckpoint)
 	}
 	return nil
-}
-
-// filterLogLine formats a "log" or "eval" progress report as HF Trainer's
-// log line (a Python-style dict; eval metrics prefixed "eval_").
-func filterLogLine(p filtertrain.Progress) string {
-	if p.Phase == "eval" {
-		parts := make([]string, 0, len(p.Valid)+2)
-		for _, k := range sortedKeys(p.Valid) {
-			parts = append(parts, fmt.Sprintf("'eval_%s': %.4g", k, p.Valid[k]))
-		}
-		parts = append(parts, fmt.Sprintf("'epoch': %.2f", p.EpochFrac), fmt.Sprintf("'step': %d", p.Step))
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
-	line := fmt.Sprintf("{'loss': %.4f, 'grad_norm': %.4g, 'learning_rate': %.4g, 'epoch': %.2f, 'step': %d, 'train_tokens_per_second': %.1f, 'train_samples_per_second': %.2f",
-		p.Loss, p.GradNorm, p.LearningRate, p.EpochFrac, p.Step, p.TokensPerSec, p.WindowsPerSec)
-	if p.SkippedNonFinite > 0 {
-		line += fmt.Sprintf(", 'skipped_nonfinite': %d", p.SkippedNonFinite)
-	}
-	return line + "}"
 }

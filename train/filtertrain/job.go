@@ -75,13 +75,19 @@ func RunTrain(ctx context.Context, j TrainJob, start tracker.Starter, progress f
 		return nil, err
 	}
 	d := j.Data
-	run, err := start.Start("train-filter", map[string]any{"config": c, "recipe": recipe, "train": d.Train, "augment": d.Augment,
+	const kind = "train-filter"
+	run, err := start.Start(kind, map[string]any{"config": c, "recipe": recipe, "train": d.Train, "augment": d.Augment,
 		"augment_only": d.AugmentOnly, "valid": d.Valid, "valid_frac": d.ValidFrac})
 	if err != nil {
 		return nil, err
 	}
 	rep := &TrainReport{Recipe: recipe, ValidExamples: len(valid)}
 	if run != nil {
+		// For --resume: the run that writes OutputDir (the command has
+		// written the same when it resumed or started it).
+		if err := tracker.RecordInDir(c.OutputDir, run, kind); err != nil {
+			return nil, err
+		}
 		rep.RunID = run.ID
 	}
 	rep.Result, err = Train(ctx, c, train, valid, run, progress)
