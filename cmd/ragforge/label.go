@@ -15,6 +15,7 @@ import (
 	"github.com/ragforge/ragforge/models/filter"
 	"github.com/ragforge/ragforge/models/labelstore"
 	"github.com/ragforge/ragforge/retrieval/bm25"
+	"github.com/ragforge/ragforge/retrieval/evalrun"
 )
 
 // openLabels opens the run store and the label tables inside it.
@@ -33,17 +34,17 @@ func openLabels(g *globals) (*tracker.Store, *labelstore.Store, error) {
 
 // candidateFlags build BM25 candidates for questions of a QA CSV.
 type candidateFlags struct {
-	Corpus corpusFlags `json:"corpus"`
-	QA     string      `json:"qa"`
-	TopN   int         `json:"top_n"`
-	Limit  int         `json:"limit"` // 0: all
-	Out    string      `json:"out,omitempty"`
-	BM25   bm25Flags   `json:"bm25"`
+	Corpus corpusFlags  `json:"corpus"`
+	QA     string       `json:"qa"`
+	TopN   int          `json:"top_n"`
+	Limit  int          `json:"limit"` // 0: all
+	Out    string       `json:"out,omitempty"`
+	BM25   evalrun.BM25 `json:"bm25"`
 }
 
 func (c *candidateFlags) add(cmd *cobra.Command) {
 	c.Corpus.add(cmd)
-	c.BM25.add(cmd)
+	addBM25Flags(cmd, &c.BM25)
 	f := cmd.Flags()
 	f.StringVar(&c.QA, "qa", "", "questions with reference answers and contexts: AP QA CSV or BEIR dir (required)")
 	f.IntVar(&c.TopN, "top-n", 10, "BM25 candidates per question")
@@ -57,7 +58,7 @@ func (c *candidateFlags) load(g *globals) ([]data.Query, data.Qrels, *bm25.Index
 	if c.QA == "" {
 		return nil, nil, nil, fmt.Errorf("--qa is required")
 	}
-	cfg, err := c.BM25.config()
+	cfg, err := c.BM25.Config()
 	if err != nil {
 		return nil, nil, nil, err
 	}

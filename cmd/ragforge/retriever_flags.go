@@ -12,44 +12,16 @@ import (
 	"github.com/ragforge/ragforge/retrieval/fusion"
 )
 
-// bm25Flags are --bm25-preset, --bm25-k1, --bm25-b, --analyzer and
-// --bm25-meta-fields; lib gives them as evalrun.BM25, the one BM25 setting.
-type bm25Flags struct {
-	K1         float64  `json:"k1"`
-	B          float64  `json:"b"`
-	Preset     string   `json:"preset"`
-	Analyzer   string   `json:"analyzer"`
-	MetaFields []string `json:"meta_fields,omitempty"`
-
-	changed func(name string) bool // the command's Flags().Changed; nil: set in code
-}
-
-func (b *bm25Flags) add(cmd *cobra.Command) {
-	b.changed = bm25FlagsInto(cmd, &b.K1, &b.B, &b.Preset, &b.Analyzer, &b.MetaFields)
-}
-
-// lib is the flags as evalrun.BM25.
-func (b bm25Flags) lib() evalrun.BM25 {
-	return evalrun.BM25{K1: b.K1, B: b.B, Preset: b.Preset, Analyzer: b.Analyzer, MetaFields: b.MetaFields, Given: b.changed}
-}
-
-// config is the BM25 configuration the flags give, validated.
-func (b bm25Flags) config() (bm25.Config, error) { return b.lib().Config() }
-
+// addBM25Flags binds --bm25-preset, --bm25-k1, --bm25-b, --analyzer and
+// --bm25-meta-fields to b, the one BM25 setting.
 func addBM25Flags(cmd *cobra.Command, b *evalrun.BM25) {
-	b.Given = bm25FlagsInto(cmd, &b.K1, &b.B, &b.Preset, &b.Analyzer, &b.MetaFields)
-}
-
-// bm25FlagsInto adds the BM25 flags writing into the fields given and
-// returns the command's Flags().Changed.
-func bm25FlagsInto(cmd *cobra.Command, k1, b *float64, preset, analyzer *string, meta *[]string) func(string) bool {
 	f := cmd.Flags()
-	f.StringVar(preset, "bm25-preset", "default", "BM25 parameters: default (k1 1.2, b 0.75) | rank_bm25 (k1 1.5, b 0.75, LangChain's BM25Retriever)")
-	f.Float64Var(k1, "bm25-k1", 0, "BM25 k1 (overrides the preset)")
-	f.Float64Var(b, "bm25-b", -1, "BM25 b (overrides the preset)")
-	f.StringVar(analyzer, "analyzer", bm25.BiomedAnalyzer, "BM25 analyzer: "+strings.Join(bm25.Analyzers(), " | "))
-	f.StringSliceVar(meta, "bm25-meta-fields", nil, "metadata fields indexed with each chunk's text, comma-separated (e.g. title,keywords of the AP corpus; hits keep the chunk's text)")
-	return f.Changed
+	f.StringVar(&b.Preset, "bm25-preset", "default", "BM25 parameters: default (k1 1.2, b 0.75) | rank_bm25 (k1 1.5, b 0.75, LangChain's BM25Retriever)")
+	f.Float64Var(&b.K1, "bm25-k1", 0, "BM25 k1 (overrides the preset)")
+	f.Float64Var(&b.B, "bm25-b", -1, "BM25 b (overrides the preset)")
+	f.StringVar(&b.Analyzer, "analyzer", bm25.BiomedAnalyzer, "BM25 analyzer: "+strings.Join(bm25.Analyzers(), " | "))
+	f.StringSliceVar(&b.MetaFields, "bm25-meta-fields", nil, "metadata fields indexed with each chunk's text, comma-separated (e.g. title,keywords of the AP corpus; hits keep the chunk's text)")
+	b.Given = f.Changed
 }
 
 // retrieverFlags choose and configure a retriever (evalrun.Retriever).

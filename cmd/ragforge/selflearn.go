@@ -10,6 +10,7 @@ import (
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/eval"
+	"github.com/ragforge/ragforge/retrieval/evalrun"
 	"github.com/ragforge/ragforge/train/lora"
 	"github.com/ragforge/ragforge/train/selflearn"
 )
@@ -23,7 +24,7 @@ type selflearnOptions struct {
 	Relevan string
 	Limit   int
 	Recipe  string
-	BM25    bm25Flags // the BM25 and hybrid variants' BM25 (Config.BM25)
+	BM25    evalrun.BM25 // the BM25 and hybrid variants' BM25 (Config.BM25)
 	// A decoder generator's LoRA warmup and checkpoint spacing
 	// (Config.GeneratorLoRA).
 	LoRAWarmup, LoRASaveSteps int
@@ -87,7 +88,7 @@ func newSelflearnCmd(g *globals) *cobra.Command {
 	o.Corpus.add(cmd)
 	addSelflearnFlags(cmd, &o)
 	addSelflearnTrainingFlags(cmd, &o)
-	o.BM25.add(cmd)
+	addBM25Flags(cmd, &o.BM25)
 	o.GenServers.add(cmd)
 	return cmd
 }
@@ -170,7 +171,7 @@ func selflearnConfig(g *globals, o selflearnOptions) (selflearn.Config, error) {
 	if o.Relevan != "contains" && o.Relevan != "span" {
 		return cfg, fmt.Errorf("--relevance %q: want contains or span", o.Relevan)
 	}
-	bm, err := o.BM25.config()
+	bm, err := o.BM25.Config()
 	if err != nil {
 		return cfg, err
 	}
