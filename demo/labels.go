@@ -10,7 +10,6 @@ import (
 	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/filter"
-	"github.com/ragforge/ragforge/retrieval/bm25"
 )
 
 // labelMetrics are a labeling stage's summary figures.
@@ -27,19 +26,9 @@ func labelEvidence(ctx context.Context, st *state) (Stage, error) {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return Stage{}, err
 	}
-	bm, err := st.o.BM25.Config()
-	if err != nil {
-		return Stage{}, err
-	}
-	queries, qrels, err := data.OpenQueries(st.qa, "test")
-	if err != nil {
-		return Stage{}, err
-	}
-	_, chunks, err := st.load(st.o.ChunkSize, st.o.Overlap)
-	if err != nil {
-		return Stage{}, err
-	}
-	idx, err := bm25.NewMemory(chunks, bm)
+	corpus := st.corpusAt(st.o.ChunkSize, st.o.Overlap)
+	queries, qrels, idx, err := label.LoadCandidates(st.qa, 0, &corpus, st.o.BM25, st.log)
+	corpus = st.corpusAt(st.o.ChunkSize, st.o.Overlap) // recorded as given, whatever Load filled in
 	if err != nil {
 		return Stage{}, err
 	}
@@ -47,7 +36,7 @@ func labelEvidence(ctx context.Context, st *state) (Stage, error) {
 	const topN, negatives, seed = 10, 3, 42 // seed: label evidence's default
 	job := label.EvidenceJob{Queries: queries, Qrels: qrels, Index: idx, Out: out,
 		Labeler: label.EvidenceLabeler{TopN: topN, NegativesPerQuestion: negatives, Seed: seed, DatasetName: data.CorpusName(st.corpus)},
-		Flags:   map[string]any{"corpus": st.corpusAt(st.o.ChunkSize, st.o.Overlap), "qa": st.qa, "top_n": topN, "limit": 0, "out": out, "bm25": st.o.BM25}}
+		Flags:   map[string]any{"corpus": corpus, "qa": st.qa, "top_n": topN, "limit": 0, "out": out, "bm25": st.o.BM25}}
 	bar := progress.New(st.log, len(queries), "evidence labels")
 	job.Progress = label.Progress(bar.Func())
 	var res label.Result

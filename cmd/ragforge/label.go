@@ -54,30 +54,10 @@ func (c *candidateFlags) add(cmd *cobra.Command) {
 	f.StringVar(&c.Out, "out", "", "also write the labels in the RAG² filter schema (.json or .jsonl)")
 }
 
+// load reads the questions and the BM25 index over the corpus's chunks
+// (label.LoadCandidates).
 func (c *candidateFlags) load(g *globals) ([]data.Query, data.Qrels, *bm25.Index, error) {
-	if c.QA == "" {
-		return nil, nil, nil, fmt.Errorf("--qa is required")
-	}
-	cfg, err := c.BM25.Config()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	queries, qrels, err := data.OpenQueries(c.QA, "test")
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if c.Limit > 0 && c.Limit < len(queries) {
-		queries = queries[:c.Limit]
-	}
-	_, chunks, err := c.Corpus.load(g)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	idx, err := bm25.NewMemory(chunks, cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return queries, qrels, idx, nil
+	return label.LoadCandidates(c.QA, c.Limit, &c.Corpus.Corpus, c.BM25, g.Err)
 }
 
 // labelResult is what a labeling command stored (the tests and the demo read it).
