@@ -100,16 +100,15 @@ func BuildRun(ctx context.Context, st *tracker.Store, cfg BuildConfig) (res *Bui
 		return nil, err
 	}
 	defer plan.Close()
-	run, err := st.Start(RunKind, plan.Config, version.Version, backend.Name(cfg.Backend))
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if ferr := run.Finish(err); err == nil && ferr != nil {
-			err = ferr
+	err = st.Record(version.Version, backend.Name(cfg.Backend), func(start tracker.Starter) error {
+		run, err := start(RunKind, plan.Config)
+		if err != nil {
+			return err
 		}
-	}()
-	return plan.Build(ctx, run)
+		res, err = plan.Build(ctx, run)
+		return err
+	})
+	return res, err
 }
 
 // Prepare checks cfg, applies the evaluation ev (nil: none), fills the

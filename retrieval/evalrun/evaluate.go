@@ -163,19 +163,18 @@ func Run(ctx context.Context, st *tracker.Store, cfg Config) (res *Result, err e
 	if _, err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	run, err := st.Start(Kind, cfg, version.Version, backend.Name(cfg.Backend))
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if ferr := run.Finish(err); err == nil && ferr != nil {
-			err = ferr
+	err = st.Record(version.Version, backend.Name(cfg.Backend), func(start tracker.Starter) error {
+		run, err := start(Kind, cfg)
+		if err != nil {
+			return err
 		}
-	}()
-	if cfg.Out == "" {
-		cfg.Out = tracker.RunDir(st.Path(), run.ID)
-	}
-	return Evaluate(ctx, cfg, run)
+		if cfg.Out == "" {
+			cfg.Out = tracker.RunDir(st.Path(), run.ID)
+		}
+		res, err = Evaluate(ctx, cfg, run)
+		return err
+	})
+	return res, err
 }
 
 // Evaluate loads and chunks the corpus, judges the questions, builds the
