@@ -175,27 +175,28 @@ func TensorFloat32(t *tensors.Tensor) ([]float32, error) {
 	case dtypes.Float32:
 		return tensors.CopyFlatData[float32](t)
 	case dtypes.BFloat16:
-		v, err := tensors.CopyFlatData[bfloat16.BFloat16](t)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]float32, len(v))
-		for i, x := range v {
-			out[i] = x.Float32()
-		}
-		return out, nil
+		return widen[bfloat16.BFloat16](t)
 	case dtypes.Float16:
-		v, err := tensors.CopyFlatData[float16.Float16](t)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]float32, len(v))
-		for i, x := range v {
-			out[i] = x.Float32()
-		}
-		return out, nil
+		return widen[float16.Float16](t)
 	}
 	return nil, fmt.Errorf("tensor %s: not a float32, bfloat16 or float16 weight", t.Shape())
+}
+
+// widen copies t's half-precision values (of Go type T) to the host as
+// float32.
+func widen[T interface {
+	bfloat16.BFloat16 | float16.Float16
+	Float32() float32
+}](t *tensors.Tensor) ([]float32, error) {
+	v, err := tensors.CopyFlatData[T](t)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = x.Float32()
+	}
+	return out, nil
 }
 
 // Widen returns x converted to float32 (x itself when it already is): a
