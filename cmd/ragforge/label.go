@@ -63,6 +63,16 @@ func (c *candidateFlags) load(g *globals) ([]data.Query, data.Qrels, *bm25.Index
 // labelResult is what a labeling command stored (the tests and the demo read it).
 type labelResult = label.Result
 
+// printLabelRun summarizes the labels run stored in ls (label.Summarize,
+// writing out when set; n labels this process made) and prints them.
+func printLabelRun(g *globals, run *tracker.Run, ls *labelstore.Store, out string, n int) error {
+	res, err := label.Summarize(run, ls, out, n)
+	if err != nil {
+		return err
+	}
+	return printLabels(g, res)
+}
+
 // printLabels prints a labeling run's result, as JSON with --json.
 func printLabels(g *globals, r label.Result) error {
 	if g.JSON {

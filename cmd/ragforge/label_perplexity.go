@@ -182,11 +182,7 @@ func labelPerplexityOne(ctx context.Context, g *globals, o labelPerplexityOption
 	if err != nil {
 		return err
 	}
-	res, err := label.Summarize(run, ls, c.Out, len(labels))
-	if err != nil {
-		return err
-	}
-	return printLabels(g, res)
+	return printLabelRun(g, run, ls, c.Out, len(labels))
 }
 
 // perplexityTasks pairs each question and its reference answer with its

@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/ragforge/ragforge/label"
 	"strings"
 	"text/tabwriter"
 
@@ -278,9 +277,5 @@ func runLabelImport(ctx context.Context, g *globals, o labelImportOptions) (err 
 	if err != nil {
 		return err
 	}
-	res, err := label.Summarize(run, ls, "", len(labels))
-	if err != nil {
-		return err
-	}
-	return printLabels(g, res)
+	return printLabelRun(g, run, ls, "", len(labels))
 }

@@ -64,9 +64,5 @@ func labelPerplexityWorkers(ctx context.Context, g *globals, o labelPerplexityOp
 		}
 	}
 	fmt.Fprintf(g.Err, "%s: this process labeled %d of %d batches\n", run.ID, batches, len(payloads))
-	res, err := label.Summarize(run, ls, o.Candidates.Out, label.CountPairs(tasks))
-	if err != nil {
-		return err
-	}
-	return printLabels(g, res)
+	return printLabelRun(g, run, ls, o.Candidates.Out, label.CountPairs(tasks))
 }
