@@ -27,7 +27,8 @@ computation.
   /usr/bin/python3 scripts/torch_bert_bench.py --name bge-large --threads 2 --steps 3
   /usr/bin/python3 scripts/torch_bert_bench.py --name bge-m3 --dtype bfloat16 --threads 2 --steps 3
 """
-import argparse, json, math, os, resource, struct, sys, time
+from safetensors_np import read_safetensors  # beside this script
+import argparse, json, math, os, resource, sys, time
 
 # The shapes of `bench models` (bert.LargeConfig, xlmr.BGEM3Config,
 # bert.BGESmallConfig) and tiny ones for proving the script quickly.
@@ -38,22 +39,6 @@ SHAPES = {
     "tiny": dict(arch="bert", hidden=128, layers=2, heads=2, inter=512, vocab=1000, max_pos=512, types=2, pad=0, eps=1e-12),
     "tiny-xlmr": dict(arch="xlm-roberta", hidden=128, layers=2, heads=2, inter=512, vocab=1000, max_pos=514, types=1, pad=1, eps=1e-5),
 }
-
-
-def read_safetensors(path):
-    import numpy as np
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        head = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for k, v in head.items():
-        if k == "__metadata__":
-            continue
-        b, e = v["data_offsets"]
-        dt = {"F32": "<f4", "I64": "<i8"}[v["dtype"]]
-        out[k] = np.frombuffer(data[b:e], dtype=dt).reshape(v["shape"]).copy()
-    return out
 
 
 def names(s):

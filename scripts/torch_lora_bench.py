@@ -27,26 +27,11 @@ generation is not timed).
   /usr/bin/python3 scripts/torch_lora_bench.py --threads 2 --check ../shared/fixtures
   /usr/bin/python3 scripts/torch_lora_bench.py --threads 2 --perplexity --steps 2
 """
-import argparse, json, math, os, resource, statistics, struct, time
+from safetensors_np import read_safetensors  # beside this script
+import argparse, json, math, os, resource, statistics, time
 
 SHAPE = dict(hidden=896, inter=4864, layers=24, heads=14, kv=2, vocab=151936, theta=1e6, eps=1e-6, tied=True, bias=True)
 MODULES = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
-
-
-def read_safetensors(path):
-    import numpy as np
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        head = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for k, v in head.items():
-        if k == "__metadata__":
-            continue
-        b, e = v["data_offsets"]
-        dt = {"F32": "<f4", "I64": "<i8"}[v["dtype"]]
-        out[k] = np.frombuffer(data[b:e], dtype=dt).reshape(v["shape"]).copy()
-    return out
 
 
 class Model:
