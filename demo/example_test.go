@@ -92,6 +92,7 @@ func TestRunQuick(t *testing.T) {
 		t.Errorf("shipped accuracy %v, evaluated %v", r, byName["filter: eval"].Metrics["accuracy"])
 	}
 	checkStore(t, res)
+	checkFilterTraining(t, o.Work, log.String(), byName["filter: train"].RunID)
 	b, err := os.ReadFile(filepath.Join(o.Work, "pipeline-response.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +102,25 @@ func TestRunQuick(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &pr); err != nil || len(pr.Retrieved) != 4 {
 		t.Errorf("pipeline response %s: %v", b, err)
+	}
+}
+
+// checkFilterTraining fails unless the filter's training wrote what
+// `train filter` writes: run.json naming its run in the output directory
+// (for --resume), HF Trainer's log lines on the log.
+func checkFilterTraining(t *testing.T, work, log, runID string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(work, "filter*", tracker.DirRunFile))
+	found := false
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		found = found || err == nil && strings.Contains(string(b), `"run_id":"`+runID+`"`)
+	}
+	if !found {
+		t.Errorf("no %s naming run %q among %v", tracker.DirRunFile, runID, files)
+	}
+	if !strings.Contains(log, "{'eval_") && !strings.Contains(log, "{'loss': ") {
+		t.Errorf("no HF-style training log line in the demo's log")
 	}
 }
 
