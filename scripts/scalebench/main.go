@@ -52,7 +52,7 @@ func main() {
 	}
 	cmds := map[string]func([]string) error{
 		"synth": synth, "chunk": chunkStage, "bm25": bm25Stage, "encode": encodeStage,
-		"faiss": faissStage, "search": search, "balanced": balanced,
+		"faiss": faissStage, "search": searchStage, "balanced": balanced, "inflate": inflate,
 	}
 	cmd, ok := cmds[os.Args[1]]
 	if !ok {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +15,11 @@ import (
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/npy"
 	"github.com/ragforge/ragforge/retrieval"
+	"github.com/ragforge/ragforge/retrieval/bm25"
 	"github.com/ragforge/ragforge/retrieval/dense"
+	"github.com/ragforge/ragforge/retrieval/encode"
+	"github.com/ragforge/ragforge/retrieval/fusion"
+	"github.com/ragforge/ragforge/retrieval/search"
 )
 
 type probeReport struct {
@@ -23,12 +29,12 @@ type probeReport struct {
 	RecallAt10 float64 `json:"recall_at_10_vs_flat"`
 }
 
-// search compares a saved index (-index, from the faiss stage) with a Flat
+// searchStage compares a saved index (-index, from the faiss stage) with a Flat
 // index over the same vectors (built streaming, as the faiss stage builds):
 // single-query latency, k=10, and recall@10 against Flat, per nprobe.
 // Queries are corpus rows drawn uniformly (seeded) plus Gaussian noise
 // (σ 0.05 per dimension), renormalized.
-func search(args []string) error {
+func searchStage(args []string) error {
 	fs := flag.NewFlagSet("search", flag.ExitOnError)
 	encoded := fs.String("encoded", "", "RAG² root written by encode (required)")
 	name := fs.String("name", "corpus", "corpus name under -encoded")
@@ -156,5 +162,88 @@ func noisyRows(root, name string, n int, seed uint64) ([][]float32, error) {
 	return out, nil
 }
 
-// balanced is filled in below.
-func balanced(args []string) error { return fmt.Errorf("balanced: not built") }
+// balanced runs RAG²'s balanced hybrid retrieval over several corpora, each
+// a workdir of scripts/scale-bench.sh (bm25/: sharded BM25, ivf/: the
+// IVF-PQ index): per query, the query is encoded once, every corpus
+// answers with the AP hybrid (search.DefaultConfig: dense + BM25 top 100 by
+// weighted RRF), and fusion.Balanced keeps ⌊k/n⌋ hits per corpus. Queries
+// are the questions of an AP QA CSV. It reports the latency of the whole
+// per query (p50/p99) and how many hits each corpus gave.
+func balanced(args []string) error {
+	fs := flag.NewFlagSet("balanced", flag.ExitOnError)
+	dirs := fs.String("corpora", "", "comma-separated scale-bench workdirs (required)")
+	encDir := fs.String("encoder", "", "the query encoder (the corpus encoder) (required)")
+	qa := fs.String("qa", "", "AP QA CSV whose questions are the queries (required)")
+	nprobe := fs.Int("nprobe", 32, "IVF lists visited per query")
+	k := fs.Int("k", 10, "hits after balancing")
+	maxLen := fs.Int("max-length", 128, "query tokens")
+	fs.Parse(args)
+	if *dirs == "" || *encDir == "" || *qa == "" || *k < 1 {
+		return fmt.Errorf("balanced: -corpora, -encoder and -qa are required, -k ≥ 1")
+	}
+	enc, err := encode.LoadBERT(*encDir, os.Getenv("GOMLX_BACKEND"), "")
+	if err != nil {
+		return err
+	}
+	enc.MaxLength = *maxLen
+	qs, _, err := data.OpenQueries(*qa, "")
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	pipes := map[string]*search.Pipeline{}
+	rows := map[string]int{}
+	for _, d := range strings.Split(*dirs, ",") {
+		name := filepath.Base(d)
+		bm, err := bm25.Open(filepath.Join(d, "bm25"))
+		if err != nil {
+			return err
+		}
+		defer bm.Close()
+		ix, err := dense.Load(filepath.Join(d, "ivf"))
+		if err != nil {
+			return err
+		}
+		defer ix.Close()
+		if err := ix.SetSearch(dense.SearchParams{Nprobe: *nprobe}); err != nil {
+			return err
+		}
+		p := &search.Pipeline{Config: search.DefaultConfig(), BM25: bm, Encoder: enc, Index: ix}
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("corpus %s: %w", d, err)
+		}
+		pipes[name], rows[name] = p, bm.Count()
+	}
+	openS := time.Since(t0).Seconds()
+	var lat []float64
+	perCorpus := map[string]int{}
+	for _, q := range qs {
+		t := time.Now()
+		sq := []search.Query{{Text: q.Text}}
+		var vecs [][]float32
+		per := map[string][]retrieval.Hit{}
+		for name, p := range pipes {
+			if vecs == nil {
+				if vecs, err = p.Encode(sq); err != nil {
+					return err
+				}
+			}
+			hits, err := p.SearchVectors(sq, vecs, *k)
+			if err != nil {
+				return fmt.Errorf("corpus %s: %w", name, err)
+			}
+			per[name] = hits[0]
+		}
+		fused := fusion.Balanced(per, *k)
+		lat = append(lat, ms(time.Since(t)))
+		for _, h := range fused {
+			for name, hs := range per {
+				if slices.ContainsFunc(hs, func(x retrieval.Hit) bool { return x.ID == h.ID }) {
+					perCorpus[name]++
+				}
+			}
+		}
+	}
+	return report(map[string]any{"corpora": rows, "queries": len(qs), "k": *k, "nprobe": *nprobe, "open_s": openS,
+		"p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99), "hits_per_corpus": perCorpus})
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -125,4 +127,65 @@ func faissStage(args []string) error {
 		size = st.Size()
 	}
 	return report(map[string]any{"rows": ix.Len(), "factory": *factory, "train_rows": *trainRows, "build_s": build, "seconds": time.Since(t0).Seconds(), "index_bytes": size})
+}
+
+// inflate writes a RAG² corpus of factor × the rows of -from: copy c of row
+// i has id "<id>~<c>" and the row's vector plus N(0, σ²) noise per
+// dimension (copy 0 unchanged), L2-normalized. It stands in for encoded
+// vectors where encoding the corpus itself would take longer than the
+// machine allows (docs/scaling.md says where it was used).
+func inflate(args []string) error {
+	fs := flag.NewFlagSet("inflate", flag.ExitOnError)
+	from := fs.String("from", "", "RAG² root written by encode (required)")
+	to := fs.String("to", "", "RAG² root to write (required)")
+	name := fs.String("name", "corpus", "corpus name in both")
+	factor := fs.Int("factor", 10, "copies of each row")
+	sigma := fs.Float64("sigma", 0.05, "noise per dimension")
+	shardRows := fs.Int("shard-rows", 50_000, "rows per written shard")
+	fs.Parse(args)
+	if *from == "" || *to == "" || *factor < 1 {
+		return fmt.Errorf("inflate: -from and -to are required, -factor ≥ 1")
+	}
+	shards, dim, err := data.RAG2Shards(*from, *name)
+	if err != nil {
+		return err
+	}
+	w, err := data.NewRAG2Writer(*to, *name, dim, *shardRows)
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(1, 0x1f1a7e))
+	for c := range *factor {
+		for _, sh := range shards {
+			docs, x, err := sh.Read()
+			if err != nil {
+				w.Abort()
+				return err
+			}
+			chunks := make([]data.Chunk, len(docs))
+			for i, d := range docs {
+				chunks[i] = data.Chunk{ID: fmt.Sprintf("%s~%d", d.ID, c), DocID: d.ID, Text: d.Text}
+				if c == 0 {
+					continue
+				}
+				row := x[i*dim : (i+1)*dim]
+				var norm float64
+				for j := range row {
+					row[j] += float32(rng.NormFloat64() * *sigma)
+					norm += float64(row[j]) * float64(row[j])
+				}
+				for j := range row {
+					row[j] /= float32(math.Sqrt(norm))
+				}
+			}
+			if err := w.Add(chunks, x); err != nil {
+				w.Abort()
+				return err
+			}
+		}
+	}
+	if err := w.Close(data.EncodeInfo{Source: "inflate " + *from}); err != nil {
+		return err
+	}
+	return report(map[string]any{"rows": w.Rows(), "dim": dim})
 }
