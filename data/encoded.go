@@ -242,12 +242,12 @@ func WriteRAG2(root, name string, chunks []Chunk, vecs []float32, dim, shardRows
 // EncodeInfo and moves the directories into place; Abort removes them. Not
 // safe for concurrent use.
 type RAG2Writer struct {
-	name                         string
-	embDir, artDir, tmpEmb, tmpA string
-	dim, shardRows               int
-	shards, rows                 int
-	chunks                       []Chunk
-	vecs                         []float32
+	name                           string
+	embDir, artDir, tmpEmb, tmpArt string
+	dim, shardRows                 int
+	shards, rows                   int
+	chunks                         []Chunk
+	vecs                           []float32
 }
 
 // NewRAG2Writer starts corpus name under root (see WriteRAG2), with rows of
@@ -263,7 +263,7 @@ func NewRAG2Writer(root, name string, dim, shardRows int) (*RAG2Writer, error) {
 	}
 	w := &RAG2Writer{name: name, dim: dim, shardRows: shardRows,
 		embDir: filepath.Join(root, "embeddings", name), artDir: filepath.Join(root, "articles", name)}
-	w.tmpEmb, w.tmpA = w.embDir+".tmp", w.artDir+".tmp"
+	w.tmpEmb, w.tmpArt = w.embDir+".tmp", w.artDir+".tmp"
 	for _, d := range []string{w.embDir, w.artDir} {
 		if _, err := os.Lstat(d); err == nil {
 			return nil, fmt.Errorf("write rag2 corpus %q: %s already exists (not overwritten)", name, d)
@@ -272,7 +272,7 @@ func NewRAG2Writer(root, name string, dim, shardRows int) (*RAG2Writer, error) {
 			return nil, fmt.Errorf("write rag2 corpus %q: %w", name, err)
 		}
 	}
-	for _, d := range []string{w.tmpEmb, w.tmpA} {
+	for _, d := range []string{w.tmpEmb, w.tmpArt} {
 		if err := os.RemoveAll(d); err != nil {
 			return nil, fmt.Errorf("write rag2 corpus %q: %w", name, err)
 		}
@@ -315,7 +315,7 @@ func (w *RAG2Writer) flush() error {
 	if err := npy.Write(filepath.Join(w.tmpEmb, fmt.Sprintf(stem, "Embeds")+".npy"), w.vecs, len(w.chunks), w.dim); err != nil {
 		return fmt.Errorf("write rag2 corpus %q: %w", w.name, err)
 	}
-	if err := writeRecords(filepath.Join(w.tmpA, fmt.Sprintf(stem, "Articles")+".json"), w.chunks); err != nil {
+	if err := writeRecords(filepath.Join(w.tmpArt, fmt.Sprintf(stem, "Articles")+".json"), w.chunks); err != nil {
 		return fmt.Errorf("write rag2 corpus %q: %w", w.name, err)
 	}
 	w.shards++
@@ -346,7 +346,7 @@ func (w *RAG2Writer) Close(info EncodeInfo) (err error) {
 	if err := os.WriteFile(filepath.Join(w.tmpEmb, EncodeInfoFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write rag2 corpus %q: %w", w.name, err)
 	}
-	if err := os.Rename(w.tmpA, w.artDir); err != nil {
+	if err := os.Rename(w.tmpArt, w.artDir); err != nil {
 		return fmt.Errorf("write rag2 corpus %q: %w", w.name, err)
 	}
 	if err := os.Rename(w.tmpEmb, w.embDir); err != nil {
@@ -359,7 +359,7 @@ func (w *RAG2Writer) Close(info EncodeInfo) (err error) {
 // Abort removes what the writer wrote (the temporary directories).
 func (w *RAG2Writer) Abort() {
 	os.RemoveAll(w.tmpEmb)
-	os.RemoveAll(w.tmpA)
+	os.RemoveAll(w.tmpArt)
 }
 
 // writeRecords writes chunks as a JSON list, one record per line.

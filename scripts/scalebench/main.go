@@ -7,15 +7,16 @@
 //	scalebench chunk -corpus corpus.jsonl
 //	scalebench bm25 -corpus corpus.jsonl -out DIR [-shard-size 100000]
 //	scalebench encode -corpus corpus.jsonl -encoder DIR -out DIR [-shard-rows 50000] [-max-length 128] [-batch-size 64]
-//	scalebench faiss -encoded DIR -factory IVF1024,PQ32 -out DIR [-train-rows 100000]
+//	scalebench faiss -encoded DIR -factory IVF1024,PQ32np -out DIR [-train-rows 100000]
 //	scalebench search -encoded DIR -index DIR [-nprobe 8,16,32,64] [-queries 1000] [-seed 1]
-//	scalebench balanced -corpora 4 -bm25 DIR -dense DIR -encoded DIR [-queries 200]
+//	scalebench balanced -corpora W1,W2,… -encoder DIR -qa dev.csv [-nprobe 32] [-k 10]
+//	scalebench inflate -from DIR -to DIR [-factor 10] [-sigma 0.05]
 //
 // synth writes N documents to a JSON Lines file ({"_id", "title", "text"}):
 // document i is made of sentences drawn, by a PRNG seeded with -seed, from
 // the AP protocols (../shared/data/ap_protocols), about 450 characters each,
 // so with ragforge's default 512-character chunks every document is one
-// chunk. The same N and seed give the same bytes.
+// chunk. The same N, seed and -id-prefix give the same bytes.
 //
 // chunk streams the corpus through chunk.Walk (AP paper defaults, 512/128)
 // and counts the chunks; bm25 indexes them as they come into bleve shards
@@ -24,11 +25,11 @@
 // otherwise); faiss trains -factory on a sample of the encoded vectors and
 // adds them shard by shard (dense.BuildRAG2), then saves it; search builds
 // a Flat index the same way and compares: latency p50/p99 of single-query
-// search (k=10) and recall@10 against Flat, for each nprobe; balanced
-// splits the chunks into -corpora corpora by row (every corpus a slice of
-// the sharded indexes is not possible, so it reads them as they are and
-// assigns each hit a corpus by its row), see balanced's doc. Each prints one
-// JSON object.
+// search (k=10) and recall@10 against Flat, for each nprobe; balanced runs
+// RAG²'s balanced hybrid retrieval over several scale-bench workdirs as
+// corpora; inflate makes a larger vector corpus from an encoded one (each
+// row repeated with noise) where encoding would take too long. Each prints
+// one JSON object.
 package main
 
 import (

@@ -105,7 +105,7 @@ func faissStage(args []string) error {
 	fs := flag.NewFlagSet("faiss", flag.ExitOnError)
 	encoded := fs.String("encoded", "", "RAG² root written by encode (required)")
 	name := fs.String("name", "corpus", "corpus name under -encoded")
-	factory := fs.String("factory", "IVF1024,PQ32", "faiss index_factory string")
+	factory := fs.String("factory", "IVF1024,PQ32np", "faiss index_factory string (PQ without np also trains polysemous codes: minutes)")
 	trainRows := fs.Int("train-rows", dense.DefaultTrainRows, "training sample size")
 	out := fs.String("out", "", "directory to save the index to (required)")
 	fs.Parse(args)
