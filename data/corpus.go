@@ -17,28 +17,37 @@ import (
 //
 // Anything else is an error naming path.
 func LoadCorpus(path string, opt FieldOptions) ([]Document, error) {
+	c := newCollector(opt)
+	if err := c.corpus(path); err != nil {
+		return nil, err
+	}
+	return c.docs, nil
+}
+
+// corpus passes the records of path (LoadCorpus's formats) to c.
+func (c *collector) corpus(path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", path, err)
+		return fmt.Errorf("load %s: %w", path, err)
 	}
 	if st.IsDir() {
 		for _, f := range []string{"state.json", "dataset_dict.json"} {
 			if exists(filepath.Join(path, f)) {
-				return LoadHFDataset(path, HFOptions{FieldOptions: opt})
+				return c.hfDataset(path, "")
 			}
 		}
-		if c := filepath.Join(path, "corpus.jsonl"); exists(c) {
-			return LoadJSONL(c, opt)
+		if p := filepath.Join(path, "corpus.jsonl"); exists(p) {
+			return c.jsonl(p)
 		}
-		return nil, fmt.Errorf("load %s: directory has no state.json, dataset_dict.json or corpus.jsonl", path)
+		return fmt.Errorf("load %s: directory has no state.json, dataset_dict.json or corpus.jsonl", path)
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".jsonl":
-		return LoadJSONL(path, opt)
+		return c.jsonl(path)
 	case ".csv":
-		return LoadCSV(path, opt)
+		return c.csv(path)
 	}
-	return nil, fmt.Errorf("load %s: unknown corpus format (want a save_to_disk or BEIR directory, .jsonl or .csv)", path)
+	return fmt.Errorf("load %s: unknown corpus format (want a save_to_disk or BEIR directory, .jsonl or .csv)", path)
 }
 
 func exists(p string) bool {

@@ -24,6 +24,14 @@ import (
 // (ErrEmptyText unless opt.SkipEmpty), duplicate ids.
 func LoadCSV(path string, opt FieldOptions) ([]Document, error) {
 	c := newCollector(opt)
+	if err := c.csv(path); err != nil {
+		return nil, err
+	}
+	return c.docs, nil
+}
+
+// csv passes path's rows to c.
+func (c *collector) csv(path string) error {
 	idx := 0
 	err := readCSV(path, nil, func(header, row []string, line int) error {
 		rec := make(record, len(header))
@@ -34,10 +42,7 @@ func LoadCSV(path string, opt FieldOptions) ([]Document, error) {
 		idx++
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return c.docs, nil
+	return err
 }
 
 // readCSV calls onHeader (if non-nil) with the validated header, then fn for

@@ -216,67 +216,150 @@ type rag2Record struct {
 // The two corpus directories are written under temporary names and renamed
 // at the end. Errors: a name that is not a plain file name, existing corpus
 // directories (not overwritten), len(vecs) != len(chunks)·dim, I/O errors
-// naming the file.
-func WriteRAG2(root, name string, chunks []Chunk, vecs []float32, dim, shardRows int, info EncodeInfo) (err error) {
-	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
-		return fmt.Errorf("write rag2 corpus %q: want a plain directory name", name)
-	}
+// naming the file. RAG2Writer writes the same files shard by shard.
+func WriteRAG2(root, name string, chunks []Chunk, vecs []float32, dim, shardRows int, info EncodeInfo) error {
 	if dim <= 0 || len(vecs) != len(chunks)*dim {
 		return fmt.Errorf("write rag2 corpus %q: %d floats for %d chunks of dim %d", name, len(vecs), len(chunks), dim)
-	}
-	embDir, artDir := filepath.Join(root, "embeddings", name), filepath.Join(root, "articles", name)
-	for _, d := range []string{embDir, artDir} {
-		if _, err := os.Lstat(d); err == nil {
-			return fmt.Errorf("write rag2 corpus %q: %s already exists (not overwritten)", name, d)
-		}
-		if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
-			return fmt.Errorf("write rag2 corpus %q: %w", name, err)
-		}
-	}
-	tmpEmb, tmpArt := embDir+".tmp", artDir+".tmp"
-	defer func() {
-		if err != nil {
-			os.RemoveAll(tmpEmb)
-			os.RemoveAll(tmpArt)
-		}
-	}()
-	for _, d := range []string{tmpEmb, tmpArt} {
-		if err := os.RemoveAll(d); err != nil {
-			return fmt.Errorf("write rag2 corpus %q: %w", name, err)
-		}
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return fmt.Errorf("write rag2 corpus %q: %w", name, err)
-		}
 	}
 	if shardRows <= 0 {
 		shardRows = max(len(chunks), 1)
 	}
-	for k, lo := 0, 0; lo < len(chunks) || (k == 0 && len(chunks) == 0); k, lo = k+1, lo+shardRows {
-		hi := min(lo+shardRows, len(chunks))
-		stem := fmt.Sprintf("%s_%%s_%d", name, k)
-		if err := npy.Write(filepath.Join(tmpEmb, fmt.Sprintf(stem, "Embeds")+".npy"), vecs[lo*dim:hi*dim], hi-lo, dim); err != nil {
-			return fmt.Errorf("write rag2 corpus %q: %w", name, err)
-		}
-		if err := writeRecords(filepath.Join(tmpArt, fmt.Sprintf(stem, "Articles")+".json"), chunks[lo:hi]); err != nil {
-			return fmt.Errorf("write rag2 corpus %q: %w", name, err)
-		}
-	}
-	info.Rows, info.Dim = len(chunks), dim
-	b, err := json.MarshalIndent(info, "", "  ")
+	w, err := NewRAG2Writer(root, name, dim, shardRows)
 	if err != nil {
-		return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(tmpEmb, EncodeInfoFile), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+	if err := w.Add(chunks, vecs); err != nil {
+		w.Abort()
+		return err
 	}
-	if err := os.Rename(tmpArt, artDir); err != nil {
-		return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+	return w.Close(info)
+}
+
+// RAG2Writer writes a corpus in RAG²'s retriever layout (WriteRAG2) while it
+// is being encoded: Add buffers rows and writes each shard of shardRows rows
+// as soon as it is full, so memory holds at most one shard of chunks and
+// vectors whatever the corpus size. Close writes the last shard and the
+// EncodeInfo and moves the directories into place; Abort removes them. Not
+// safe for concurrent use.
+type RAG2Writer struct {
+	name                           string
+	embDir, artDir, tmpEmb, tmpArt string
+	dim, shardRows                 int
+	shards, rows                   int
+	chunks                         []Chunk
+	vecs                           []float32
+}
+
+// NewRAG2Writer starts corpus name under root (see WriteRAG2), with rows of
+// dimension dim and shardRows rows per .npy/.json pair. Errors: a name that
+// is not a plain file name, dim or shardRows < 1, existing corpus
+// directories, I/O errors.
+func NewRAG2Writer(root, name string, dim, shardRows int) (*RAG2Writer, error) {
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return nil, fmt.Errorf("write rag2 corpus %q: want a plain directory name", name)
 	}
-	if err := os.Rename(tmpEmb, embDir); err != nil {
-		os.RemoveAll(artDir)
-		return fmt.Errorf("write rag2 corpus %q: %w", name, err)
+	if dim <= 0 || shardRows <= 0 {
+		return nil, fmt.Errorf("write rag2 corpus %q: dim %d and rows per shard %d: want ≥ 1", name, dim, shardRows)
+	}
+	w := &RAG2Writer{name: name, dim: dim, shardRows: shardRows,
+		embDir: filepath.Join(root, "embeddings", name), artDir: filepath.Join(root, "articles", name)}
+	w.tmpEmb, w.tmpArt = w.embDir+".tmp", w.artDir+".tmp"
+	for _, d := range []string{w.embDir, w.artDir} {
+		if _, err := os.Lstat(d); err == nil {
+			return nil, fmt.Errorf("write rag2 corpus %q: %s already exists (not overwritten)", name, d)
+		}
+		if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
+			return nil, fmt.Errorf("write rag2 corpus %q: %w", name, err)
+		}
+	}
+	for _, d := range []string{w.tmpEmb, w.tmpArt} {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, fmt.Errorf("write rag2 corpus %q: %w", name, err)
+		}
+		if err := os.Mkdir(d, 0o755); err != nil {
+			w.Abort()
+			return nil, fmt.Errorf("write rag2 corpus %q: %w", name, err)
+		}
+	}
+	return w, nil
+}
+
+// Rows returns the number of rows added so far.
+func (w *RAG2Writer) Rows() int { return w.rows }
+
+// Add appends chunks and their vectors (row-major [len(chunks), dim]),
+// writing every shard that fills. The caller may reuse both slices after
+// Add returns (chunks are copied, vectors too). Errors: a vector count that
+// does not match, I/O errors naming the file.
+func (w *RAG2Writer) Add(chunks []Chunk, vecs []float32) error {
+	if len(vecs) != len(chunks)*w.dim {
+		return fmt.Errorf("write rag2 corpus %q: %d floats for %d chunks of dim %d", w.name, len(vecs), len(chunks), w.dim)
+	}
+	for len(chunks) > 0 {
+		n := min(len(chunks), w.shardRows-len(w.chunks))
+		w.chunks = append(w.chunks, chunks[:n]...)
+		w.vecs = append(w.vecs, vecs[:n*w.dim]...)
+		chunks, vecs = chunks[n:], vecs[n*w.dim:]
+		w.rows += n
+		if len(w.chunks) == w.shardRows {
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+func (w *RAG2Writer) flush() error {
+	stem := fmt.Sprintf("%s_%%s_%d", w.name, w.shards)
+	if err := npy.Write(filepath.Join(w.tmpEmb, fmt.Sprintf(stem, "Embeds")+".npy"), w.vecs, len(w.chunks), w.dim); err != nil {
+		return fmt.Errorf("write rag2 corpus %q: %w", w.name, err)
+	}
+	if err := writeRecords(filepath.Join(w.tmpArt, fmt.Sprintf(stem, "Articles")+".json"), w.chunks); err != nil {
+		return fmt.Errorf("write rag2 corpus %q: %w", w.name, err)
+	}
+	w.shards++
+	clear(w.chunks) // drop the texts for the collector
+	w.chunks, w.vecs = w.chunks[:0], w.vecs[:0]
+	return nil
+}
+
+// Close writes the last shard (an empty one when nothing was added), then
+// info (with Rows and Dim set) and renames the directories into place. On
+// error everything written is removed.
+func (w *RAG2Writer) Close(info EncodeInfo) (err error) {
+	defer func() {
+		if err != nil {
+			w.Abort()
+		}
+	}()
+	if len(w.chunks) > 0 || w.shards == 0 {
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	info.Rows, info.Dim = w.rows, w.dim
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write rag2 corpus %q: %w", w.name, err)
+	}
+	if err := os.WriteFile(filepath.Join(w.tmpEmb, EncodeInfoFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write rag2 corpus %q: %w", w.name, err)
+	}
+	if err := os.Rename(w.tmpArt, w.artDir); err != nil {
+		return fmt.Errorf("write rag2 corpus %q: %w", w.name, err)
+	}
+	if err := os.Rename(w.tmpEmb, w.embDir); err != nil {
+		os.RemoveAll(w.artDir)
+		return fmt.Errorf("write rag2 corpus %q: %w", w.name, err)
+	}
+	return nil
+}
+
+// Abort removes what the writer wrote (the temporary directories).
+func (w *RAG2Writer) Abort() {
+	os.RemoveAll(w.tmpEmb)
+	os.RemoveAll(w.tmpArt)
 }
 
 // writeRecords writes chunks as a JSON list, one record per line.

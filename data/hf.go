@@ -54,23 +54,32 @@ type hfState struct {
 // (ErrMissingField), a non-string text column (ErrFieldType), empty text
 // (ErrEmptyText unless opt.SkipEmpty), invalid UTF-8, duplicate ids.
 func LoadHFDataset(dir string, opt HFOptions) ([]Document, error) {
+	c := newCollector(opt.FieldOptions)
+	if err := c.hfDataset(dir, opt.Split); err != nil {
+		return nil, err
+	}
+	return c.docs, nil
+}
+
+// hfDataset passes the rows of dir's split (LoadHFDataset) to c.
+func (c *collector) hfDataset(dir, wantSplit string) error {
 	dictPath := filepath.Join(dir, "dataset_dict.json")
 	if b, err := os.ReadFile(dictPath); err == nil {
 		var dict struct {
 			Splits []string `json:"splits"`
 		}
 		if err := json.Unmarshal(b, &dict); err != nil {
-			return nil, fmt.Errorf("load %s: %w", dictPath, err)
+			return fmt.Errorf("load %s: %w", dictPath, err)
 		}
-		split, err := chooseSplit(dict.Splits, opt.Split)
+		split, err := chooseSplit(dict.Splits, wantSplit)
 		if err != nil {
-			return nil, fmt.Errorf("load %s: field %q: %w", dictPath, "splits", err)
+			return fmt.Errorf("load %s: field %q: %w", dictPath, "splits", err)
 		}
-		return loadHFSplit(filepath.Join(dir, split), opt.FieldOptions)
+		return c.hfSplit(filepath.Join(dir, split))
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("load %s: %w", dictPath, err)
+		return fmt.Errorf("load %s: %w", dictPath, err)
 	}
-	return loadHFSplit(dir, opt.FieldOptions)
+	return c.hfSplit(dir)
 }
 
 func chooseSplit(splits []string, want string) (string, error) {
@@ -96,37 +105,36 @@ func chooseSplit(splits []string, want string) (string, error) {
 	return "", fmt.Errorf("several splits (%s) and none is \"train\": choose one", strings.Join(splits, ", "))
 }
 
-func loadHFSplit(dir string, opt FieldOptions) ([]Document, error) {
+func (c *collector) hfSplit(dir string) error {
 	statePath := filepath.Join(dir, "state.json")
 	b, err := os.ReadFile(statePath)
 	if err != nil {
-		return nil, fmt.Errorf("load %s: not a save_to_disk dataset: %w", dir, err)
+		return fmt.Errorf("load %s: not a save_to_disk dataset: %w", dir, err)
 	}
 	var st hfState
 	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("load %s: %w", statePath, err)
+		return fmt.Errorf("load %s: %w", statePath, err)
 	}
 	if len(st.DataFiles) == 0 {
-		return nil, fmt.Errorf("load %s: field %q: no data files", statePath, "_data_files")
+		return fmt.Errorf("load %s: field %q: no data files", statePath, "_data_files")
 	}
 	features, err := readFeatures(filepath.Join(dir, "dataset_info.json"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 
-	c := newCollector(opt)
 	row := 0
 	for i, f := range st.DataFiles {
 		if f.Filename == "" || filepath.IsAbs(f.Filename) || strings.Contains(f.Filename, "..") {
-			return nil, fmt.Errorf("load %s: field \"_data_files\"[%d]: bad filename %q", statePath, i, f.Filename)
+			return fmt.Errorf("load %s: field \"_data_files\"[%d]: bad filename %q", statePath, i, f.Filename)
 		}
 		n, err := readArrowStream(filepath.Join(dir, f.Filename), row, features, c)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		row += n
 	}
-	return c.docs, nil
+	return nil
 }
 
 // readFeatures returns the feature names in dataset_info.json, or nil when the

@@ -25,16 +25,21 @@ import (
 // empty text (ErrEmptyText unless opt.SkipEmpty), duplicate ids.
 func LoadJSONL(path string, opt FieldOptions) ([]Document, error) {
 	c := newCollector(opt)
+	if err := c.jsonl(path); err != nil {
+		return nil, err
+	}
+	return c.docs, nil
+}
+
+// jsonl passes path's records to c.
+func (c *collector) jsonl(path string) error {
 	idx := 0
 	err := readJSONL(path, func(rec record, line int) error {
 		err := c.add(rec, where{file: path, unit: "line", pos: line, idx: idx})
 		idx++
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return c.docs, nil
+	return err
 }
 
 // readJSONL calls fn for each non-blank line of path, decoded as a JSON

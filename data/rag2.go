@@ -42,11 +42,54 @@ import (
 // files, a missing JSON partner, a row/record count mismatch, differing
 // dimensions, an invalid record, a duplicate id.
 func LoadRAG2Corpus(root, corpus string) (docs []Document, vecs []float32, dim int, err error) {
+	parts, dim, err := RAG2Shards(root, corpus)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	total := 0
+	for _, p := range parts {
+		total += p.Rows
+	}
+	vecs = make([]float32, 0, total*dim)
+	docs = make([]Document, 0, total)
+	seen := make(map[string]string, total)
+	for _, p := range parts {
+		sd, x, err := p.Read()
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		for row, doc := range sd {
+			where := fmt.Sprintf("%s record %d", p.Articles, row)
+			if prev, dup := seen[doc.ID]; dup {
+				return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %s: duplicate id %q (also %s)", corpus, where, doc.ID, prev)
+			}
+			seen[doc.ID] = where
+		}
+		docs = append(docs, sd...)
+		vecs = append(vecs, x...)
+	}
+	return docs, vecs, dim, nil
+}
+
+// RAG2Shard is one .npy/.json pair of a RAG² corpus (LoadRAG2Corpus).
+type RAG2Shard struct {
+	Corpus    string
+	Embeds    string // the .npy file
+	Articles  string // its JSON partner
+	Rows, Dim int    // the .npy shape
+}
+
+// RAG2Shards lists the .npy/.json pairs of corpus under root in
+// LoadRAG2Corpus's order, reading only the .npy headers, so a corpus larger
+// than memory is read one shard at a time (RAG2Shard.Read). It returns the
+// dimension shared by all. Errors: LoadRAG2Corpus's for the listing (no .npy
+// files, a missing JSON partner, differing dimensions).
+func RAG2Shards(root, corpus string) ([]RAG2Shard, int, error) {
 	embDir := filepath.Join(root, "embeddings", corpus)
 	artDir := filepath.Join(root, "articles", corpus)
 	entries, err := os.ReadDir(embDir)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %w", corpus, err)
+		return nil, 0, fmt.Errorf("load rag2 corpus %q: %w", corpus, err)
 	}
 	var names []string
 	for _, e := range entries {
@@ -55,72 +98,63 @@ func LoadRAG2Corpus(root, corpus string) (docs []Document, vecs []float32, dim i
 		}
 	}
 	if len(names) == 0 {
-		return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: no .npy files in %s", corpus, embDir)
+		return nil, 0, fmt.Errorf("load rag2 corpus %q: no .npy files in %s", corpus, embDir)
 	}
 	slices.SortFunc(names, naturalCompare)
-
-	// Pass 1: headers, so the embeddings are allocated once.
-	type part struct {
-		npy, json string
-		n         int
-	}
-	parts := make([]part, len(names))
-	total := 0
+	parts := make([]RAG2Shard, len(names))
+	dim := 0
 	for i, name := range names {
 		path := filepath.Join(embDir, name)
 		n, d, err := npy.ReadShape(path)
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %w", corpus, err)
+			return nil, 0, fmt.Errorf("load rag2 corpus %q: %w", corpus, err)
 		}
 		if i == 0 {
 			dim = d
 		} else if d != dim {
-			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %s: dimension %d, but %s has %d",
+			return nil, 0, fmt.Errorf("load rag2 corpus %q: %s: dimension %d, but %s has %d",
 				corpus, path, d, filepath.Join(embDir, names[0]), dim)
 		}
 		js, err := articlesFile(artDir, name)
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %s: %w", corpus, path, err)
+			return nil, 0, fmt.Errorf("load rag2 corpus %q: %s: %w", corpus, path, err)
 		}
-		parts[i] = part{path, js, n}
-		total += n
+		parts[i] = RAG2Shard{Corpus: corpus, Embeds: path, Articles: js, Rows: n, Dim: d}
 	}
+	return parts, dim, nil
+}
 
-	vecs = make([]float32, 0, total*dim)
-	docs = make([]Document, 0, total)
-	seen := make(map[string]string, total)
-	for _, p := range parts {
-		x, _, _, err := npy.Read(p.npy)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %w", corpus, err)
-		}
-		if err := checkEmbeddingRows(x, dim); err != nil {
-			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %s: %w", corpus, p.npy, err)
-		}
-		recs, err := readRecords(p.json)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %w", corpus, err)
-		}
-		if len(recs) != p.n {
-			return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %s has %d rows but %s has %d records",
-				corpus, p.npy, p.n, p.json, len(recs))
-		}
-		file := filepath.Base(p.json)
-		for row, raw := range recs {
-			doc, err := recordDocument(raw, corpus, file, row)
-			if err != nil {
-				return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %s: record %d: %w", corpus, p.json, row, err)
-			}
-			where := fmt.Sprintf("%s record %d", p.json, row)
-			if prev, dup := seen[doc.ID]; dup {
-				return nil, nil, 0, fmt.Errorf("load rag2 corpus %q: %s: duplicate id %q (also %s)", corpus, where, doc.ID, prev)
-			}
-			seen[doc.ID] = where
-			docs = append(docs, doc)
-		}
-		vecs = append(vecs, x...)
+// Read loads the shard: its records as documents (LoadRAG2Corpus's
+// conversion) and its embeddings, row-major [Rows, Dim]. Errors name the
+// file and record: unreadable files, a NaN, infinite or all-zero row, a
+// record count other than Rows, an invalid record. Ids are not checked
+// against other shards (LoadRAG2Corpus does).
+func (p RAG2Shard) Read() ([]Document, []float32, error) {
+	x, _, _, err := npy.Read(p.Embeds)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load rag2 corpus %q: %w", p.Corpus, err)
 	}
-	return docs, vecs, dim, nil
+	if err := checkEmbeddingRows(x, p.Dim); err != nil {
+		return nil, nil, fmt.Errorf("load rag2 corpus %q: %s: %w", p.Corpus, p.Embeds, err)
+	}
+	recs, err := readRecords(p.Articles)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load rag2 corpus %q: %w", p.Corpus, err)
+	}
+	if len(recs) != p.Rows {
+		return nil, nil, fmt.Errorf("load rag2 corpus %q: %s has %d rows but %s has %d records",
+			p.Corpus, p.Embeds, p.Rows, p.Articles, len(recs))
+	}
+	file := filepath.Base(p.Articles)
+	docs := make([]Document, 0, len(recs))
+	for row, raw := range recs {
+		doc, err := recordDocument(raw, p.Corpus, file, row)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load rag2 corpus %q: %s: record %d: %w", p.Corpus, p.Articles, row, err)
+		}
+		docs = append(docs, doc)
+	}
+	return docs, x, nil
 }
 
 // checkEmbeddingRows refuses an embedding matrix [len(x)/d, d] with a NaN

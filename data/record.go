@@ -193,11 +193,13 @@ func validUTF8(v any) bool {
 	return true
 }
 
-// collector converts records in order and rejects duplicate ids.
+// collector converts records in order and rejects duplicate ids. With emit
+// set, documents go to emit as they are read instead of into docs (Walk).
 type collector struct {
 	opt  FieldOptions
 	docs []Document
 	ids  idSet
+	emit func(Document) error
 }
 
 func newCollector(opt FieldOptions) *collector {
@@ -212,6 +214,9 @@ func (c *collector) add(rec record, w where) error {
 	if first, ok := c.ids.add(doc.ID, w.pos); !ok {
 		_, idF, _ := c.opt.fieldNames(func(k string) bool { _, ok := rec[k]; return ok })
 		return dupErr(w.file, w.unit, w.pos, idF, doc.ID, first)
+	}
+	if c.emit != nil {
+		return c.emit(doc)
 	}
 	c.docs = append(c.docs, doc)
 	return nil

@@ -35,11 +35,7 @@ func Corpus(c *data.Corpus, cfg Config, progress func(done, total int)) ([]data.
 		defer done(len(c.Docs))
 		chunks := make([]data.Chunk, len(c.Docs))
 		for i, d := range c.Docs {
-			text := d.Text
-			if d.Title != "" {
-				text = d.Title + " " + d.Text
-			}
-			chunks[i] = data.Chunk{ID: d.ID, DocID: d.ID, Text: Collapse(text), Start: 0, End: len(d.Text), Meta: d.Meta}
+			chunks[i] = whole(d)
 		}
 		return chunks, nil
 	}
@@ -48,4 +44,13 @@ func Corpus(c *data.Corpus, cfg Config, progress func(done, total int)) ([]data.
 		return nil, fmt.Errorf("chunk %s: %w", c.Path, err)
 	}
 	return chunks, nil
+}
+
+// whole is document d as one chunk (Corpus with Size 0).
+func whole(d data.Document) data.Chunk {
+	text := d.Text
+	if d.Title != "" {
+		text = d.Title + " " + d.Text
+	}
+	return data.Chunk{ID: d.ID, DocID: d.ID, Text: Collapse(text), Start: 0, End: len(d.Text), Meta: d.Meta}
 }

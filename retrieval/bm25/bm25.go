@@ -35,6 +35,7 @@ package bm25
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -151,6 +152,9 @@ type meta struct {
 	Config
 	Docs   int   `json:"docs"`   // N
 	Tokens int64 `json:"tokens"` // Σ dl
+	// Shards is the number of shard indexes (ShardDir); 0: the directory
+	// is one index.
+	Shards int `json:"shards,omitempty"`
 }
 
 type storedChunk struct {
@@ -167,7 +171,8 @@ type storedChunk struct {
 // Index is a BM25 index over chunks. It implements retrieval.Retriever.
 // Search, SearchBleve, Doc and Count are safe for concurrent use.
 type Index struct {
-	idx      bleve.Index
+	idx      bleve.Index   // the one shard, or an IndexAlias over them
+	shards   []bleve.Index // scorch indexes, one per shard
 	meta     meta
 	analyzer analysis.Analyzer
 }
@@ -189,15 +194,31 @@ func (ix *Index) AvgDocLen() float64 {
 	return float64(ix.meta.Tokens) / float64(ix.meta.Docs)
 }
 
-// Close releases the index.
-func (ix *Index) Close() error { return ix.idx.Close() }
+// Shards returns the number of bleve indexes searched as one (1 when
+// unsharded).
+func (ix *Index) Shards() int { return len(ix.shards) }
+
+// Close releases the index and its shards.
+func (ix *Index) Close() error {
+	var errs []error
+	for _, s := range ix.shards {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
 
 // Doc returns the stored chunk with the given ID, and whether it was found
 // (a read or decoding error also reports false). Meta values come back as
 // decoded from JSON (numbers as float64).
 func (ix *Index) Doc(id string) (data.Chunk, bool) {
-	d, err := ix.idx.Document(id)
-	if err != nil || d == nil {
+	var d index.Document
+	for _, s := range ix.shards {
+		if got, err := s.Document(id); err == nil && got != nil {
+			d = got
+			break
+		}
+	}
+	if d == nil {
 		return data.Chunk{}, false
 	}
 	c := data.Chunk{ID: id}

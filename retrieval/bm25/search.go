@@ -44,62 +44,94 @@ func (ix *Index) Search(query string, k int) ([]retrieval.Hit, error) {
 	}
 	sort.Strings(order) // fixed summation order, so equal inputs give equal floats
 
-	adv, err := ix.idx.Advanced()
-	if err != nil {
-		return nil, fmt.Errorf("bm25 search: %w", err)
+	// A sharded index is scored with the statistics of the whole: N and
+	// avgdl from ragforge.json, each term's document frequency summed over
+	// the shards, so a chunk scores as it would in one index.
+	readers := make([]index.IndexReader, len(ix.shards))
+	defer func() {
+		for _, r := range readers {
+			if r != nil {
+				_ = r.Close()
+			}
+		}
+	}()
+	for k, sh := range ix.shards {
+		adv, err := sh.Advanced()
+		if err != nil {
+			return nil, fmt.Errorf("bm25 search: shard %d: %w", k, err)
+		}
+		if readers[k], err = adv.Reader(); err != nil {
+			return nil, fmt.Errorf("bm25 search: shard %d: %w", k, err)
+		}
 	}
-	r, err := adv.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("bm25 search: %w", err)
-	}
-	defer r.Close()
 
 	N := float64(ix.meta.Docs)
 	avgdl := ix.AvgDocLen()
 	k1, b := ix.meta.K1, ix.meta.B
-	acc := accPool.Get().(*accumulator)
-	defer acc.release()
-	var tfd index.TermFieldDoc
-	for _, term := range order {
-		tfr, err := r.TermFieldReader(context.Background(), []byte(term), fieldText, true, true, false)
-		if err != nil {
-			return nil, fmt.Errorf("bm25 search: term %q: %w", term, err)
-		}
-		n := float64(tfr.Count())
-		idf := math.Log(1 + (N-n+0.5)/(n+0.5))
-		w := float64(qtf[term]) * idf
-		for {
-			d, err := tfr.Next(tfd.Reset())
-			if err != nil {
-				_ = tfr.Close()
-				return nil, fmt.Errorf("bm25 search: term %q: %w", term, err)
+	accs := make([]*accumulator, len(readers))
+	for k := range accs {
+		accs[k] = accPool.Get().(*accumulator)
+		defer accs[k].release()
+	}
+	tfrs := make([]index.TermFieldReader, len(readers))
+	closeTFRs := func() {
+		for k, t := range tfrs {
+			if t != nil {
+				_ = t.Close()
+				tfrs[k] = nil
 			}
-			if d == nil {
-				break
-			}
-			// scorch internal ids are 8-byte big-endian document numbers
-			// below the snapshot's document total.
-			if len(d.ID) != 8 || binary.BigEndian.Uint64(d.ID) >= maxDocNum {
-				_ = tfr.Close()
-				return nil, fmt.Errorf("bm25 search: term %q: internal id %x: not a scorch document number", term, []byte(d.ID))
-			}
-			tf := float64(d.Freq)
-			// bleve stores norm = float32(1/√dl) (zapx); dl is an integer.
-			dl := math.Round(1 / (d.Norm * d.Norm))
-			acc.add(binary.BigEndian.Uint64(d.ID), w*tf*(k1+1)/(tf+k1*(1-b+b*dl/avgdl)))
-		}
-		if err := tfr.Close(); err != nil {
-			return nil, fmt.Errorf("bm25 search: term %q: %w", term, err)
 		}
 	}
-
-	cs := acc.top(k)
-	for i := range cs {
-		ext, err := r.ExternalID(binary.BigEndian.AppendUint64(nil, cs[i].id))
-		if err != nil {
-			return nil, fmt.Errorf("bm25 search: %w", err)
+	defer closeTFRs()
+	var tfd index.TermFieldDoc
+	for _, term := range order {
+		n := 0.0
+		for k, r := range readers {
+			tfr, err := r.TermFieldReader(context.Background(), []byte(term), fieldText, true, true, false)
+			if err != nil {
+				return nil, fmt.Errorf("bm25 search: shard %d: term %q: %w", k, term, err)
+			}
+			tfrs[k] = tfr
+			n += float64(tfr.Count())
 		}
-		cs[i].ext = ext
+		idf := math.Log(1 + (N-n+0.5)/(n+0.5))
+		w := float64(qtf[term]) * idf
+		for k, tfr := range tfrs {
+			for {
+				d, err := tfr.Next(tfd.Reset())
+				if err != nil {
+					return nil, fmt.Errorf("bm25 search: shard %d: term %q: %w", k, term, err)
+				}
+				if d == nil {
+					break
+				}
+				// scorch internal ids are 8-byte big-endian document numbers
+				// below the snapshot's document total.
+				if len(d.ID) != 8 || binary.BigEndian.Uint64(d.ID) >= maxDocNum {
+					return nil, fmt.Errorf("bm25 search: shard %d: term %q: internal id %x: not a scorch document number", k, term, []byte(d.ID))
+				}
+				tf := float64(d.Freq)
+				// bleve stores norm = float32(1/√dl) (zapx); dl is an integer.
+				dl := math.Round(1 / (d.Norm * d.Norm))
+				accs[k].add(binary.BigEndian.Uint64(d.ID), w*tf*(k1+1)/(tf+k1*(1-b+b*dl/avgdl)))
+			}
+		}
+		closeTFRs()
+	}
+
+	// Each shard's top k (with ties at the k-th) holds every chunk of the
+	// overall top k that lies in it.
+	var cs []cand
+	for sh, r := range readers {
+		top := accs[sh].top(k)
+		for i := range top {
+			ext, err := r.ExternalID(binary.BigEndian.AppendUint64(nil, top[i].id))
+			if err != nil {
+				return nil, fmt.Errorf("bm25 search: shard %d: %w", sh, err)
+			}
+			top[i].ext = ext
+		}
+		cs = append(cs, top...)
 	}
 	// Order ties by external id.
 	sort.Slice(cs, func(i, j int) bool {

@@ -48,21 +48,21 @@ func Build(ids []string, vecs []float32, dim int, factory string) (*Index, error
 	if err := checkIDs(ids); err != nil {
 		return nil, fmt.Errorf("dense: build: %w", err)
 	}
-	fx, err := faiss.New(dim, factory, faiss.MetricInnerProduct)
+	b, err := NewBuilder(dim, factory)
 	if err != nil {
-		return nil, fmt.Errorf("dense: build: %w", err)
+		return nil, err
 	}
-	if !fx.IsTrained() {
-		if err := fx.Train(vecs); err != nil {
-			fx.Close()
-			return nil, fmt.Errorf("dense: build %q: %w", factory, err)
+	if b.NeedsTraining() {
+		if err := b.Train(vecs); err != nil {
+			b.Close()
+			return nil, err
 		}
 	}
-	if err := fx.Add(vecs); err != nil {
-		fx.Close()
-		return nil, fmt.Errorf("dense: build %q: %w", factory, err)
+	if err := b.Add(ids, vecs); err != nil {
+		b.Close()
+		return nil, err
 	}
-	return &Index{ids: append([]string(nil), ids...), fx: fx}, nil
+	return b.Index(), nil
 }
 
 func checkIDs(ids []string) error {

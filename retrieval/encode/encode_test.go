@@ -1,9 +1,12 @@
 package encode
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -243,5 +246,76 @@ func TestEncodeCorpus(t *testing.T) {
 	chunks[1].Text, chunks[1].ID = "boom", "bad#1"
 	if _, _, err := EncodeCorpus(fakeEncoder{dim: 2}, chunks[:2], nil); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("encoder error not returned: %v", err)
+	}
+}
+
+// EncodeToRAG2 writes, block by block, the files WriteRAG2 writes from the
+// whole corpus (byte for byte), for shards that do and do not fall on block
+// boundaries.
+func TestEncodeToRAG2EqualsWriteRAG2(t *testing.T) {
+	chunks := make([]data.Chunk, 2*CorpusBlock+7)
+	for i := range chunks {
+		chunks[i] = data.Chunk{ID: fmt.Sprintf("d%d#0", i), DocID: fmt.Sprintf("d%d", i), Text: strings.Repeat("y", i%11+1), End: i%11 + 1}
+	}
+	walk := func(yield func(data.Chunk) error) error {
+		for _, c := range chunks {
+			if err := yield(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	enc := fakeEncoder{dim: 2}
+	for _, shard := range []int{100, CorpusBlock, len(chunks) + 5} {
+		root := t.TempDir()
+		vecs, dim, err := EncodeCorpus(enc, chunks, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := data.EncodeInfo{Encoder: "fake", Pooling: "cls"}
+		if err := data.WriteRAG2(filepath.Join(root, "whole"), "c", chunks, vecs, dim, shard, info); err != nil {
+			t.Fatal(err)
+		}
+		var dones []int
+		n, err := EncodeToRAG2(enc, walk, filepath.Join(root, "stream"), "c", shard, info, func(d int) { dones = append(dones, d) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != len(chunks) || dones[len(dones)-1] != len(chunks) {
+			t.Fatalf("shard %d: %d rows, progress %v", shard, n, dones)
+		}
+		for _, sub := range []string{"embeddings/c", "articles/c"} {
+			ents, err := os.ReadDir(filepath.Join(root, "whole", sub))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (len(chunks) + shard - 1) / shard; sub == "articles/c" && len(ents) != want {
+				t.Fatalf("shard %d: %d article files, want %d", shard, len(ents), want)
+			}
+			for _, e := range ents {
+				a, _ := os.ReadFile(filepath.Join(root, "whole", sub, e.Name()))
+				b, err := os.ReadFile(filepath.Join(root, "stream", sub, e.Name()))
+				if err != nil || !bytes.Equal(a, b) {
+					t.Fatalf("shard %d: %s/%s differs from WriteRAG2's (err %v)", shard, sub, e.Name(), err)
+				}
+			}
+		}
+	}
+	// A failing encoder leaves nothing behind.
+	root := t.TempDir()
+	bad := append(append([]data.Chunk(nil), chunks...), data.Chunk{ID: "x#0", Text: "boom"})
+	badWalk := func(yield func(data.Chunk) error) error {
+		for _, c := range bad {
+			if err := yield(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if _, err := EncodeToRAG2(enc, badWalk, root, "c", 100, data.EncodeInfo{}, nil); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("encoder error: got %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "embeddings")); len(ents) != 0 {
+		t.Fatalf("failed encoding left %v", ents)
 	}
 }
