@@ -34,11 +34,10 @@ type evalAnswersOptions struct {
 
 // splitSpec parses "kind:target[#model]" (e.g. "t5:work/gen", "openai:http://127.0.0.1:8000/v1#qwen").
 func splitSpec(spec, flag string) (kind, target, model string, err error) {
-	kind, rest, ok := strings.Cut(spec, ":")
-	if !ok || rest == "" {
+	kind, target, model, ok := lm.SplitSpec(spec)
+	if !ok {
 		return "", "", "", fmt.Errorf("--%s %q: want t5:DIR or openai:URL[#model]", flag, spec)
 	}
-	target, model, _ = strings.Cut(rest, "#")
 	return kind, target, model, nil
 }
 

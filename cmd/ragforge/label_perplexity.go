@@ -12,48 +12,11 @@ import (
 	"github.com/ragforge/ragforge/label"
 	"github.com/ragforge/ragforge/models/labelstore"
 	"github.com/ragforge/ragforge/models/lm"
-	"github.com/ragforge/ragforge/models/nn"
-	"github.com/ragforge/ragforge/models/openai"
 )
 
-// newScorer builds a perplexity scorer from "t5:DIR", "hf:DIR" (a T5 or a
-// Llama/Qwen2/Qwen3 decoder by config.json model_type) or
-// "openai:URL[#model]".
+// newScorer builds a perplexity scorer from a --scorer spec (lm.OpenScorer).
 func newScorer(g *globals, spec string, timeout time.Duration, retries, concurrency int) (lm.Scorer, error) {
-	kind, target, model, err := splitSpec(spec, "scorer")
-	if err != nil {
-		return nil, err
-	}
-	switch kind {
-	case "t5":
-		m, tok, err := loadT5(g, target, nn.Auto)
-		if err != nil {
-			return nil, err
-		}
-		return lm.NewT5Scorer(target, m, tok), nil
-	case "hf":
-		m, err := lm.Load(target, g.Backend)
-		if err != nil {
-			return nil, fmt.Errorf("--scorer %q: %w", spec, err)
-		}
-		switch m := m.(type) {
-		case *lm.T5: // the same scorer, and cache key, as t5:DIR
-			return lm.NewT5Scorer(target, m.Model, m.Tokenizer), nil
-		case *lm.Decoder:
-			m.ID = "hf:" + target
-			return m, nil
-		}
-		return nil, fmt.Errorf("--scorer %q: %s cannot score", spec, m.Name())
-	case "openai":
-		sc := lm.NewHTTPScorer(openai.New(target, openai.Options{Model: model, Timeout: timeout, MaxRetries: retries, Concurrency: concurrency}))
-		// An encoder-decoder server (ragforge serve) scores (prompt, target)
-		// as encoder input and labels, like t5:DIR; others use echo.
-		if err := sc.Detect(context.Background()); err != nil {
-			return nil, err
-		}
-		return sc, nil
-	}
-	return nil, fmt.Errorf("--scorer %q: want t5:DIR, hf:DIR or openai:URL[#model]", spec)
+	return lm.OpenScorer(context.Background(), spec, lm.ScorerOptions{Backend: g.Backend, Timeout: timeout, Retries: retries, Concurrency: concurrency})
 }
 
 // labelPerplexityOptions are the flags of `label perplexity`.
