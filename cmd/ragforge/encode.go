@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragforge/ragforge/data"
 	"github.com/ragforge/ragforge/data/tracker"
+	"github.com/ragforge/ragforge/internal/progress"
 	"github.com/ragforge/ragforge/retrieval/encode"
 )
 
@@ -101,6 +102,9 @@ func runEncode(ctx context.Context, g *globals, o encodeOptions) (res *encodeRes
 	}
 	defer st.Close()
 	defer finish(&err)
+	if !o.Work.split() && !data.IsEncodedSpec(o.Corpus.Path) {
+		return o.stream(g, run)
+	}
 	_, chunks, err := o.Corpus.load(g)
 	if err != nil {
 		return nil, err
@@ -117,6 +121,25 @@ func runEncode(ctx context.Context, g *globals, o encodeOptions) (res *encodeRes
 	})
 	if err != nil || !written {
 		return &encodeResult{RunID: run.ID, Dir: o.Out, Name: c.Name, Dim: enc.Dim(), Pending: true}, err
+	}
+	res.RunID = run.ID
+	return res, recordEncoded(run, res)
+}
+
+// stream encodes the corpus as it is read (encode.StreamRAG2 over
+// evalrun.Corpus.Walk): memory holds one encoder block and one
+// --shard-size shard, never the corpus.
+func (o *encodeOptions) stream(g *globals, run *tracker.Run) (*encodeResult, error) {
+	enc, err := encode.LoadBERTAs(o.Encoder, g.Backend, o.Enc.Pooling, o.DType.get())
+	if err != nil {
+		return nil, err
+	}
+	o.Enc.apply(enc, g.Err)
+	bar := progress.New(g.Err, -1, "encode")
+	res, err := encode.StreamRAG2(enc, o.Encoder, o.Corpus.Walk, o.rag2Corpus(), func(done int) { bar.Set(done, -1) })
+	bar.Finish()
+	if err != nil {
+		return nil, err
 	}
 	res.RunID = run.ID
 	return res, recordEncoded(run, res)

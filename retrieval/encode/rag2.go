@@ -2,6 +2,7 @@ package encode
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,22 +59,58 @@ func EncodeRAG2(enc *BERTEncoder, dir string, chunks []data.Chunk, c RAG2Corpus,
 // enc (loaded from dir), in RAG²'s layout with the encoder's settings: the
 // second half of EncodeRAG2, for vectors a Split merged.
 func WriteRAG2(enc *BERTEncoder, dir string, chunks []data.Chunk, vecs []float32, dim int, c RAG2Corpus) (*RAG2Result, error) {
+	info, err := c.info(enc, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := data.WriteRAG2(c.Out, c.Name, chunks, vecs, dim, c.ShardSize, info); err != nil {
+		return nil, err
+	}
+	return c.result(len(chunks), dim)
+}
+
+// StreamRAG2 is EncodeRAG2 over a streamed corpus (walk: chunk.Walk's
+// shape, chunks in order): blocks of CorpusBlock chunks are encoded and
+// written shard by shard (EncodeToRAG2), so memory holds one block and one
+// shard of c.ShardSize rows, never the corpus (with ShardSize 0, one
+// .npy/.json pair as EncodeRAG2 writes, the shard is the corpus). The files
+// equal EncodeRAG2's. progress, when non-nil, gets the chunks done.
+func StreamRAG2(enc *BERTEncoder, dir string, walk func(yield func(data.Chunk) error) error, c RAG2Corpus, progress func(done int)) (*RAG2Result, error) {
+	info, err := c.info(enc, dir)
+	if err != nil {
+		return nil, err
+	}
+	shard := c.ShardSize
+	if shard == 0 {
+		shard = math.MaxInt
+	}
+	n, err := EncodeToRAG2(enc, walk, c.Out, c.Name, shard, info, progress)
+	if err != nil {
+		return nil, err
+	}
+	return c.result(n, enc.Dim())
+}
+
+// info is the encoder's settings (enc.Info) with where the corpus came from.
+func (c RAG2Corpus) info(enc *BERTEncoder, dir string) (data.EncodeInfo, error) {
 	if c.Out == "" || c.ShardSize < 0 {
-		return nil, fmt.Errorf("encode rag2: out %q, shard size %d: want a directory and a size >= 0", c.Out, c.ShardSize)
+		return data.EncodeInfo{}, fmt.Errorf("encode rag2: out %q, shard size %d: want a directory and a size >= 0", c.Out, c.ShardSize)
 	}
 	info, err := enc.Info(dir)
 	if err != nil {
-		return nil, err
+		return data.EncodeInfo{}, err
 	}
 	info.Sources = c.Sources
 	info.Source, info.ChunkSize, info.ChunkOverlap, info.Version = c.Source, c.ChunkSize, c.Overlap, version.Version
 	if c.ChunkSize == 0 {
 		info.ChunkOverlap = 0
 	}
-	if err := data.WriteRAG2(c.Out, c.Name, chunks, vecs, dim, c.ShardSize, info); err != nil {
-		return nil, err
-	}
-	res := &RAG2Result{Dir: c.Out, Name: c.Name, Rows: len(chunks), Dim: dim}
+	return info, nil
+}
+
+// result lists the files written for rows chunks of dimension dim.
+func (c RAG2Corpus) result(rows, dim int) (*RAG2Result, error) {
+	res := &RAG2Result{Dir: c.Out, Name: c.Name, Rows: rows, Dim: dim}
 	for _, sub := range []struct {
 		dir, ext string
 		into     *[]string

@@ -1,6 +1,8 @@
 package encode
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -58,5 +60,63 @@ func TestEncodeRAG2RoundTrip(t *testing.T) {
 	}
 	if _, err := EncodeRAG2(enc, dir, chunks, RAG2Corpus{Out: out, Name: "x", ShardSize: -1}, nil); err == nil || !strings.Contains(err.Error(), "shard size -1") {
 		t.Errorf("negative shard size: %v", err)
+	}
+}
+
+// StreamRAG2 writes the files EncodeRAG2 writes, byte for byte, with one
+// .npy/.json pair (shard size 0) or sharded, while holding one block.
+func TestStreamRAG2EqualsEncodeRAG2(t *testing.T) {
+	toy := toyEncoder(t)
+	dir := filepath.Join(t.TempDir(), "toy-bert")
+	if err := toy.Model.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := toy.Tokenizer.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := LoadBERT(dir, testBackend, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := make([]data.Chunk, len(texts))
+	for i, s := range texts {
+		chunks[i] = data.Chunk{ID: "d#" + string(rune('a'+i)), DocID: "d", Index: i, Text: s}
+	}
+	walk := func(yield func(data.Chunk) error) error {
+		for _, c := range chunks {
+			if err := yield(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, shard := range []int{0, 2} {
+		root := t.TempDir()
+		c := RAG2Corpus{Out: filepath.Join(root, "whole"), Name: "toy", ShardSize: shard, Source: "corpus.jsonl", ChunkSize: 512, Overlap: 128}
+		want, err := EncodeRAG2(enc, dir, chunks, c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Out = filepath.Join(root, "stream")
+		got, err := StreamRAG2(enc, dir, walk, c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Rows != want.Rows || got.Dim != want.Dim || len(got.Embeddings) != len(want.Embeddings) || len(got.Articles) != len(want.Articles) {
+			t.Fatalf("shard %d: got %+v, want %+v", shard, got, want)
+		}
+		for _, sub := range []string{"embeddings/toy", "articles/toy"} {
+			ents, err := os.ReadDir(filepath.Join(root, "whole", sub))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				a, errA := os.ReadFile(filepath.Join(root, "whole", sub, e.Name()))
+				b, errB := os.ReadFile(filepath.Join(root, "stream", sub, e.Name()))
+				if errA != nil || errB != nil || !bytes.Equal(a, b) {
+					t.Errorf("shard %d: %s/%s differs (%v, %v)", shard, sub, e.Name(), errA, errB)
+				}
+			}
+		}
 	}
 }

@@ -82,7 +82,7 @@ func (c *Corpus) Load(log io.Writer) (*Loaded, error) {
 	if err != nil && !data.IsEncodedSpec(c.Path) {
 		return nil, err
 	}
-	corpus, err := data.Open(c.Path, data.FieldOptions{TextField: c.TextField, IDField: c.IDField, TitleField: c.TitleField, SkipEmpty: c.SkipEmpty, MaxFieldBytes: c.MaxField})
+	corpus, err := data.Open(c.Path, c.fields())
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +96,26 @@ func (c *Corpus) Load(log io.Writer) (*Loaded, error) {
 		return nil, err
 	}
 	return &Loaded{Docs: corpus.Docs, Chunks: chunks, Encoded: corpus.Encoded}, nil
+}
+
+func (c *Corpus) fields() data.FieldOptions {
+	return data.FieldOptions{TextField: c.TextField, IDField: c.IDField, TitleField: c.TitleField, SkipEmpty: c.SkipEmpty, MaxFieldBytes: c.MaxField}
+}
+
+// Walk is Load without holding the corpus: it passes the chunks Load would
+// return, in order, to yield (chunk.Walk), one document read at a time. A
+// pre-encoded corpus is refused (Load reads it). Errors: Load's checks,
+// chunk.Walk's, yield's.
+func (c *Corpus) Walk(yield func(data.Chunk) error) error {
+	if c.Path == "" {
+		return fmt.Errorf("--corpus is required")
+	}
+	cfg, err := c.ChunkConfig()
+	if err != nil {
+		return err
+	}
+	_, err = chunk.Walk(c.Path, c.fields(), cfg, yield)
+	return err
 }
 
 func orDiscard(w io.Writer) io.Writer {
