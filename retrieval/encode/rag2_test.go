@@ -14,22 +14,7 @@ import (
 // EncodeRAG2 writes what data.OpenEncoded reads back: the chunks, their
 // vectors row for row, sharded, and the settings they were encoded with.
 func TestEncodeRAG2RoundTrip(t *testing.T) {
-	toy := toyEncoder(t)
-	dir := filepath.Join(t.TempDir(), "toy-bert")
-	if err := toy.Model.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := toy.Tokenizer.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	enc, err := LoadBERT(dir, testBackend, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks := make([]data.Chunk, len(texts))
-	for i, s := range texts {
-		chunks[i] = data.Chunk{ID: "d#" + string(rune('a'+i)), DocID: "d", Index: i, Text: s}
-	}
+	enc, dir, chunks := savedToy(t)
 	out := filepath.Join(t.TempDir(), "enc")
 	c := RAG2Corpus{Out: out, Name: "toy", ShardSize: 2, Source: "corpus.jsonl", ChunkSize: 0, Overlap: 128}
 	res, err := EncodeRAG2(enc, dir, chunks, c, nil)
@@ -66,22 +51,7 @@ func TestEncodeRAG2RoundTrip(t *testing.T) {
 // StreamRAG2 writes the files EncodeRAG2 writes, byte for byte, with one
 // .npy/.json pair (shard size 0) or sharded, while holding one block.
 func TestStreamRAG2EqualsEncodeRAG2(t *testing.T) {
-	toy := toyEncoder(t)
-	dir := filepath.Join(t.TempDir(), "toy-bert")
-	if err := toy.Model.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := toy.Tokenizer.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	enc, err := LoadBERT(dir, testBackend, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks := make([]data.Chunk, len(texts))
-	for i, s := range texts {
-		chunks[i] = data.Chunk{ID: "d#" + string(rune('a'+i)), DocID: "d", Index: i, Text: s}
-	}
+	enc, dir, chunks := savedToy(t)
 	walk := func(yield func(data.Chunk) error) error {
 		for _, c := range chunks {
 			if err := yield(c); err != nil {
@@ -119,4 +89,27 @@ func TestStreamRAG2EqualsEncodeRAG2(t *testing.T) {
 			}
 		}
 	}
+}
+
+// savedToy saves the toy encoder as a model directory, loads it back as
+// `ragforge encode` does, and gives the test texts as chunks.
+func savedToy(t *testing.T) (*BERTEncoder, string, []data.Chunk) {
+	t.Helper()
+	toy := toyEncoder(t)
+	dir := filepath.Join(t.TempDir(), "toy-bert")
+	if err := toy.Model.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := toy.Tokenizer.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := LoadBERT(dir, testBackend, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := make([]data.Chunk, len(texts))
+	for i, s := range texts {
+		chunks[i] = data.Chunk{ID: "d#" + string(rune('a'+i)), DocID: "d", Index: i, Text: s}
+	}
+	return enc, dir, chunks
 }
