@@ -389,7 +389,7 @@ func NewRandomAs(backend backends.Backend, cfg Config, a Arch, withClassifier bo
 			if s.name == "embeddings.position_embeddings.weight" && a.FirstPosition != nil && cfg.PadTokenID < cfg.MaxPositionEmbeddings {
 				zeroRow = cfg.PadTokenID
 			}
-			t, err := nn.NewWeight(s.shape, dt, func(i int) float32 {
+			t, err := nn.NewWeight(backend, s.shape, dt, func(i int) float32 {
 				var x float32
 				switch s.kind {
 				case initNormal, initEmbedding:
