@@ -218,7 +218,60 @@ func LoadWeight(t *safetensors.Tensor, d DType, be backends.Backend) (*tensors.T
 	if err != nil {
 		return nil, err
 	}
-	return WeightTensor(t, dt)
+	return WeightTensorOn(be, t, dt)
+}
+
+// WeightTensorOn is WeightTensor written straight into a shared buffer of
+// be when the checkpoint already stores dt (F32 held as float32, BF16 as
+// bfloat16, F16 as float16): the bytes are copied once and checked in
+// place. A host tensor would be copied to the backend on first use and
+// its host copy freed only by a later GC, so a loaded model briefly held
+// its weights twice over the file's bytes. Other cases, and any error
+// (which WeightTensor then names), take WeightTensor's path.
+func WeightTensorOn(be backends.Backend, t *safetensors.Tensor, dt dtypes.DType) (*tensors.Tensor, error) {
+	stored := map[dtypes.DType]safetensors.DType{dtypes.Float32: safetensors.F32, dtypes.BFloat16: safetensors.BF16, dtypes.Float16: safetensors.F16}
+	n := t.NumElements()
+	if be == nil || !be.HasSharedBuffers() || stored[dt] != t.DType || n <= 0 || len(t.Data) != n*t.DType.Size() {
+		return WeightTensor(t, dt)
+	}
+	buf, flat, err := be.NewSharedBuffer(0, shapes.Make(dt, t.Shape...))
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	copy(flatBytes(flat), t.Data)
+	if !finite(flat) {
+		_ = be.BufferFinalize(buf)
+		return WeightTensor(t, dt) // names the first non-finite element
+	}
+	return tensors.FromBuffer(be, buf)
+}
+
+// finite reports whether every element of a float32, bfloat16 or float16
+// flat slice is finite.
+func finite(flat any) bool {
+	switch v := flat.(type) {
+	case []float32:
+		for _, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return false
+			}
+		}
+	case []bfloat16.BFloat16:
+		for _, x := range v {
+			if uint16(x)&0x7f80 == 0x7f80 {
+				return false
+			}
+		}
+	case []float16.Float16:
+		for _, x := range v {
+			if uint16(x)&0x7c00 == 0x7c00 {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // NewWeight builds a float32, bfloat16 or float16 tensor of shape whose

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/ragforge/ragforge/models/backend"
 	"github.com/ragforge/ragforge/models/safetensors"
@@ -112,5 +113,95 @@ func TestWeightTensor(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `"layer.w": element 1`) {
 			t.Errorf("%v as %s: error %v, want one naming the tensor and element 1", tc.v, tc.dt, err)
 		}
+	}
+}
+
+// WeightTensorOn gives WeightTensor's values and errors; a weight stored in
+// the dtype it is held in lands in a backend buffer with no host copy.
+func TestWeightTensorOn(t *testing.T) {
+	be, err := backend.New("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := []float32{1, -2.5, 0.375, 1 + 1.0/128}
+	nan, inf := float32(math.NaN()), float32(math.Inf(-1))
+	for _, tc := range []struct {
+		name   string
+		stored safetensors.DType
+		held   dtypes.DType
+		v      []float32
+		direct bool // written straight into the backend's buffer
+	}{
+		{"f32 as float32", safetensors.F32, dtypes.Float32, vals, true},
+		{"bf16 as bfloat16", safetensors.BF16, dtypes.BFloat16, vals, true},
+		{"f32 as bfloat16", safetensors.F32, dtypes.BFloat16, vals, false},
+		{"bf16 as float32", safetensors.BF16, dtypes.Float32, vals, false},
+		{"f32 NaN", safetensors.F32, dtypes.Float32, []float32{1, 2, nan}, true},
+		{"bf16 -Inf", safetensors.BF16, dtypes.BFloat16, []float32{1, inf}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := safetensors.FromFloat32As("layer.w", []int{len(tc.v)}, tc.v, tc.stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantErr := WeightTensor(st, tc.held)
+			got, err := WeightTensorOn(be, st, tc.held)
+			if wantErr != nil || err != nil {
+				if wantErr == nil || err == nil || err.Error() != wantErr.Error() {
+					t.Fatalf("error %v, want WeightTensor's %v", err, wantErr)
+				}
+				return
+			}
+			if got.IsLocal() == tc.direct {
+				t.Errorf("host copy held: %v, want %v", got.IsLocal(), !tc.direct)
+			}
+			gv, _ := TensorFloat32(got)
+			wv, _ := TensorFloat32(want)
+			if got.DType() != tc.held || !slices.Equal(gv, wv) {
+				t.Errorf("%s %v, want %s %v", got.DType(), gv, tc.held, wv)
+			}
+		})
+	}
+}
+
+// NewWeight calls at once per element in order, rounds as WeightTensor, and
+// on a backend with shared buffers holds no host copy.
+func TestNewWeight(t *testing.T) {
+	be, err := backend.New("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []float32{1, 1 + 1.0/256, 1 + 3.0/256, -2.5, 0.5, 7}
+	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.BFloat16} {
+		want, err := WeightTensor(safetensors.FromFloat32("w", []int{2, 3}, in), dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wv, _ := TensorFloat32(want)
+		for _, b := range []struct {
+			name  string
+			local bool
+		}{{"", true}, {"go", false}} {
+			var calls []int
+			at := func(i int) float32 { calls = append(calls, i); return in[i] }
+			var got *tensors.Tensor
+			if b.name == "" {
+				got, err = NewWeight(nil, []int{2, 3}, dt, at)
+			} else {
+				got, err = NewWeight(be, []int{2, 3}, dt, at)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(calls, []int{0, 1, 2, 3, 4, 5}) || got.IsLocal() != b.local {
+				t.Errorf("%s on %q: calls %v, host copy %v", dt, b.name, calls, got.IsLocal())
+			}
+			if gv, _ := TensorFloat32(got); got.DType() != dt || !slices.Equal(gv, wv) || !slices.Equal(got.Shape().Dimensions, []int{2, 3}) {
+				t.Errorf("%s on %q: %s %v %v, want %v", dt, b.name, got.DType(), got.Shape(), gv, wv)
+			}
+		}
+	}
+	if _, err := NewWeight(be, []int{2}, dtypes.Int32, func(int) float32 { return 0 }); err == nil {
+		t.Error("int32 weight accepted")
 	}
 }
