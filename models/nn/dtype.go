@@ -229,9 +229,17 @@ func LoadWeight(t *safetensors.Tensor, d DType, be backends.Backend) (*tensors.T
 // its weights twice over the file's bytes. Other cases, and any error
 // (which WeightTensor then names), take WeightTensor's path.
 func WeightTensorOn(be backends.Backend, t *safetensors.Tensor, dt dtypes.DType) (*tensors.Tensor, error) {
-	stored := map[dtypes.DType]safetensors.DType{dtypes.Float32: safetensors.F32, dtypes.BFloat16: safetensors.BF16, dtypes.Float16: safetensors.F16}
+	same := false
+	switch dt {
+	case dtypes.Float32:
+		same = t.DType == safetensors.F32
+	case dtypes.BFloat16:
+		same = t.DType == safetensors.BF16
+	case dtypes.Float16:
+		same = t.DType == safetensors.F16
+	}
 	n := t.NumElements()
-	if be == nil || !be.HasSharedBuffers() || stored[dt] != t.DType || n <= 0 || len(t.Data) != n*t.DType.Size() {
+	if be == nil || !be.HasSharedBuffers() || !same || n <= 0 || len(t.Data) != n*t.DType.Size() {
 		return WeightTensor(t, dt)
 	}
 	buf, flat, err := be.NewSharedBuffer(0, shapes.Make(dt, t.Shape...))

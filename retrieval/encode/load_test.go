@@ -17,14 +17,7 @@ import (
 // the chosen pooling; a bad pooling or a tokenizer larger than the model's
 // vocabulary is an error naming it.
 func TestLoadBERT(t *testing.T) {
-	toy := toyEncoder(t)
-	dir := filepath.Join(t.TempDir(), "toy-bert")
-	if err := toy.Model.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := toy.Tokenizer.Save(dir); err != nil {
-		t.Fatal(err)
-	}
+	toy, dir := saveToy(t)
 	for _, pooling := range []string{"", "cls", "mean"} {
 		enc, err := LoadBERT(dir, testBackend, pooling)
 		if err != nil {
@@ -113,4 +106,19 @@ func TestLoadXLMR(t *testing.T) {
 	if _, err := LoadBERT(t5dir, testBackend, "cls"); err == nil || !strings.Contains(err.Error(), `model_type "t5" is not a supported bi-encoder`) {
 		t.Errorf("t5 directory: err = %v", err)
 	}
+}
+
+// saveToy saves the toy encoder as the model directory toy-bert (weights
+// and tokenizer) and returns it with the directory.
+func saveToy(t *testing.T) (*BERTEncoder, string) {
+	t.Helper()
+	toy := toyEncoder(t)
+	dir := filepath.Join(t.TempDir(), "toy-bert")
+	if err := toy.Model.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := toy.Tokenizer.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	return toy, dir
 }

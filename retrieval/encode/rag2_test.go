@@ -95,14 +95,7 @@ func TestStreamRAG2EqualsEncodeRAG2(t *testing.T) {
 // `ragforge encode` does, and gives the test texts as chunks.
 func savedToy(t *testing.T) (*BERTEncoder, string, []data.Chunk) {
 	t.Helper()
-	toy := toyEncoder(t)
-	dir := filepath.Join(t.TempDir(), "toy-bert")
-	if err := toy.Model.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := toy.Tokenizer.Save(dir); err != nil {
-		t.Fatal(err)
-	}
+	_, dir := saveToy(t)
 	enc, err := LoadBERT(dir, testBackend, "")
 	if err != nil {
 		t.Fatal(err)
