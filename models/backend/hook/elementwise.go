@@ -4,7 +4,8 @@
 // take most of a training step. For float32 tensors of at least
 // parallelMin elements, the executors (elementwise_unary.go, _binary.go,
 // _copy.go for transpose and broadcast-in-dim, _reduce.go, _convert.go for
-// bfloat16 weights widened to float32) split the output
+// bfloat16 weights widened to float32 and random bits to floats, _select.go
+// for comparisons and Where) split the output
 // into one contiguous block per core, each computed by its own goroutine
 // (never waiting on simplego's worker pool, so they cannot deadlock). Every
 // element is computed with exactly simplego's expression (the same float64
@@ -12,7 +13,8 @@
 // reductions), so results are bit-identical to simplego's whatever the split
 // (a NaN may differ in sign and payload); TestElementwiseBitIdentical checks
 // it against simplego's own executors. Smaller tensors, other dtypes and
-// operands of different ranks go to simplego's executor.
+// operands of different ranks go to simplego's executor. rng.go does the
+// same for the random bits of dropout masks.
 
 package hook
 
@@ -62,6 +64,23 @@ func installParallel() {
 		installOp(op, execBinary)
 	}
 	installOp(backends.OpTypeConvertDType, execConvert)
+	for _, op := range compareOpTypes {
+		installOp(op, execCompare)
+	}
+	installOp(backends.OpTypeWhere, execWhere)
+	installRNG()
+}
+
+// installRNG replaces simplego's RNGBitGenerator executor when its slot
+// holds the v0.26 function whose stream rng.go reproduces.
+func installRNG() {
+	slot := multiOutputExecutors[backends.OpTypeRNGBitGenerator]
+	if slot == nil || funcName(slot) != nativeRNG {
+		return
+	}
+	nativeRNGExec = slot
+	multiOutputExecutors[backends.OpTypeRNGBitGenerator] = execRNG
+	parallelOps[backends.OpTypeRNGBitGenerator] = true
 }
 
 func installOp(op backends.OpType, exec executor) {

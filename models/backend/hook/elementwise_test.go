@@ -162,6 +162,53 @@ func TestElementwiseBitIdentical(t *testing.T) {
 			must(t, same(run(func(in []*graph.Node) *graph.Node { return c.fn(in[0]) }, x)))
 		})
 	}
+	// Comparisons give bools, seen here as 0/1 floats; Where's branches are
+	// parameters, owned intermediates (reused in place) or scalars.
+	compare := map[string]func(x, y *graph.Node) *graph.Node{
+		"GreaterThan": graph.GreaterThan, "GreaterOrEqual": graph.GreaterOrEqual,
+		"LessThan": graph.LessThan, "LessOrEqual": graph.LessOrEqual,
+	}
+	asFloat := func(b *graph.Node) *graph.Node { return graph.ConvertDType(b, dtypes.Float32) }
+	for name, f := range compare {
+		for _, p := range pairs[:3] {
+			t.Run(name+"/"+p.name, func(t *testing.T) {
+				l, r := randTensorSpecials(rng, 5, p.l...), randTensorSpecials(rng, 5, p.r...)
+				must(t, same(run(func(in []*graph.Node) *graph.Node { return asFloat(f(in[0], in[1])) }, l, r)))
+			})
+		}
+	}
+	half := func(g *graph.Graph) *graph.Node { return graph.Scalar(g, dtypes.Float32, 0.5) }
+	where := map[string]func(in []*graph.Node) *graph.Node{
+		"both tensors": func(in []*graph.Node) *graph.Node {
+			return graph.Where(graph.GreaterThan(in[0], in[1]), in[0], in[1])
+		},
+		"owned onTrue": func(in []*graph.Node) *graph.Node {
+			return graph.Where(graph.GreaterThan(in[0], in[1]), graph.MulScalar(in[0], 1), in[1])
+		},
+		"owned onFalse": func(in []*graph.Node) *graph.Node {
+			return graph.Where(graph.GreaterThan(in[0], in[1]), in[0], graph.MulScalar(in[1], 1))
+		},
+		"scalar onFalse": func(in []*graph.Node) *graph.Node {
+			return graph.Where(graph.GreaterThan(in[0], in[1]), in[0], half(in[0].Graph()))
+		},
+		"both scalars": func(in []*graph.Node) *graph.Node {
+			return graph.Where(graph.LessOrEqual(in[0], in[1]), graph.ScalarZero(in[0].Graph(), dtypes.Float32), half(in[0].Graph()))
+		},
+	}
+	for name, f := range where {
+		t.Run("Where/"+name, func(t *testing.T) {
+			l, r := randTensor(rng, 130, 509), randTensor(rng, 130, 509)
+			must(t, same(run(f, l, r)))
+		})
+	}
+	t.Run("uint32 to float32", func(t *testing.T) {
+		v := make([]uint32, 300*257)
+		for i := range v {
+			v[i] = rng.Uint32() >> (i % 32)
+		}
+		x := tensors.FromFlatDataAndDimensions(v, 300, 257)
+		must(t, same(run(func(in []*graph.Node) *graph.Node { return graph.ConvertDType(in[0], dtypes.Float32) }, x)))
+	})
 }
 
 // isNaN32: a NaN's sign and payload after a sum of +Inf and -Inf depend on

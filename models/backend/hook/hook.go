@@ -8,9 +8,13 @@
 //     simplego has no public way to register an executor, so its executor
 //     table and output-buffer pool are reached with go:linkname, and the
 //     unexported fields of Node, Buffer and the DotGeneral node data through
-//     offsets. Set RAGFORGE_BLAS=off to keep simplego's matmul.
-//   - Gradients (vjp.go): Rsqrt, which v0.26 lacks, and DotGeneral as two
-//     DotGenerals instead of v0.26's broadcast-and-reduce. They go through
+//     offsets. Set RAGFORGE_BLAS=off to keep simplego's matmul. The same
+//     table holds the multi-core element-wise executors (elementwise.go)
+//     and, in its multi-output twin, the RNGBitGenerator one (rng.go);
+//     RAGFORGE_PARALLEL_OPS=off keeps simplego's.
+//   - Gradients (vjp.go): Rsqrt, which v0.26 lacks, Where against a scalar
+//     zero, and DotGeneral as two DotGenerals instead of v0.26's
+//     broadcast-and-reduce. They go through
 //     GoMLX's public graph.VJPRegistration; only the DotGeneral node's axes
 //     are read from an unexported field, with a fallback to GoMLX's VJP.
 //
@@ -65,7 +69,7 @@ var (
 	enabled      atomic.Bool
 
 	// Offsets of the unexported fields read, set by checkLayout.
-	nodeData, nodeShape, nodeOpType, bufShape, bufFlat uintptr
+	nodeData, nodeShape, nodeOpType, nodeMultiShapes, bufShape, bufFlat uintptr
 )
 
 // fieldSpec is one struct field as reflect reports it: name and type string.
@@ -128,6 +132,7 @@ func checkLayout(node, buf reflect.Type) error {
 		return err
 	}
 	nodeData, nodeShape, nodeOpType = offset(node, "data"), offset(node, "shape"), offset(node, "opType")
+	nodeMultiShapes = offset(node, "multiOutputsShapes")
 	bufShape, bufFlat = offset(buf, "shape"), offset(buf, "flat")
 	return nil
 }

@@ -13,7 +13,8 @@ import (
 //
 //	type nodeExecutor func(backend *Backend, node *Node, inputs []*Buffer, inputsOwned []bool) (*Buffer, error)
 //
-// (backends/simplego/exec.go) and (*Backend).getBufferForShape(shapes.Shape)
+// (backends/simplego/exec.go), its multiOutputsNodeExecutors twin (the same
+// arguments, returning []*Buffer), and (*Backend).getBufferForShape(shapes.Shape)
 // *Buffer (buffers.go). The linker checks neither signature: another
 // release with another signature would be called with the wrong arguments.
 const (
@@ -49,7 +50,7 @@ func checkLinked(deps []*debug.Module, slot any) error {
 	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
 		return fmt.Errorf("simplego's DotGeneral executor slot is empty")
 	}
-	if name := runtime.FuncForPC(v.Pointer()).Name(); name != nativeDotGeneral {
+	if name := funcName(slot); name != nativeDotGeneral {
 		return fmt.Errorf("simplego's DotGeneral executor slot holds %s, want %s (executor table changed)", name, nativeDotGeneral)
 	}
 	return nil
@@ -61,4 +62,13 @@ func buildDeps() []*debug.Module {
 		return bi.Deps
 	}
 	return nil
+}
+
+// funcName is the linker's name of the function value f.
+func funcName(f any) string {
+	v := reflect.ValueOf(f)
+	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
+		return ""
+	}
+	return runtime.FuncForPC(v.Pointer()).Name()
 }
