@@ -10,7 +10,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-	"github.com/gomlx/gomlx/pkg/ml/layers"
 
 	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/remat"
@@ -207,7 +206,7 @@ func (m *Model) embeddings(ctx *context.Context, ids, typeIDs *graph.Node) *grap
 		x = graph.Add(x, nn.Lookup(tt, typeIDs))
 	}
 	x = m.layerNorm(ctx, x, "embeddings.LayerNorm")
-	return m.dropout(ctx, x, c.HiddenDropoutProb)
+	return nn.Dropout(ctx, x, c.HiddenDropoutProb)
 }
 
 // stack is the encoder block stack every BERT-family model shares: for each
@@ -228,13 +227,13 @@ func (m *Model) stack(ctx *context.Context, x, mask *graph.Node, tr trace) *grap
 		p := fmt.Sprintf("encoder.layer.%d.", i)
 		x = remat.If(m.GradientCheckpointing, ctx, x, func(x *graph.Node) *graph.Node {
 			attn := m.selfAttention(ctx, x, keyBias, p+"attention.self.")
-			attn = m.dropout(ctx, m.dense(ctx, attn, p+"attention.output.dense", h, h), c.HiddenDropoutProb)
+			attn = nn.Dropout(ctx, m.dense(ctx, attn, p+"attention.output.dense", h, h), c.HiddenDropoutProb)
 			x = m.layerNorm(ctx, graph.Add(x, attn), p+"attention.output.LayerNorm")
 			if tr != nil {
 				tr(fmt.Sprintf("layer.%d.attention_output", i), x)
 			}
 			ff := geluErf(m.dense(ctx, x, p+"intermediate.dense", c.IntermediateSize, h))
-			ff = m.dropout(ctx, m.dense(ctx, ff, p+"output.dense", h, c.IntermediateSize), c.HiddenDropoutProb)
+			ff = nn.Dropout(ctx, m.dense(ctx, ff, p+"output.dense", h, c.IntermediateSize), c.HiddenDropoutProb)
 			return m.layerNorm(ctx, graph.Add(x, ff), p+"output.LayerNorm")
 		})
 		if tr != nil {
@@ -258,16 +257,9 @@ func (m *Model) selfAttention(ctx *context.Context, x, keyBias *graph.Node, pref
 	scores := graph.Einsum("bqhd,bkhd->bhqk", q, k)
 	scores = graph.MulScalar(scores, 1/math.Sqrt(float64(hd)))
 	scores = graph.Add(scores, keyBias) // [B, 1, 1, L] broadcast implicitly
-	probs := m.dropout(ctx, graph.Softmax(scores, -1), c.AttentionProbsDropoutProb)
+	probs := nn.Dropout(ctx, graph.Softmax(scores, -1), c.AttentionProbsDropoutProb)
 	out := graph.Einsum("bhqk,bkhd->bqhd", probs, v)
 	return graph.Reshape(out, batch, length, h)
-}
-
-func (m *Model) dropout(ctx *context.Context, x *graph.Node, rate float64) *graph.Node {
-	if rate <= 0 || !ctx.IsTraining(x.Graph()) {
-		return x
-	}
-	return layers.DropoutStatic(ctx, x, rate)
 }
 
 // PoolGraph reduces hidden [B, L, H] to [B, H]:
@@ -330,6 +322,6 @@ func (m *Model) ClassifierGraph(ctx *context.Context, hidden *graph.Node) *graph
 	if !m.HasClassifier {
 		panic(fmt.Errorf("bert: ClassifierGraph: model has no classifier (classifier.* absent from checkpoint)"))
 	}
-	pooled := m.dropout(ctx, m.PoolerGraph(ctx, hidden), m.Config.ClassifierDropout())
+	pooled := nn.Dropout(ctx, m.PoolerGraph(ctx, hidden), m.Config.ClassifierDropout())
 	return m.dense(ctx, pooled, "classifier", m.Config.NumLabels, m.Config.HiddenSize)
 }

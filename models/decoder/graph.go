@@ -8,7 +8,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-	"github.com/gomlx/gomlx/pkg/ml/layers"
 
 	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/remat"
@@ -39,7 +38,7 @@ func (m *Model) Linear(ctx *context.Context, module string, x *graph.Node) *grap
 	if l := m.LoRA; l != nil && l.Targets(module) {
 		in := x
 		if l.Dropout > 0 {
-			in = layers.DropoutStatic(ctx, x, l.Dropout)
+			in = nn.Dropout(ctx, x, l.Dropout)
 		}
 		a := nn.Param(ctx, g, module+".lora_A.weight")
 		b := nn.Param(ctx, g, module+".lora_B.weight")

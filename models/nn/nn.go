@@ -2,7 +2,7 @@
 // (models/t5, models/decoder, models/bert): variables named by HF parameter
 // names, the dtype their weights are held in for inference (DType, HF's
 // torch_dtype; widened to float32 where used, dtype.go), the
-// nn.Linear product in the backend's preferred layout, RMSNorm, packing
+// nn.Linear product in the backend's preferred layout, RMSNorm, dropout, packing
 // host batches into padded int32 tensors and cropping results back, and
 // choosing a token from a row of logits (greedy or HF's sampling warpers).
 package nn

@@ -10,7 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/context/initializers"
-	"github.com/gomlx/gomlx/pkg/ml/layers"
+	"github.com/ragforge/ragforge/models/nn"
 
 	"github.com/ragforge/ragforge/models/backend"
 	_ "github.com/ragforge/ragforge/models/backend/hook"
@@ -22,7 +22,7 @@ func toyBlock(ctx *context.Context, i int, x, shared *graph.Node) *graph.Node {
 	c := ctx.In("layer").In(string(rune('a' + i)))
 	w := c.VariableWithShape("w", shapes.Make(dtypes.Float32, 6, 6)).ValueGraph(x.Graph())
 	h := graph.Tanh(graph.Add(graph.Einsum("bld,de->ble", x, w), shared))
-	h = layers.DropoutStatic(c, h, 0.25)
+	h = nn.Dropout(c, h, 0.25)
 	return graph.Add(x, h)
 }
 

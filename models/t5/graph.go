@@ -8,7 +8,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-	"github.com/gomlx/gomlx/pkg/ml/layers"
 
 	"github.com/ragforge/ragforge/models/nn"
 	"github.com/ragforge/ragforge/models/remat"
@@ -51,7 +50,7 @@ func (m *Model) act(x *graph.Node) *graph.Node {
 }
 
 func (m *Model) dropout(ctx *context.Context, x *graph.Node) *graph.Node {
-	return layers.DropoutStatic(ctx, x, m.Config.DropoutRate)
+	return nn.Dropout(ctx, x, m.Config.DropoutRate)
 }
 
 // layerFF is T5LayerFF: x + dropout(DenseReluDense(layer_norm(x))), with

@@ -19,6 +19,11 @@ import (
 // ~100× slower than a matmul and dominated T5 training (see
 // BenchmarkDotGeneralGradient). It is replaced by the textbook VJP written
 // with two DotGenerals (the jax.lax.dot_general transpose rule).
+//
+// GoMLX v0.26's Where gradient selects between the incoming gradient and a
+// tensor of zeros it broadcasts to the full shape (ZerosLike), one more pass
+// over every dropout mask in the backward pass; whereVJP selects against a
+// scalar zero, which Where takes as it is.
 func init() {
 	if _, ok := graph.VJPRegistration[graph.NodeTypeRsqrt]; !ok {
 		graph.VJPRegistration[graph.NodeTypeRsqrt] = func(node *graph.Node, v []*graph.Node, _ shapes.Shape) []*graph.Node {
@@ -30,6 +35,39 @@ func init() {
 		broadcastDotGeneralVJP = orig
 	}
 	graph.VJPRegistration[graph.NodeTypeDotGeneral] = dotGeneralVJP
+	if orig, ok := graph.VJPRegistration[graph.NodeTypeWhere]; ok {
+		broadcastWhereVJP = orig
+		graph.VJPRegistration[graph.NodeTypeWhere] = whereVJP
+	}
+}
+
+// broadcastWhereVJP is GoMLX's own Where VJP: the fallback for branches
+// broadcast other than from a scalar, and the tests' reference.
+var broadcastWhereVJP graph.VJP
+
+// whereVJP: the gradient of Where(c, a, b) is Where(c, v, 0) for a and
+// Where(c, 0, v) for b, summed over all elements for a scalar branch.
+func whereVJP(node *graph.Node, v []*graph.Node, outShape shapes.Shape) []*graph.Node {
+	in := node.Inputs()
+	cond, onTrue, onFalse := in[0], in[1], in[2]
+	out := node.Shape()
+	for _, b := range in[1:] {
+		if !b.IsScalar() && !b.Shape().Equal(out) {
+			return broadcastWhereVJP(node, v, outShape)
+		}
+	}
+	zero := graph.ScalarZero(node.Graph(), v[0].DType())
+	branch := func(x, grad *graph.Node) *graph.Node {
+		if x.IsScalar() && !out.IsScalar() {
+			return graph.ReduceAllSum(grad)
+		}
+		return grad
+	}
+	return []*graph.Node{
+		nil, // the condition has no gradient
+		branch(onTrue, graph.Where(cond, v[0], zero)),
+		branch(onFalse, graph.Where(cond, zero, v[0])),
+	}
 }
 
 // broadcastDotGeneralVJP is GoMLX's own DotGeneral VJP, kept as the fallback

@@ -136,3 +136,60 @@ func BenchmarkDotGeneralGradient(b *testing.B) {
 		})
 	}
 }
+
+// The Where VJP registered by this package gives GoMLX's own gradients for
+// branches of the output's shape and scalar ones, bit for bit (both select
+// the incoming gradient; a scalar branch sums it).
+func TestWhereVJP(t *testing.T) {
+	be := newBackend(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	full := randTensorSpecials(rng, 1<<30, 64, 601)
+	cases := []struct {
+		name string
+		a, b *tensors.Tensor
+		cond func(a, b *graph.Node) *graph.Node
+	}{
+		{"both tensors", full, randTensorSpecials(rng, 1<<30, 64, 601), graph.GreaterThan},
+		{"scalar onFalse", full, tensors.FromScalar(float32(0.25)), graph.GreaterThan},
+		{"scalar onTrue", tensors.FromScalar(float32(-1)), full, graph.LessThan},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			grads := func(ref bool) []*tensors.Tensor {
+				e := graph.MustNewExec(be, func(a, b *graph.Node) []*graph.Node {
+					if ref {
+						graph.VJPRegistration[graph.NodeTypeWhere] = broadcastWhereVJP
+						defer func() { graph.VJPRegistration[graph.NodeTypeWhere] = whereVJP }()
+					}
+					x := graph.MulScalar(graph.OnesLike(full0(a, b)), 1)
+					cond := c.cond(graph.Add(x, a), graph.Add(x, b))
+					out := graph.Where(cond, a, b)
+					w := graph.Sin(graph.Iota(a.Graph(), out.Shape(), out.Rank()-1))
+					return graph.Gradient(graph.ReduceAllSum(graph.Mul(out, w)), a, b)
+				})
+				defer e.Finalize()
+				return e.MustExec(c.a, c.b)
+			}
+			got, want := grads(false), grads(true)
+			for i, name := range []string{"onTrue", "onFalse"} {
+				if !got[i].Shape().Equal(want[i].Shape()) {
+					t.Fatalf("%s gradient shape %s, GoMLX's %s", name, got[i].Shape(), want[i].Shape())
+				}
+				g, w := bits(t, got[i]), bits(t, want[i])
+				for j := range g {
+					if g[j] != w[j] {
+						t.Fatalf("%s gradient[%d] = %g, GoMLX's %g", name, j, math.Float32frombits(g[j]), math.Float32frombits(w[j]))
+					}
+				}
+			}
+		})
+	}
+}
+
+// full0 is whichever of a, b is not a scalar.
+func full0(a, b *graph.Node) *graph.Node {
+	if a.IsScalar() {
+		return b
+	}
+	return a
+}
