@@ -12,7 +12,12 @@
 //	T5 decoder layer   10d + 7·inner + 5·d_ff + 3a(L_dec + L_enc)
 //	T5 LM head         3·vocab per decoder token (logits, log-softmax, its gradient)
 //
-// plus one more layer for the backward pass's transient gradients. With
+// plus one more layer for the backward pass's transient gradients, and
+// the AdamW update's temporaries: train/trainer updates one variable at a
+// time, holding its new weight, new first moment and √v denominator beside
+// the old weight and moments (the new second moment takes the gradient's
+// buffer), so three float32 copies of the largest variable, the word
+// embeddings, are live at once. With
 // per-block gradient checkpointing (models/remat) a layer keeps only its
 // input (h or d per token) and two layers' worth are live at once: the
 // block being recomputed and its transient gradients. It is an
@@ -45,12 +50,19 @@ const f32 = 4 // bytes per float32
 // compares Peak = Total × factor, not Total, with the available memory.
 const (
 	// FilterPeakFactor: `bench models` T5 mini 734 MiB for 639 (1.15),
-	// small 3080 MiB for 2853 (1.08).
+	// small 3080 MiB for 2853 (1.08), before the update term was counted.
 	FilterPeakFactor = 1.2
-	// RetrieverPeakFactor: a BERT-small (512/4/8/2048) InfoNCE update at
-	// 4 × (1 + 7) × 256 tokens, GradCache passes of 1024 tokens: 1249 MiB
-	// for 927 (1.35).
-	RetrieverPeakFactor = 1.4
+	// RetrieverPeakFactor: the largest measured/Total of the InfoNCE
+	// updates in docs/benchmarks.md: BERT-small (512/4/8/2048) at
+	// 4 × (1 + 7) × 256 tokens, passes of 1024 tokens, 1249 MiB for 1106
+	// (1.13); at the real shapes, 4 × (1 + 7) × 512: bge-large
+	// checkpointed 1.09, without at passes of 2 rows 0.92, bge-m3
+	// checkpointed 1.17.
+	RetrieverPeakFactor = 1.2
+
+	// updateCopies is the number of float32 copies of the largest variable
+	// the AdamW update holds beyond the weights, gradients and moments.
+	updateCopies = 3
 )
 
 // Estimate is the memory of one training step, in bytes.
@@ -61,6 +73,7 @@ type Estimate struct {
 	Gradients   int64  // the step's gradient and train/trainer's accumulator, float32
 	Optimizer   int64  // AdamW first and second moments, float32
 	Activations int64  // kept for the backward pass at the given batch and length
+	Update      int64  // AdamW update temporaries: updateCopies float32 copies of the largest variable
 	// PeakFactor is measured peak RSS over Total for this kind of step
 	// (FilterPeakFactor, RetrieverPeakFactor); 0 means 1.
 	PeakFactor float64
@@ -81,8 +94,10 @@ func (e Estimate) WithCheckpointing() Estimate {
 	return e
 }
 
-// Total is weights + gradients + optimizer + activations.
-func (e Estimate) Total() int64 { return e.Weights + e.Gradients + e.Optimizer + e.Activations }
+// Total is weights + gradients + optimizer + activations + update temporaries.
+func (e Estimate) Total() int64 {
+	return e.Weights + e.Gradients + e.Optimizer + e.Activations + e.Update
+}
 
 // Peak is the expected peak RSS: Total × PeakFactor.
 func (e Estimate) Peak() int64 { return scale(e.Total(), e.PeakFactor) }
@@ -96,13 +111,20 @@ func scale(n int64, f float64) int64 {
 
 // String is a one-line report.
 func (e Estimate) String() string {
-	return fmt.Sprintf("memory estimate for %s: peak RSS about %s (tensors %s = weights %s (%.1fM parameters) + gradients %s + AdamW state %s + activations %s)",
+	s := fmt.Sprintf("memory estimate for %s: peak RSS about %s (tensors %s = weights %s (%.1fM parameters) + gradients %s + AdamW state %s + activations %s",
 		e.What, Bytes(e.Peak()), Bytes(e.Total()), Bytes(e.Weights), float64(e.Params)/1e6, Bytes(e.Gradients), Bytes(e.Optimizer), Bytes(e.Activations))
+	if e.Update > 0 {
+		s += " + update temporaries " + Bytes(e.Update)
+	}
+	return s + ")"
 }
 
-func withParams(what string, params float64) Estimate {
+// withParams is the parameter-proportional part of a training step's
+// estimate; largest is the largest variable's element count.
+func withParams(what string, params float64, largest int) Estimate {
 	p := int64(params)
-	return Estimate{What: what, Params: p, Weights: f32 * p, Gradients: 2 * f32 * p, Optimizer: 2 * f32 * p}
+	return Estimate{What: what, Params: p, Weights: f32 * p, Gradients: 2 * f32 * p, Optimizer: 2 * f32 * p,
+		Update: updateCopies * f32 * int64(largest)}
 }
 
 // bertLayerPerToken is the float32 elements one BERT-family layer keeps per
@@ -119,7 +141,8 @@ func Retriever(c bert.Config, modelType string, tokensPerPass, l int) Estimate {
 	rows := max(1, tokensPerPass/l)
 	tokens := int64(rows * l)
 	e := withParams(fmt.Sprintf("%s retriever (%d rows × %d tokens per GradCache pass)", modelType, rows, l),
-		c.DeclaredParameters()+float64(c.HiddenSize*c.HiddenSize+c.HiddenSize))
+		c.DeclaredParameters()+float64(c.HiddenSize*c.HiddenSize+c.HiddenSize),
+		max(c.VocabSize, c.IntermediateSize)*c.HiddenSize)
 	layer := bertLayerPerToken(c, l)
 	emb := int64(4 * c.HiddenSize)
 	e.Activations = f32 * tokens * (emb + int64(c.NumHiddenLayers+1)*layer)
@@ -132,7 +155,8 @@ func Retriever(c bert.Config, modelType string, tokensPerPass, l int) Estimate {
 // of config c on batch windows of encLen tokens with decLen decoder tokens
 // ([label, </s>]: 2).
 func Filter(c t5.Config, batch, encLen, decLen int) Estimate {
-	e := withParams(fmt.Sprintf("t5 filter (batch %d × %d encoder + %d decoder tokens)", batch, encLen, decLen), c.DeclaredParameters())
+	e := withParams(fmt.Sprintf("t5 filter (batch %d × %d encoder + %d decoder tokens)", batch, encLen, decLen), c.DeclaredParameters(),
+		max(c.VocabSize, c.DFF)*c.DModel)
 	d, inner, a := c.DModel, c.NumHeads*c.DKV, c.NumHeads
 	ff := 3 * c.DFF
 	if strings.HasPrefix(c.FeedForwardProj, "gated-") {

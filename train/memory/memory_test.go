@@ -34,16 +34,20 @@ func TestParseBytes(t *testing.T) {
 func TestParameterCounts(t *testing.T) {
 	large, flan := bert.LargeConfig(30522), t5.LargeConfig()
 	for _, tc := range []struct {
-		name string
-		e    Estimate
-		want float64 // millions
+		name      string
+		e         Estimate
+		want      float64 // millions
+		embedding int64   // the largest variable's elements: the word embeddings
 	}{
-		{"bge-large", Retriever(large, "bert", 4096, 512), 335},
-		{"bge-m3", Retriever(xlmr.BGEM3Config(), "xlm-roberta", 4096, 512), 568},
-		{"flan-t5-large", Filter(flan, 4, 512, 2), 783},
+		{"bge-large", Retriever(large, "bert", 4096, 512), 335, 30522 * 1024},
+		{"bge-m3", Retriever(xlmr.BGEM3Config(), "xlm-roberta", 4096, 512), 568, 250002 * 1024},
+		{"flan-t5-large", Filter(flan, 4, 512, 2), 783, 32128 * 1024},
 	} {
 		if got := float64(tc.e.Params) / 1e6; math.Abs(got-tc.want) > 0.01*tc.want {
 			t.Errorf("%s: %.1fM parameters, want %.0fM ±1%%", tc.name, got, tc.want)
+		}
+		if want := 3 * 4 * tc.embedding; tc.e.Update != want || tc.e.Total() != tc.e.Weights+tc.e.Gradients+tc.e.Optimizer+tc.e.Activations+want {
+			t.Errorf("%s: update temporaries %d bytes, want three float32 copies of the embeddings (%d)", tc.name, tc.e.Update, want)
 		}
 		if tc.e.Optimizer != 2*tc.e.Weights || tc.e.Gradients != 2*tc.e.Weights || tc.e.Activations <= 0 ||
 			tc.e.CheckpointedActivations >= tc.e.Activations {

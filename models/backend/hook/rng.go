@@ -2,8 +2,10 @@ package hook
 
 import (
 	"encoding/binary"
+	"fmt"
 	mbits "math/bits"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"unsafe"
 
@@ -79,34 +81,17 @@ func execRNG(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer
 	return []*simplego.Buffer{newState, data}, nil
 }
 
-// bytesOf views a buffer's flat slice as its bytes.
+// bytesOf views a buffer's flat slice (a []T of s's dtype) as its bytes.
 func bytesOf(flat any, s shapes.Shape) []byte {
+	v := reflect.ValueOf(flat)
 	n := s.Size() * s.DType.Size()
+	if v.Kind() != reflect.Slice || v.Len()*int(v.Type().Elem().Size()) != n {
+		panic(fmt.Sprintf("hook: RNGBitGenerator output holds %T, want %d bytes of %s", flat, n, s.DType))
+	}
 	if n == 0 {
 		return nil
 	}
-	var p unsafe.Pointer
-	switch f := flat.(type) {
-	case []uint32:
-		p = unsafe.Pointer(unsafe.SliceData(f))
-	case []uint64:
-		p = unsafe.Pointer(unsafe.SliceData(f))
-	case []uint8:
-		p = unsafe.Pointer(unsafe.SliceData(f))
-	case []uint16:
-		p = unsafe.Pointer(unsafe.SliceData(f))
-	case []int32:
-		p = unsafe.Pointer(unsafe.SliceData(f))
-	case []int64:
-		p = unsafe.Pointer(unsafe.SliceData(f))
-	case []float32:
-		p = unsafe.Pointer(unsafe.SliceData(f))
-	case []float64:
-		p = unsafe.Pointer(unsafe.SliceData(f))
-	default:
-		panic("hook: RNGBitGenerator output of unexpected type " + s.DType.String())
-	}
-	return unsafe.Slice((*byte)(p), n)
+	return unsafe.Slice((*byte)(v.UnsafePointer()), n)
 }
 
 // math/rand/v2's PCG: state = state·mul + inc (mod 2^128).
