@@ -6,7 +6,6 @@ import (
 	mbits "math/bits"
 	"math/rand/v2"
 	"reflect"
-	"runtime"
 	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
@@ -42,8 +41,10 @@ func execRNG(b *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer
 	outs := field[[]shapes.Shape](unsafe.Pointer(node), nodeMultiShapes)
 	state := inputs[0]
 	st, ok := field[any](unsafe.Pointer(state), bufFlat).([]uint64)
-	if len(outs) != 2 || !ok || len(st) < 2 || !parallelOn.Load() || runtime.GOMAXPROCS(0) < 2 ||
-		outs[1].Size()*outs[1].DType.Size() < rngMinBytes || outs[1].DType == dtypes.Bool {
+	if len(outs) != 2 || !ok || len(st) < 2 || outs[1].DType == dtypes.Bool {
+		return nativeRNGExec(b, node, inputs, owned)
+	}
+	if n := outs[1].Size() * outs[1].DType.Size(); n < rngMinBytes || !parallelEnabled(n) {
 		return nativeRNGExec(b, node, inputs, owned)
 	}
 	data := getBufferForShape(b, outs[1])
