@@ -278,27 +278,28 @@ func (t *Trainer) graph(ctx *context.Context, md mode, nodes []*graph.Node) []*g
 	for i, v := range vars {
 		values[i] = v.ValueGraph(g)
 	}
-	grads := graph.Gradient(graph.Mul(loss, scale), values...)
-	if md == accFirst || md == accAdd || md == applyAcc || md == gradAcc {
+	accumulates := md == accFirst || md == accAdd || md == applyAcc || md == gradAcc
+	var accs []*context.Variable
+	root := graph.Mul(loss, scale)
+	if accumulates {
+		accs = make([]*context.Variable, len(vars))
 		for i, v := range vars {
-			acc := stateVar(ctx, "acc", v)
+			accs[i] = stateVar(ctx, "acc", v)
+			prior := accs[i].ValueGraph(g)
 			if md == accFirst {
-				// acc = g, written as a select that reads acc: the GoMLX
-				// v0.26 pure-Go executor panics on a variable a graph writes
-				// without reading (and 0·acc + g would keep a NaN left by a
-				// rejected non-finite group).
-				acc.SetValueGraph(graph.Where(graph.Const(g, false), acc.ValueGraph(g), grads[i]))
-				continue
+				// Zeros in acc's own buffer: acc may hold a NaN left by a
+				// rejected group, which 0·acc would keep.
+				prior = graph.Where(graph.Const(g, false), prior, graph.ScalarZero(g, dtypes.Float32))
 			}
-			sum := graph.Add(acc.ValueGraph(g), grads[i])
-			if md == accAdd {
-				acc.SetValueGraph(sum)
-			}
-			grads[i] = sum
+			root = graph.Add(root, seedGradient(values[i], prior))
 		}
-		if md == accFirst || md == accAdd {
-			return []*graph.Node{loss}
+	}
+	grads := graph.Gradient(root, values...)
+	if md == accFirst || md == accAdd {
+		for i, acc := range accs {
+			acc.SetValueGraph(grads[i])
 		}
+		return []*graph.Node{loss}
 	}
 	// Global L2 norm (torch clip_grad_norm_, norm_type 2).
 	sumSq := graph.ScalarZero(g, dtypes.Float32)
@@ -314,31 +315,60 @@ func (t *Trainer) graph(ctx *context.Context, md mode, nodes []*graph.Node) []*g
 		return append([]*graph.Node{loss, norm}, grads...)
 	}
 	// A non-finite loss or gradient (the norm is then not finite) keeps every
-	// old value: Where selects them bit for bit.
+	// old value: the gradient is replaced by zeros and the update's scalar
+	// coefficients by identities (m·1 + 0, v·1 + 0, p·1 − 0·m/denom, with m
+	// finite and denom ≥ ε), so that each new value is written over its old
+	// buffer instead of both living until a select.
 	ok := graph.LogicalAnd(graph.IsFinite(loss), graph.IsFinite(norm))
+	zero := graph.ScalarZero(g, dtypes.Float32)
+	gate := func(x, otherwise float64) *graph.Node {
+		return graph.Where(ok, graph.Scalar(g, dtypes.Float32, x), graph.Scalar(g, dtypes.Float32, otherwise))
+	}
+	var clip *graph.Node
 	if t.cfg.MaxGradNorm > 0 {
-		coef := graph.Div(graph.Scalar(g, dtypes.Float32, t.cfg.MaxGradNorm), graph.AddScalar(norm, 1e-6))
-		coef = graph.Min(coef, graph.Scalar(g, dtypes.Float32, 1))
-		for i := range grads {
-			grads[i] = graph.Mul(grads[i], coef)
-		}
+		clip = graph.Div(graph.Scalar(g, dtypes.Float32, t.cfg.MaxGradNorm), graph.AddScalar(norm, 1e-6))
+		clip = graph.Where(ok, graph.Min(clip, graph.Scalar(g, dtypes.Float32, 1)), zero)
 	}
 	lr, stepSize, sqrtBC2 := at(1), at(2), at(3)
 	b1, b2 := t.cfg.Beta1, t.cfg.Beta2
+	keepB1, newB1 := gate(b1, 1), gate(1-b1, 0)
+	keepB2, newB2 := gate(b2, 1), gate(1-b2, 0)
+	stepSize = graph.Where(ok, stepSize, zero)
+	decay := graph.OneMinus(graph.MulScalar(graph.Where(ok, lr, zero), t.cfg.WeightDecay))
+	// One variable at a time (the pure-Go executor runs nodes in the order
+	// they are built), so the temporaries of only one are alive at once.
 	for i, v := range vars {
-		gr := grads[i]
+		gr := graph.Where(ok, grads[i], zero)
+		if clip != nil {
+			gr = graph.Mul(gr, clip)
+		}
+		if accs != nil {
+			// acc's buffer was donated and freed in the backward pass; it
+			// now holds the update's gradient (accFirst overwrites it).
+			accs[i].SetValueGraph(gr)
+		}
 		p := values[i]
 		if t.cfg.WeightDecay > 0 && !t.noDecay(v.Scope()+context.ScopeSeparator+v.Name()) {
-			p = graph.Mul(p, graph.OneMinus(graph.MulScalar(lr, t.cfg.WeightDecay)))
+			p = graph.Mul(p, decay)
 		}
 		mv, vv := stateVar(ctx, "m", v), stateVar(ctx, "v", v)
-		m := graph.Add(graph.MulScalar(mv.ValueGraph(g), b1), graph.MulScalar(gr, 1-b1))
-		s := graph.Add(graph.MulScalar(vv.ValueGraph(g), b2), graph.MulScalar(graph.Square(gr), 1-b2))
+		m := graph.Add(graph.Mul(mv.ValueGraph(g), keepB1), graph.Mul(gr, newB1))
+		s := graph.Add(graph.Mul(vv.ValueGraph(g), keepB2), graph.Mul(graph.Square(gr), newB2))
 		denom := graph.AddScalar(graph.Div(graph.Sqrt(s), sqrtBC2), t.cfg.Epsilon)
 		p = graph.Sub(p, graph.Mul(stepSize, graph.Div(m, denom)))
-		mv.SetValueGraph(graph.Where(ok, m, mv.ValueGraph(g)))
-		vv.SetValueGraph(graph.Where(ok, s, vv.ValueGraph(g)))
-		v.SetValueGraph(graph.Where(ok, p, values[i]))
+		mv.SetValueGraph(m)
+		vv.SetValueGraph(s)
+		v.SetValueGraph(p)
 	}
 	return []*graph.Node{loss, norm, ok}
+}
+
+// seedGradient returns a scalar whose gradient with respect to value is
+// prior. Added to the loss, it makes the backward pass start value's
+// gradient from prior (the accumulator), so each fresh gradient is added to
+// it as soon as it is computed (as torch's AccumulateGrad does) rather than
+// all of them living until the pass ends. The scalar itself is never
+// computed: no output depends on it.
+func seedGradient(value, prior *graph.Node) *graph.Node {
+	return graph.ReduceAllSum(graph.IdentityWithCustomGradient(value, func(_, _ *graph.Node) *graph.Node { return prior }))
 }
