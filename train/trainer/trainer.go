@@ -278,10 +278,9 @@ func (t *Trainer) graph(ctx *context.Context, md mode, nodes []*graph.Node) []*g
 	for i, v := range vars {
 		values[i] = v.ValueGraph(g)
 	}
-	accumulates := md == accFirst || md == accAdd || md == applyAcc || md == gradAcc
 	var accs []*context.Variable
 	root := graph.Mul(loss, scale)
-	if accumulates {
+	if md == accFirst || md == accAdd || md == applyAcc || md == gradAcc {
 		accs = make([]*context.Variable, len(vars))
 		for i, v := range vars {
 			accs[i] = stateVar(ctx, "acc", v)
